@@ -1,0 +1,31 @@
+"""Turn bad input into one line on stderr and exit code 2 (never a traceback)."""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import typer
+
+EXIT_BAD_INPUT = 2
+
+
+def handle_input_errors(command):
+    """Decorator: InputError / pydantic ValidationError / ValueError -> 'error: ...', exit 2."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        from pydantic import ValidationError
+
+        from perfcast.errors import InputError, format_validation_error
+
+        try:
+            return command(*args, **kwargs)
+        except ValidationError as exc:
+            message = format_validation_error(exc)
+        except (InputError, ValueError, FileNotFoundError) as exc:
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        sys.stderr.write(f"error: {message}\n")
+        raise typer.Exit(code=EXIT_BAD_INPUT)
+
+    return wrapper

@@ -1,0 +1,35 @@
+"""The ``perfcast`` command. Thin: parse flags, build specs, call the API, render.
+
+Heavy modules (numpy-based estimators, renderers) are imported inside commands so that
+``perfcast --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from perfcast.cli.catalog_cmd import models_command, systems_command
+from perfcast.cli.memory_cmd import memory_command
+
+app = typer.Typer(
+    name="perfcast",
+    help="Forecast LLM training and inference performance on GPU clusters without running them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+app.command("memory", help="Memory per GPU and per pipeline stage; does the run fit?")(
+    memory_command
+)
+app.command("models", help="List catalog models.")(models_command)
+app.command("systems", help="List catalog systems and GPUs.")(systems_command)
+
+
+def run() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()

@@ -1,0 +1,27 @@
+"""``perfcast memory``: memory per GPU per pipeline stage."""
+
+from __future__ import annotations
+
+from perfcast.cli.errors import handle_input_errors
+from perfcast.cli.options import RunArgs, run_options
+
+
+@run_options
+@handle_input_errors
+def memory_command(args: RunArgs) -> None:
+    """Forecast memory per GPU for every pipeline stage and whether it fits."""
+    from rich.console import Console
+
+    from perfcast.cli.build import build_specs
+    from perfcast.memory.estimate import estimate_memory
+
+    specs = build_specs(args)
+    report = estimate_memory(specs.model, specs.system, specs.strategy, specs.workload)
+    if args.json:
+        from perfcast.report.json_out import to_json
+
+        print(to_json(report.to_dict()))
+        return
+    from perfcast.report.memory_text import render_memory
+
+    render_memory(report, Console())

@@ -1,0 +1,120 @@
+"""Command-line options shared by the forecasting commands (memory, train, ...).
+
+Flag names follow Megatron-LM where one exists; short forms (``--tp``) and Megatron long forms
+(``--tensor-model-parallel-size``) are aliases. ``run_options`` appends these options to a
+command's signature and hands the command one typed ``RunArgs`` instead of 25 arguments.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass
+from enum import Enum
+import typer
+
+
+class RecomputeOpt(str, Enum):
+    none = "none"
+    selective = "selective"
+    full = "full"
+
+
+class PrecisionOpt(str, Enum):
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp8 = "fp8"
+
+
+class FP8RecipeOpt(str, Enum):
+    tensorwise = "tensorwise"
+    delayed = "delayed"
+    rowwise = "rowwise"
+    rowwise_hp_wgrad = "rowwise-hp-wgrad"
+    blockwise = "blockwise"
+    mxfp8 = "mxfp8"
+
+
+class GradDtypeOpt(str, Enum):
+    fp32 = "fp32"
+    bf16 = "bf16"
+
+
+@dataclass(frozen=True)
+class RunArgs:
+    """Everything the user said about model, system, strategy and workload."""
+
+    model: str
+    system: str
+    gpus: int | None
+    tp: int
+    pp: int
+    vpp: int
+    cp: int
+    ep: int
+    etp: int | None
+    micro_batch_size: int
+    global_batch_size: int | None
+    seq_length: int
+    recompute: str
+    recompute_num_layers: int | None
+    sequence_parallel: bool
+    zero_stage: int
+    fsdp: bool
+    distributed_optimizer: bool
+    precision: str
+    fp8_recipe: str
+    grad_reduce_dtype: str
+    no_flash_attention: bool
+    json: bool
+
+
+_OPTIONS: list[tuple[str, object, object]] = [
+    ("model", str, typer.Option(..., "--model", "-m", help="Catalog name, HF config.json or YAML/JSON file.")),
+    ("system", str, typer.Option("dgx-h100", "--system", "-s", help="Catalog system name.")),
+    ("gpus", int | None, typer.Option(None, "--gpus", "-g", help="Total GPUs (default tp*pp*cp).")),
+    ("tp", int, typer.Option(1, "--tp", "--tensor-model-parallel-size", help="Tensor-parallel size.")),
+    ("pp", int, typer.Option(1, "--pp", "--pipeline-model-parallel-size", help="Pipeline-parallel size.")),
+    ("vpp", int, typer.Option(1, "--vpp", "--virtual-pipeline-model-parallel-size", help="Model chunks per pipeline rank.")),
+    ("cp", int, typer.Option(1, "--cp", "--context-parallel-size", help="Context-parallel size.")),
+    ("ep", int, typer.Option(1, "--ep", "--expert-model-parallel-size", help="Expert-parallel size.")),
+    ("etp", int | None, typer.Option(None, "--etp", "--expert-tensor-parallel-size", help="Expert tensor-parallel size (default tp).")),
+    ("micro_batch_size", int, typer.Option(1, "--micro-batch-size", "--mbs", help="Sequences per micro-batch.")),
+    ("global_batch_size", int | None, typer.Option(None, "--global-batch-size", "--gbs", help="Sequences per step (default micro-batch * dp * pp).")),
+    ("seq_length", int, typer.Option(4096, "--seq-length", "--seq-len", help="Tokens per sequence.")),
+    ("recompute", RecomputeOpt, typer.Option(RecomputeOpt.none, "--recompute", "--recompute-granularity", help="Activation recomputation.")),
+    ("recompute_num_layers", int | None, typer.Option(None, "--recompute-num-layers", help="Layers per stage recomputed with --recompute full.")),
+    ("sequence_parallel", bool, typer.Option(False, "--sequence-parallel", help="Megatron sequence parallelism.")),
+    ("zero_stage", int, typer.Option(0, "--zero-stage", min=0, max=3, help="ZeRO stage 0-3.")),
+    ("fsdp", bool, typer.Option(False, "--fsdp", help="FSDP full sharding (= ZeRO-3).")),
+    ("distributed_optimizer", bool, typer.Option(False, "--use-distributed-optimizer", "--distributed-optimizer", help="Shard optimizer states over DP.")),
+    ("precision", PrecisionOpt, typer.Option(PrecisionOpt.bf16, "--precision", help="GEMM precision.")),
+    ("fp8", bool, typer.Option(False, "--fp8", help="Same as --precision fp8.")),
+    ("fp8_recipe", FP8RecipeOpt, typer.Option(FP8RecipeOpt.tensorwise, "--fp8-recipe", help="FP8 scaling recipe.")),
+    ("grad_reduce_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--grad-reduce-dtype", help="Main-gradient dtype.")),
+    ("no_flash_attention", bool, typer.Option(False, "--no-flash-attention", help="Unfused attention (stores s x s scores).")),
+    ("json", bool, typer.Option(False, "--json", help="Print one JSON object.")),
+]
+
+
+def _value(v):
+    return v.value if isinstance(v, Enum) else v
+
+
+def run_options(command):
+    """Decorator: add the shared options to ``command`` and pass them as ``args: RunArgs``."""
+    own = [p for name, p in inspect.signature(command).parameters.items() if name != "args"]
+    extra = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann)
+        for name, ann, default in _OPTIONS
+    ]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs):
+        shared = {name: _value(kwargs.pop(name)) for name, _, _ in _OPTIONS}
+        if shared.pop("fp8"):
+            shared["precision"] = "fp8"
+        return command(args=RunArgs(**shared), **kwargs)
+
+    wrapper.__signature__ = inspect.Signature(own + extra)
+    return wrapper

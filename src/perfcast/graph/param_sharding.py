@@ -1,0 +1,108 @@
+"""Parameters held by one GPU of one pipeline stage under a parallel strategy.
+
+Megatron-LM placement (Shoeybi et al. 2019; Narayanan et al. 2021 §2):
+- attention and MLP weight matrices are split over tensor parallelism (column/row parallel);
+  norms and the MoE router are replicated; MLA's down-projections are replicated;
+- routed experts are split over expert parallelism (ep) and expert tensor parallelism (etp);
+- the vocabulary-parallel embedding lives on the first stage, the LM head on the last (both on
+  the only stage when pp = 1; a tied head on the last stage keeps its own copy);
+- layers are split evenly over pp stages; when pp does not divide the layer count the extra
+  layers go to the middle stages first, keeping the embedding/head stages light.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfcast.graph import params as P
+from perfcast.specs.model import ModelSpec
+from perfcast.specs.strategy import Strategy
+
+
+def layers_per_stage(num_layers: int, pp: int) -> list[int]:
+    """Layer count of each pipeline stage (sum = num_layers)."""
+    base, extra = divmod(num_layers, pp)
+    counts = [base] * pp
+    order = list(range(1, pp - 1)) + [pp - 1, 0] if pp > 2 else list(range(pp))[::-1]
+    for stage in order[:extra]:
+        counts[stage] += 1
+    return counts
+
+
+def stage_layer_ranges(num_layers: int, pp: int) -> list[range]:
+    """Global layer indices held by each stage."""
+    ranges, start = [], 0
+    for count in layers_per_stage(num_layers, pp):
+        ranges.append(range(start, start + count))
+        start += count
+    return ranges
+
+
+def is_moe_layer(model: ModelSpec, layer: int) -> bool:
+    """Whether global layer ``layer`` has an MoE MLP (after first_k_dense, every freq-th)."""
+    if not model.is_moe or layer < model.first_k_dense_layers:
+        return False
+    return (layer - model.first_k_dense_layers) % model.moe_layer_freq == 0
+
+
+def _attention_replicated(model: ModelSpec) -> int:
+    """Attention parameters that TP does not split: MLA down-projections and their norms."""
+    if not model.is_mla:
+        return 2 * model.kv_channels if model.qk_norm else 0
+    h, rope, r_kv = model.hidden_size, model.qk_rope_head_dim or 0, model.kv_lora_rank or 0
+    r_q = model.q_lora_rank or 0
+    return (h * r_q + r_q if r_q else 0) + h * (r_kv + rope) + r_kv
+
+
+@dataclass(frozen=True)
+class StageParams:
+    """Parameters on one GPU of one pipeline stage, split by how they are sharded."""
+
+    stage: int
+    num_layers: int
+    num_moe_layers: int
+    dense: float
+    """Non-expert parameters on this GPU (attention, dense MLPs, norms, router, shared experts,
+    embedding/head): data-parallel over dp·cp."""
+    expert: float
+    """Routed-expert parameters on this GPU: data-parallel over the expert-DP group."""
+    embedding: float
+    """The part of ``dense`` that is embedding or LM head."""
+
+    @property
+    def total(self) -> float:
+        return self.dense + self.expert
+
+
+def stage_params(model: ModelSpec, strategy: Strategy, stage: int) -> StageParams:
+    """Parameters held by one GPU of pipeline stage ``stage`` (0-based)."""
+    t = strategy.tp
+    layers = stage_layer_ranges(model.num_hidden_layers, strategy.pp)[stage]
+    moe_layers = sum(1 for i in layers if is_moe_layer(model, i))
+    dense_layers = len(layers) - moe_layers
+
+    attn_repl = _attention_replicated(model)
+    attn = (P.attention_params(model) - attn_repl) / t + attn_repl
+    norms = P.layer_norm_params(model)
+    dense_mlp = P.mlp_params(model, model.intermediate_size) / t
+    shared = P.shared_expert_params(model) / t
+    router = P.router_params(model)
+    experts_here = model.num_experts / strategy.ep
+    routed = experts_here * P.routed_expert_params(model) / strategy.expert_tp
+
+    dense = dense_layers * (attn + norms + dense_mlp) + moe_layers * (attn + norms + shared + router)
+    embedding = 0.0
+    if stage == 0:
+        embedding += P.embedding_params(model) / t
+    if stage == strategy.pp - 1:
+        head = model.vocab_size * model.hidden_size
+        own_copy = (not model.tie_word_embeddings) or strategy.pp > 1
+        embedding += (head / t if own_copy else 0) + P.norm_params(model)
+    return StageParams(
+        stage=stage,
+        num_layers=len(layers),
+        num_moe_layers=moe_layers,
+        dense=dense + embedding,
+        expert=moe_layers * routed,
+        embedding=embedding,
+    )

@@ -1,0 +1,169 @@
+"""Activation bytes stored for backward, per transformer layer per micro-batch.
+
+Source: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+Models" (arXiv:2205.05198), Section 4 and Table 2. For a GPT layer with 16-bit activations:
+
+    no parallelism:          s·b·h·(34 + 5·a·s/h)
+    tensor parallel:         s·b·h·(10 + 24/t + 5·a·s/(h·t))
+    + sequence parallel:     s·b·h/t·(34 + 5·a·s/h)
+    tensor + selective:      s·b·h·(10 + 24/t)
+    seq. par. + selective:   s·b·h·34/t
+    full recompute:          2·s·b·h   (layer input only)
+
+The 34 = attention 11 (QKV input 2, Q and K 4, V 2, out-proj input 2, dropout mask 1)
++ MLP 19 (input 2, GELU input 8, GELU output 8, dropout mask 1) + two LayerNorm inputs 4;
+5·a·s² = softmax output 2 + dropout mask 1 + dropout output 2. Here each term is built from the
+model's actual shapes (GQA K/V, gated MLPs, MoE, MLA), so the GPT case reduces to Table 2
+exactly. Flash attention (Dao et al. 2022) stores no s×s matrix, only the fp32 log-sum-exp
+(4·a·s·b bytes). Context parallelism splits the sequence: s is the per-rank s/cp.
+Functions are array-friendly (numpy broadcasting over s, b, t).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfcast.specs.model import ModelSpec
+
+ACT_BYTES = 2
+"""16-bit activations (bf16/fp16), Korthikanti et al. 2022 §4.1."""
+MASK_BYTES = 1
+"""Dropout masks are stored as 1 byte per element, Korthikanti et al. 2022 §4.1."""
+LSE_BYTES = 4
+"""Flash attention keeps the softmax log-sum-exp per row in fp32 (Dao et al. 2022, Alg. 1)."""
+
+
+@dataclass(frozen=True)
+class ActivationOptions:
+    """The execution choices that change what a layer stores."""
+
+    tp: int = 1
+    sequence_parallel: bool = False
+    recompute: str = "none"
+    """'none', 'selective' (attention core recomputed) or 'full' (only layer input kept)."""
+    flash_attention: bool = True
+    expert_tp: int = 1
+
+
+def _replicated_terms(model: ModelSpec, s, b):
+    """Bytes outside the TP-sharded regions: norm inputs, dropout masks on the residual path.
+
+    Korthikanti Table 2's "10·s·b·h": LayerNorm inputs 4, QKV input 2, MLP input 2, masks 2.
+    """
+    h = model.hidden_size
+    sbh = s * b * h
+    norm_inputs = model.norms_per_layer * ACT_BYTES * sbh
+    # Inputs to the column-parallel GEMMs (QKV and MLP-in); with parallel attention/MLP they
+    # share one normalized input.
+    gemm_inputs = (1 if model.parallel_attention_mlp else 2) * ACT_BYTES * sbh
+    masks = (2 * MASK_BYTES * sbh) if model.hidden_dropout > 0 else 0 * sbh
+    return norm_inputs + gemm_inputs + masks
+
+
+def _attention_sharded_terms(model: ModelSpec, s, b):
+    """Attention bytes inside the TP region excluding the s² core: Q, K, V, out-proj input."""
+    a = model.num_attention_heads
+    if model.is_mla:
+        nope = model.qk_nope_head_dim or 0
+        rope = model.qk_rope_head_dim or 0
+        v_dim = model.v_head_dim or model.kv_channels
+        q_k = 2 * a * (nope + rope)
+        v = a * v_dim
+        out_in = a * v_dim
+        latents = (model.q_lora_rank or 0) + (model.kv_lora_rank or 0) + rope
+        return ACT_BYTES * s * b * (q_k + v + out_in + latents)
+    d, g = model.kv_channels, model.num_kv_heads
+    return ACT_BYTES * s * b * (a * d + g * d + g * d + a * d)
+
+
+def _attention_core_terms(model: ModelSpec, s, b, flash_attention: bool):
+    """The attention core: softmax output (+ dropout mask and output) or flash-attention LSE."""
+    a = model.num_attention_heads
+    if flash_attention:
+        return LSE_BYTES * a * s * b
+    per_score = ACT_BYTES + (MASK_BYTES + ACT_BYTES if model.attention_dropout > 0 else 0)
+    return per_score * a * s * s * b
+
+
+def _mlp_sharded_terms(model: ModelSpec, s, b, ffn_hidden: int, tokens_factor: float = 1.0):
+    """MLP bytes inside the TP region: activation input(s) and output, width f.
+
+    Gated (SwiGLU): gate and up outputs 2·2·f, product 2·f = 6·s·b·f.
+    Non-gated (GELU): activation input 2·f and output 2·f = 4·s·b·f (Korthikanti: 16·s·b·h).
+    """
+    per_token = (6 if model.is_gated_mlp else 4) * ffn_hidden
+    return per_token * s * b * tokens_factor
+
+
+def _moe_extra_terms(model: ModelSpec, s, b):
+    """MoE bookkeeping: router logits (fp32, s·b·E·4) and the permuted expert inputs (k copies)."""
+    k = model.num_experts_per_tok
+    router = 4 * s * b * model.num_experts
+    permuted = ACT_BYTES * k * s * b * model.hidden_size
+    return router + permuted
+
+
+def layer_activation_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe_layer=False):
+    """Bytes one layer stores for backward for one micro-batch (Korthikanti Table 2, general).
+
+    ``s`` is the per-rank sequence length (s/cp with context parallelism), ``b`` the
+    micro-batch size. Returns bytes per GPU.
+    """
+    t = opts.tp
+    h = model.hidden_size
+    if opts.recompute == "full":
+        divisor = t if opts.sequence_parallel else 1
+        return ACT_BYTES * s * b * h / divisor
+    replicated = _replicated_terms(model, s, b)
+    sharded = _attention_sharded_terms(model, s, b)
+    if moe_layer:
+        k = model.num_experts_per_tok
+        expert = _mlp_sharded_terms(model, s, b, model.expert_intermediate_size, k)
+        shared_width = model.shared_intermediate_size
+        shared = _mlp_sharded_terms(model, s, b, shared_width) if shared_width else 0
+        mlp = expert * t / opts.expert_tp + shared + _moe_extra_terms(model, s, b)
+    else:
+        mlp = _mlp_sharded_terms(model, s, b, model.intermediate_size)
+    core = 0 * s if opts.recompute == "selective" else _attention_core_terms(
+        model, s, b, opts.flash_attention
+    )
+    if opts.sequence_parallel:
+        return (replicated + sharded + mlp + core) / t
+    return replicated + (sharded + mlp + core) / t
+
+
+def recompute_working_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe_layer=False):
+    """Extra peak during backward with full recompute: one layer's activations rebuilt at once.
+
+    Korthikanti et al. 2022 §5: full recomputation re-runs each layer's forward just before its
+    backward, so the full per-layer set of one layer is live at the peak.
+    """
+    if opts.recompute != "full":
+        return 0 * s
+    rebuilt = ActivationOptions(
+        tp=opts.tp,
+        sequence_parallel=opts.sequence_parallel,
+        recompute="none",
+        flash_attention=opts.flash_attention,
+        expert_tp=opts.expert_tp,
+    )
+    return layer_activation_bytes(model, s, b, rebuilt, moe_layer)
+
+
+def embedding_activation_bytes(model: ModelSpec, s, b, opts: ActivationOptions):
+    """First stage: the embedding's dropout mask s·b·h (Korthikanti §4.3), /t with SP."""
+    if model.hidden_dropout <= 0:
+        return 0 * s
+    divisor = opts.tp if opts.sequence_parallel else 1
+    return MASK_BYTES * s * b * model.hidden_size / divisor
+
+
+def output_activation_bytes(model: ModelSpec, s, b, opts: ActivationOptions):
+    """Last stage: final-norm output 2·s·b·h/t and fp32 logits 4·s·b·V/t for the loss.
+
+    Korthikanti et al. 2022 §4.3: "4·s·b·h/t·(1 + v/h)"; held for one micro-batch at a time.
+    """
+    t = opts.tp
+    head_input = ACT_BYTES * s * b * model.hidden_size / (t if opts.sequence_parallel else 1)
+    logits = 4 * s * b * model.vocab_size / t
+    return head_input + logits

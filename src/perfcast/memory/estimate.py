@@ -1,0 +1,132 @@
+"""``estimate_memory``: peak memory per GPU for each pipeline stage of a training run."""
+
+from __future__ import annotations
+
+from perfcast.calibration.memory_overheads import MemoryOverheads, load_memory_overheads
+from perfcast.graph.param_sharding import stage_params
+from perfcast.graph.params import count_params
+from perfcast.memory import activations as A
+from perfcast.memory.inflight import inflight_layer_units
+from perfcast.memory.report import MemoryReport, StageMemory
+from perfcast.memory.states import state_bytes
+from perfcast.specs.compat import (
+    check_strategy_for_model,
+    check_workload_for_strategy,
+    num_micro_batches,
+)
+from perfcast.specs.hardware import SystemSpec
+from perfcast.specs.model import ModelSpec
+from perfcast.specs.strategy import Strategy
+from perfcast.specs.workload import Workload
+
+
+def activation_options(model: ModelSpec, strategy: Strategy) -> A.ActivationOptions:
+    """The activation-relevant execution choices of ``strategy``."""
+    return A.ActivationOptions(
+        tp=strategy.tp,
+        sequence_parallel=strategy.sequence_parallel,
+        recompute=strategy.recompute,
+        flash_attention=strategy.flash_attention,
+        expert_tp=strategy.expert_tp,
+    )
+
+
+def _stage_layer_activations(model, strategy, stage, num_layers, num_moe, s, b):
+    """Stored activations of one micro-batch over this stage's layers (bytes), and the
+    full-recompute working set."""
+    opts = activation_options(model, strategy)
+    stored_opts = opts
+    recomputed = num_layers
+    if strategy.recompute == "full" and strategy.recompute_num_layers is not None:
+        recomputed = min(strategy.recompute_num_layers, num_layers)
+    kept = A.ActivationOptions(
+        tp=opts.tp, sequence_parallel=opts.sequence_parallel, recompute="none",
+        flash_attention=opts.flash_attention, expert_tp=opts.expert_tp,
+    )
+    num_dense = num_layers - num_moe
+    # Layers beyond the recomputed count keep full activations (Megatron "block" method).
+    moe_recomputed = min(num_moe, recomputed * num_moe // max(num_layers, 1))
+    dense_recomputed = recomputed - moe_recomputed
+    per_mb = (
+        dense_recomputed * A.layer_activation_bytes(model, s, b, stored_opts, False)
+        + (num_dense - dense_recomputed) * A.layer_activation_bytes(model, s, b, kept, False)
+        + moe_recomputed * A.layer_activation_bytes(model, s, b, stored_opts, True)
+        + (num_moe - moe_recomputed) * A.layer_activation_bytes(model, s, b, kept, True)
+    )
+    working = A.recompute_working_bytes(model, s, b, opts, num_moe > 0)
+    return per_mb, working
+
+
+def estimate_memory(
+    model: ModelSpec,
+    system: SystemSpec,
+    strategy: Strategy,
+    workload: Workload,
+    overheads: MemoryOverheads | None = None,
+) -> MemoryReport:
+    """Peak bytes per GPU of every pipeline stage (weights, gradients, optimizer, activations,
+    other), and whether the worst stage fits in HBM. Pure: no side effects."""
+    check_strategy_for_model(model, strategy)
+    check_workload_for_strategy(workload, strategy)
+    cal = overheads or load_memory_overheads()
+    counts = count_params(model)
+    m = num_micro_batches(workload, strategy)
+    s = workload.seq_length / strategy.cp
+    b = strategy.micro_batch_size
+    opts = activation_options(model, strategy)
+    groups = sum(
+        1 for size in (strategy.tp, strategy.cp, strategy.dp, strategy.pp, strategy.ep) if size > 1
+    )
+    stages = []
+    for stage in range(strategy.pp):
+        params = stage_params(model, strategy, stage)
+        states = state_bytes(params, strategy)
+        per_mb, working = _stage_layer_activations(
+            model, strategy, stage, params.num_layers, params.num_moe_layers, s, b
+        )
+        units = inflight_layer_units(strategy.schedule, stage, strategy.pp, strategy.vpp, m)
+        layer_acts = per_mb * units
+        acts = layer_acts + working
+        if stage == 0:
+            acts += units * A.embedding_activation_bytes(model, s, b, opts)
+        if stage == strategy.pp - 1:
+            acts += A.output_activation_bytes(model, s, b, opts)
+        other = (
+            cal.cuda_context_bytes
+            + groups * cal.nccl_bytes_per_group
+            + cal.allocator_fragmentation_fraction * (acts + states.grads)
+        )
+        stages.append(
+            StageMemory(
+                stage=stage,
+                num_layers=params.num_layers,
+                params=params.total,
+                embedding_params=params.embedding,
+                weights_bytes=states.weights,
+                grads_bytes=states.grads,
+                optimizer_bytes=states.optimizer,
+                activations_bytes=acts,
+                layer_activations_bytes=layer_acts,
+                inflight_micro_batches=units,
+                other_bytes=other,
+            )
+        )
+    assumptions = (
+        "Adam optimizer with fp32 master weights, momentum and variance (12 B/param)",
+        f"main gradients in {strategy.grad_reduce_dtype}",
+        "16-bit activations; Korthikanti et al. 2022 Table 2 generalized to the model's shapes",
+        f"pipeline schedule {strategy.schedule}, {m} micro-batches per step",
+        "other = CUDA context + NCCL buffers per group + allocator fragmentation "
+        "(calibration/memory_overheads.yaml)",
+    )
+    return MemoryReport(
+        model=model.name,
+        system=system.name,
+        gpu=system.gpu.name,
+        params_total=counts.total,
+        params_active=counts.active,
+        capacity_bytes=system.gpu.hbm_capacity_bytes,
+        num_micro_batches=m,
+        stages=tuple(stages),
+        assumptions=assumptions,
+    )

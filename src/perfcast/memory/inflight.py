@@ -1,0 +1,25 @@
+"""Micro-batches whose activations a pipeline stage holds at its peak.
+
+1F1B (Narayanan et al. 2021 §2.2.1, PipeDream-Flush): stage i of p (0-based) runs p − i warm-up
+forwards before its first backward, so it holds min(p − i, m) micro-batches.
+Interleaved 1F1B with v chunks (Megatron-LM schedules.py warm-up count
+(p − i − 1)·2 + (v − 1)·p, plus the one in the steady state) holds that many chunk-micro-batches
+of L_i/v layers each; on stage 0 this is p·(1 + (p − 1)/(p·v)) stage-activations, the factor of
+Korthikanti et al. 2022 §4.2.3. GPipe holds all m micro-batches.
+"""
+
+from __future__ import annotations
+
+
+def inflight_layer_units(schedule: str, stage: int, pp: int, vpp: int, num_micro_batches: int):
+    """Stage-activation units held at the peak, in units of "all of this stage's layers for one
+    micro-batch" (so memory = units × per-micro-batch stage activations)."""
+    m = num_micro_batches
+    if pp == 1:
+        return 1.0
+    if schedule == "gpipe":
+        return float(m)
+    if schedule == "interleaved":
+        chunks = min((pp - stage - 1) * 2 + (vpp - 1) * pp + 1, m * vpp)
+        return chunks / vpp
+    return float(min(pp - stage, m))

@@ -1,0 +1,72 @@
+"""Bytes of model states per GPU: weights, gradients and Adam optimizer states.
+
+Mixed-precision Adam (Micikevicius et al. 2018; Rajbhandari et al. 2020, ZeRO §3):
+16-bit weights (2 B/param), fp32 main gradients (4 B, Megatron-LM's
+``--accumulate-allreduce-grads-in-fp32``; 2 B when reduced in bf16), and fp32 master weights,
+momentum and variance (12 B). ZeRO stage 1 (= Megatron distributed optimizer) shards optimizer
+states over the data-parallel group, stage 2 also gradients, stage 3 (= FSDP full shard) also
+weights. Non-expert parameters shard over dp·cp (Megatron-Core's data-parallel group with
+context parallelism); routed experts over their expert-data-parallel group.
+Korthikanti et al. 2022 Figure 1 uses 18 B/param (2 + 4 + 12) with no sharding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfcast.graph.param_sharding import StageParams
+from perfcast.specs.strategy import Strategy
+
+WEIGHT_BYTES_16BIT = 2
+"""bf16/fp16 parameter copy used by forward and backward."""
+ADAM_STATE_BYTES = 12
+"""fp32 master weight, first moment and second moment (ZeRO §3, K = 12)."""
+FP8_WEIGHT_CACHE_BYTES = 2
+"""Transformer Engine caches an FP8 copy of each GEMM weight and its transpose (1 B + 1 B) for
+the forward and dgrad GEMMs (NVIDIA Transformer Engine docs, "FP8 primer")."""
+
+
+@dataclass(frozen=True)
+class StateBytes:
+    """Model-state bytes on one GPU of one stage."""
+
+    weights: float
+    grads: float
+    optimizer: float
+
+
+def grad_bytes_per_param(strategy: Strategy) -> int:
+    """4 for fp32 main gradients, 2 for bf16 gradient reduction."""
+    return 4 if strategy.grad_reduce_dtype == "fp32" else 2
+
+
+def _shard(value, group: int, applies: bool):
+    return value / group if applies else value
+
+
+def state_bytes(params: StageParams, strategy: Strategy) -> StateBytes:
+    """Weights, gradients and optimizer states per GPU for ``params`` under ``strategy``.
+
+    Weights include the transient FSDP all-gather of the layers being computed (two layers:
+    the current one and the prefetched next one, PyTorch FSDP ``forward_prefetch``), and the
+    FP8 weight cache when training in FP8.
+    """
+    stage = strategy.sharding_stage
+    dense_dp = strategy.dp * strategy.cp
+    expert_dp = strategy.expert_dp
+
+    def sharded(per_param: float, min_stage: int):
+        dense = _shard(params.dense * per_param, dense_dp, stage >= min_stage)
+        expert = _shard(params.expert * per_param, expert_dp, stage >= min_stage)
+        return dense + expert
+
+    weights = sharded(WEIGHT_BYTES_16BIT, 3)
+    if stage >= 3 and params.num_layers > 0:
+        per_layer_full = (params.total - params.embedding) / params.num_layers
+        weights += min(2, params.num_layers) * per_layer_full * WEIGHT_BYTES_16BIT
+    if strategy.precision == "fp8":
+        gemm_params = params.total - params.embedding
+        weights += gemm_params * FP8_WEIGHT_CACHE_BYTES
+    grads = sharded(grad_bytes_per_param(strategy), 2)
+    optimizer = sharded(ADAM_STATE_BYTES, 1)
+    return StateBytes(weights=weights, grads=grads, optimizer=optimizer)

@@ -1,0 +1,68 @@
+"""Checks that a strategy can exist for a given model and workload.
+
+A strategy that cannot exist (TP not dividing heads, layers not splitting over stages, a global
+batch that is not a whole number of micro-batches per DP rank) raises ``InputError`` naming the
+values. A strategy that merely does not fit in memory is not checked here: it is a result.
+"""
+
+from __future__ import annotations
+
+from perfcast.errors import InputError
+from perfcast.specs.model import ModelSpec
+from perfcast.specs.strategy import Strategy
+from perfcast.specs.workload import Workload
+
+
+def check_strategy_for_model(model: ModelSpec, strategy: Strategy) -> None:
+    """Raise ``InputError`` if ``strategy`` cannot shard ``model`` (Megatron-LM constraints)."""
+    tp = strategy.tp
+    if model.num_attention_heads % tp != 0:
+        raise InputError(
+            "tp", tp, f"does not divide num_attention_heads={model.num_attention_heads} "
+            f"of model {model.name!r}"
+        )
+    kv = model.num_kv_heads
+    if not model.is_mla and kv % tp != 0 and tp % kv != 0:
+        raise InputError(
+            "tp", tp, f"neither divides nor is a multiple of num_key_value_heads={kv} "
+            f"of model {model.name!r}"
+        )
+    chunks = strategy.pp * strategy.vpp
+    if chunks > model.num_hidden_layers:
+        raise InputError(
+            "pp", strategy.pp, f"pp*vpp={chunks} exceeds num_hidden_layers="
+            f"{model.num_hidden_layers} of model {model.name!r}"
+        )
+    if strategy.vpp > 1 and model.num_hidden_layers % chunks != 0:
+        raise InputError(
+            "vpp", strategy.vpp, f"pp*vpp={chunks} does not divide num_hidden_layers="
+            f"{model.num_hidden_layers} of model {model.name!r}"
+        )
+    if model.is_moe:
+        if model.num_experts % strategy.ep != 0:
+            raise InputError(
+                "ep", strategy.ep, f"does not divide num_experts={model.num_experts} "
+                f"of model {model.name!r}"
+            )
+    elif strategy.ep > 1:
+        raise InputError("ep", strategy.ep, f"model {model.name!r} has no experts")
+
+
+def check_workload_for_strategy(workload: Workload, strategy: Strategy) -> None:
+    """Raise ``InputError`` if the global batch is not whole micro-batches on every DP rank."""
+    per_step = strategy.micro_batch_size * strategy.dp
+    if workload.global_batch_size % per_step != 0:
+        raise InputError(
+            "global_batch_size", workload.global_batch_size,
+            f"not divisible by micro_batch_size*dp={per_step} "
+            f"(micro_batch_size={strategy.micro_batch_size}, dp={strategy.dp})",
+        )
+    if workload.seq_length % strategy.cp != 0:
+        raise InputError(
+            "seq_length", workload.seq_length, f"not divisible by cp={strategy.cp}"
+        )
+
+
+def num_micro_batches(workload: Workload, strategy: Strategy) -> int:
+    """Micro-batches per optimizer step per pipeline: global batch / (micro-batch * dp)."""
+    return workload.global_batch_size // (strategy.micro_batch_size * strategy.dp)

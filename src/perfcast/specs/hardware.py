@@ -1,0 +1,114 @@
+"""GPUSpec and SystemSpec: one accelerator, and a cluster of them with its network tiers.
+
+All values SI: FLOP/s, bytes, bytes/s, seconds, Hz. Catalog files hold vendor units and are
+converted once, at load (``perfcast.catalog.gpus``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8"]
+Vendor = Literal["nvidia", "amd", "google", "intel"]
+Generation = Literal[
+    "volta", "ampere", "hopper", "blackwell", "blackwell-ultra",
+    "cdna2", "cdna3", "cdna4", "tpu", "gaudi",
+]
+
+
+class GPUSpec(BaseModel):
+    """One accelerator: dense peaks per precision, memory, and on-chip resources."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(description="Catalog slug, e.g. 'h100-sxm'.")
+    display_name: str = Field(description="Vendor name and variant, e.g. 'NVIDIA H100 SXM5 80GB'.")
+    vendor: Vendor = Field(description="Vendor of the accelerator.")
+    generation: Generation = Field(description="Architecture generation (keys calibration).")
+    peak_fp32_flops: float | None = Field(default=None, gt=0, description="Dense FP32 (non-tensor) FLOP/s.")
+    peak_tf32_flops: float | None = Field(default=None, gt=0, description="Dense TF32 matrix FLOP/s.")
+    peak_bf16_flops: float = Field(gt=0, description="Dense BF16 matrix FLOP/s.")
+    peak_fp16_flops: float | None = Field(default=None, gt=0, description="Dense FP16 matrix FLOP/s.")
+    peak_fp8_flops: float | None = Field(default=None, gt=0, description="Dense FP8 matrix FLOP/s; None = unsupported.")
+    peak_fp6_flops: float | None = Field(default=None, gt=0, description="Dense FP6 matrix FLOP/s.")
+    peak_fp4_flops: float | None = Field(default=None, gt=0, description="Dense FP4 matrix FLOP/s.")
+    peak_int8_ops: float | None = Field(default=None, gt=0, description="Dense INT8 matrix OP/s.")
+    hbm_capacity_bytes: float = Field(gt=0, description="Device memory capacity in bytes.")
+    hbm_bandwidth_Bps: float = Field(gt=0, description="Peak device memory bandwidth, bytes/s.")
+    num_sms: int | None = Field(default=None, gt=0, description="Streaming multiprocessors / compute units.")
+    boost_clock_Hz: float | None = Field(default=None, gt=0, description="Boost (tensor) clock in Hz.")
+    l2_cache_bytes: float | None = Field(default=None, gt=0, description="L2 (or last-level) cache in bytes.")
+    source: str = Field(description="Where these numbers come from.")
+
+    def peak_flops(self, precision: Precision) -> float:
+        """Dense matrix peak for ``precision`` in FLOP/s.
+
+        Raises ``ValueError`` naming the GPU when the precision is not supported. FP16 falls back
+        to BF16 (same tensor throughput on every listed part).
+        """
+        value = {
+            "fp32": self.peak_fp32_flops,
+            "tf32": self.peak_tf32_flops,
+            "bf16": self.peak_bf16_flops,
+            "fp16": self.peak_fp16_flops or self.peak_bf16_flops,
+            "fp8": self.peak_fp8_flops,
+            "fp6": self.peak_fp6_flops,
+            "fp4": self.peak_fp4_flops,
+            "int8": self.peak_int8_ops,
+        }[precision]
+        if value is None:
+            raise ValueError(f"gpu {self.name!r} has no {precision} peak (precision={precision!r})")
+        return value
+
+    def supports(self, precision: Precision) -> bool:
+        try:
+            self.peak_flops(precision)
+        except ValueError:
+            return False
+        return True
+
+
+class SystemSpec(BaseModel):
+    """A cluster: GPUs in nodes, a scale-up domain (NVLink/xGMI) and a scale-out network."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(description="Catalog slug, e.g. 'dgx-h100'.")
+    gpu: GPUSpec = Field(description="The accelerator in every slot.")
+    gpus_per_node: int = Field(gt=0, description="GPUs per server node.")
+    scale_up_domain_gpus: int = Field(
+        gt=0, description="GPUs in one scale-up (NVLink/xGMI) domain: 8 for DGX, 72 for NVL72."
+    )
+    scale_up_bandwidth_Bps: float = Field(
+        gt=0, description="Unidirectional scale-up bandwidth per GPU, bytes/s."
+    )
+    scale_up_latency_s: float = Field(
+        default=3e-6, ge=0, description="Per-hop latency of a scale-up transfer, seconds."
+    )
+    scale_out_bandwidth_Bps: float = Field(
+        gt=0, description="Unidirectional scale-out (NIC) bandwidth per GPU, bytes/s."
+    )
+    scale_out_latency_s: float = Field(
+        default=10e-6, ge=0, description="Per-hop latency of a scale-out transfer, seconds."
+    )
+    num_gpus: int | None = Field(
+        default=None, gt=0, description="Total GPUs in the cluster; None = as many as asked."
+    )
+    source: str = Field(description="Where the topology and bandwidths come from.")
+
+    @model_validator(mode="after")
+    def _check_domain(self) -> SystemSpec:
+        if self.scale_up_domain_gpus < self.gpus_per_node and (
+            self.gpus_per_node % self.scale_up_domain_gpus != 0
+        ):
+            raise ValueError(
+                f"gpus_per_node={self.gpus_per_node} is not a multiple of "
+                f"scale_up_domain_gpus={self.scale_up_domain_gpus}"
+            )
+        return self
+
+    def with_num_gpus(self, num_gpus: int) -> SystemSpec:
+        """The same system sized to ``num_gpus`` GPUs."""
+        return self.model_copy(update={"num_gpus": num_gpus})

@@ -1,0 +1,116 @@
+"""Strategy: how a training run is parallelized and executed (Megatron-LM vocabulary).
+
+The global batch belongs to the ``Workload`` (what is trained); the strategy holds the
+micro-batch size and everything else about *how*. Rank layout is tp innermost, then cp, dp, pp
+(Megatron-LM's default order).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Recompute = Literal["none", "selective", "full"]
+TrainPrecision = Literal["bf16", "fp16", "fp8"]
+FP8Recipe = Literal["tensorwise", "delayed", "rowwise", "rowwise-hp-wgrad", "blockwise", "mxfp8"]
+GradReduceDtype = Literal["fp32", "bf16"]
+PipelineSchedule = Literal["1f1b", "interleaved", "gpipe"]
+
+
+class Strategy(BaseModel):
+    """A parallel strategy and its execution options."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    num_gpus: int = Field(gt=0, description="GPUs used by the run.")
+    tp: int = Field(default=1, gt=0, description="Tensor-parallel size (--tensor-model-parallel-size).")
+    pp: int = Field(default=1, gt=0, description="Pipeline-parallel size (--pipeline-model-parallel-size).")
+    vpp: int = Field(default=1, gt=0, description="Model chunks per pipeline rank (interleaved 1F1B).")
+    cp: int = Field(default=1, gt=0, description="Context-parallel size (--context-parallel-size).")
+    ep: int = Field(default=1, gt=0, description="Expert-parallel size (--expert-model-parallel-size).")
+    etp: int | None = Field(default=None, gt=0, description="Expert tensor-parallel size; None = tp.")
+    sequence_parallel: bool = Field(default=False, description="Megatron sequence parallelism with TP.")
+    zero_stage: Literal[0, 1, 2, 3] = Field(
+        default=0, description="ZeRO stage over the data-parallel group (3 = FSDP full shard)."
+    )
+    fsdp: bool = Field(default=False, description="PyTorch FSDP full sharding (same states as ZeRO-3).")
+    distributed_optimizer: bool = Field(
+        default=False, description="Megatron distributed optimizer (optimizer states sharded, ZeRO-1)."
+    )
+    recompute: Recompute = Field(default="none", description="Activation recomputation granularity.")
+    recompute_num_layers: int | None = Field(
+        default=None, gt=0,
+        description="With full recompute: layers per pipeline stage recomputed; None = all.",
+    )
+    micro_batch_size: int = Field(default=1, gt=0, description="Sequences per micro-batch b.")
+    precision: TrainPrecision = Field(default="bf16", description="Compute precision of GEMMs.")
+    fp8_recipe: FP8Recipe = Field(default="tensorwise", description="FP8 scaling recipe.")
+    grad_reduce_dtype: GradReduceDtype = Field(
+        default="fp32", description="Dtype of main gradients and of their reduction."
+    )
+    pipeline_schedule: PipelineSchedule | None = Field(
+        default=None, description="Pipeline schedule; None = interleaved if vpp > 1 else 1f1b."
+    )
+    flash_attention: bool = Field(
+        default=True, description="Fused (flash) attention: no s x s score matrix is stored."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> Strategy:
+        model_parallel = self.tp * self.pp * self.cp
+        if self.num_gpus % model_parallel != 0:
+            raise ValueError(
+                f"num_gpus={self.num_gpus} is not divisible by tp*pp*cp={model_parallel} "
+                f"(tp={self.tp}, pp={self.pp}, cp={self.cp})"
+            )
+        if self.vpp > 1 and self.pp == 1:
+            raise ValueError(f"vpp={self.vpp} needs pp > 1")
+        if self.pipeline_schedule == "interleaved" and self.vpp == 1:
+            raise ValueError("pipeline_schedule='interleaved' needs vpp > 1")
+        if self.sequence_parallel and self.tp == 1:
+            raise ValueError("sequence_parallel=True needs tp > 1")
+        expert_group = self.ep * self.expert_tp
+        if (self.tp * self.cp * self.dp) % expert_group != 0:
+            raise ValueError(
+                f"ep*etp={expert_group} (ep={self.ep}, etp={self.expert_tp}) does not divide "
+                f"tp*cp*dp={self.tp * self.cp * self.dp}"
+            )
+        if self.fsdp and self.zero_stage not in (0, 3):
+            raise ValueError(f"fsdp=True conflicts with zero_stage={self.zero_stage}")
+        if self.recompute_num_layers is not None and self.recompute != "full":
+            raise ValueError(
+                f"recompute_num_layers={self.recompute_num_layers} needs recompute='full' "
+                f"(got recompute={self.recompute!r})"
+            )
+        return self
+
+    @property
+    def dp(self) -> int:
+        """Data-parallel size: GPUs / (tp * pp * cp)."""
+        return self.num_gpus // (self.tp * self.pp * self.cp)
+
+    @property
+    def expert_tp(self) -> int:
+        """Tensor-parallel size inside experts (etp, defaults to tp)."""
+        return self.etp if self.etp is not None else self.tp
+
+    @property
+    def expert_dp(self) -> int:
+        """Data-parallel size of expert weights: tp*cp*dp / (ep*etp) (Megatron-Core)."""
+        return (self.tp * self.cp * self.dp) // (self.ep * self.expert_tp)
+
+    @property
+    def sharding_stage(self) -> int:
+        """Effective ZeRO stage: FSDP = 3, distributed optimizer = at least 1."""
+        if self.fsdp:
+            return 3
+        if self.distributed_optimizer:
+            return max(1, self.zero_stage)
+        return self.zero_stage
+
+    @property
+    def schedule(self) -> PipelineSchedule:
+        if self.pipeline_schedule is not None:
+            return self.pipeline_schedule
+        return "interleaved" if self.vpp > 1 else "1f1b"
