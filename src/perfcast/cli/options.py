@@ -11,6 +11,7 @@ import functools
 import inspect
 from dataclasses import dataclass
 from enum import Enum
+
 import typer
 
 

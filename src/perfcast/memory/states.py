@@ -48,7 +48,8 @@ def state_bytes(params: StageParams, strategy: Strategy) -> StateBytes:
     """Weights, gradients and optimizer states per GPU for ``params`` under ``strategy``.
 
     Weights include the transient FSDP all-gather of the layers being computed (two layers:
-    the current one and the prefetched next one, PyTorch FSDP ``forward_prefetch``), and the
+    the current one and the prefetched next one, PyTorch FSDP ``forward_prefetch``; none when
+    there is nothing to shard over), and the
     FP8 weight cache when training in FP8.
     """
     stage = strategy.sharding_stage
@@ -61,7 +62,7 @@ def state_bytes(params: StageParams, strategy: Strategy) -> StateBytes:
         return dense + expert
 
     weights = sharded(WEIGHT_BYTES_16BIT, 3)
-    if stage >= 3 and params.num_layers > 0:
+    if stage >= 3 and params.num_layers > 0 and dense_dp > 1:
         per_layer_full = (params.total - params.embedding) / params.num_layers
         weights += min(2, params.num_layers) * per_layer_full * WEIGHT_BYTES_16BIT
     if strategy.precision == "fp8":

@@ -31,7 +31,9 @@ class GPUSpec(BaseModel):
     peak_tf32_flops: float | None = Field(default=None, gt=0, description="Dense TF32 matrix FLOP/s.")
     peak_bf16_flops: float = Field(gt=0, description="Dense BF16 matrix FLOP/s.")
     peak_fp16_flops: float | None = Field(default=None, gt=0, description="Dense FP16 matrix FLOP/s.")
-    peak_fp8_flops: float | None = Field(default=None, gt=0, description="Dense FP8 matrix FLOP/s; None = unsupported.")
+    peak_fp8_flops: float | None = Field(
+        default=None, gt=0, description="Dense FP8 matrix FLOP/s; None = unsupported."
+    )
     peak_fp6_flops: float | None = Field(default=None, gt=0, description="Dense FP6 matrix FLOP/s.")
     peak_fp4_flops: float | None = Field(default=None, gt=0, description="Dense FP4 matrix FLOP/s.")
     peak_int8_ops: float | None = Field(default=None, gt=0, description="Dense INT8 matrix OP/s.")

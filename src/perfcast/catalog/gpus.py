@@ -1,0 +1,139 @@
+"""GPU catalog: ``catalog/data/gpus.yaml`` (one entry per row of
+/work/shared/reference/hardware_specs.csv) converted to SI ``GPUSpec`` once, at load.
+
+Vendor units in the file (TFLOP/s, GB, TB/s, MiB, MHz, GB/s, Gbit/s) are converted here with
+``perfcast.units``; nothing downstream sees them. ``load_gpu`` resolves catalog slugs and the
+spellings used in the ground-truth CSVs (``H100 (DGX-H100)``, ``A100 80GB (Selene, DGX A100)``,
+``H200 SXM 141GB``, ...) through ``perfcast.catalog.resolve``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from typing import Any
+
+from perfcast.catalog.files import DATA_DIR, build_spec, read_mapping
+from perfcast.catalog.resolve import NameIndex
+from perfcast.specs.hardware import GPUSpec
+from perfcast.units import GB, MEGA, TB, MiB, gbps_to_Bps, tflops_to_flops
+
+GPUS_FILE = DATA_DIR / "gpus.yaml"
+
+_PEAK_FIELDS = {
+    "fp32": "peak_fp32_flops",
+    "tf32": "peak_tf32_flops",
+    "bf16": "peak_bf16_flops",
+    "fp16": "peak_fp16_flops",
+    "fp8": "peak_fp8_flops",
+    "fp6": "peak_fp6_flops",
+    "fp4": "peak_fp4_flops",
+    "int8": "peak_int8_ops",
+}
+
+
+@dataclass(frozen=True)
+class GPUInterconnect:
+    """Network figures of one GPU's catalog row (SI), used to assemble systems around it."""
+
+    gpu: str
+    """GPU slug."""
+    interconnect: str
+    """Scale-up fabric in words (NVLink 4 via NVSwitch, xGMI mesh, ICI torus, ...)."""
+    scale_up_bandwidth_Bps: float
+    """Unidirectional scale-up bandwidth per GPU, bytes/s (xGMI: aggregate over peer links)."""
+    scale_up_domain_gpus: int
+    """GPUs in one scale-up domain."""
+    scale_out_bandwidth_Bps: float
+    """Unidirectional NIC bandwidth per GPU, bytes/s."""
+    gpus_per_node: int
+    """GPUs per server/host."""
+    source: str
+    """Source of the row, including any documented fill."""
+
+
+def _source(row: dict[str, Any]) -> str:
+    """CSV source text, with the row name and any filled values spelled out."""
+    text = f"hardware_specs.csv row '{row['csv_row']}': {row['source']}"
+    if row.get("filled"):
+        text += f" | filled: {row['filled']}"
+    return text
+
+
+def _to_spec(slug: str, row: dict[str, Any]) -> GPUSpec:
+    """One gpus.yaml entry (vendor units) -> GPUSpec (SI)."""
+    fields: dict[str, Any] = {
+        "name": slug,
+        "display_name": row["display_name"],
+        "vendor": row["vendor"],
+        "generation": row["generation"],
+        "hbm_capacity_bytes": float(row["hbm_GB"]) * GB,
+        "hbm_bandwidth_Bps": float(row["hbm_TBps"]) * TB,
+        "num_sms": row.get("num_sms"),
+        "source": _source(row),
+    }
+    for precision, tflops in (row.get("peak_TFLOPs") or {}).items():
+        if precision not in _PEAK_FIELDS:
+            raise ValueError(f"gpus.yaml {slug}: unknown precision {precision!r}")
+        fields[_PEAK_FIELDS[precision]] = tflops_to_flops(float(tflops))
+    if row.get("boost_clock_MHz") is not None:
+        fields["boost_clock_Hz"] = float(row["boost_clock_MHz"]) * MEGA
+    if row.get("l2_cache_MiB") is not None:
+        fields["l2_cache_bytes"] = float(row["l2_cache_MiB"]) * MiB
+    return build_spec(GPUSpec, fields, f"{GPUS_FILE.name} entry {slug!r}")
+
+
+def _to_interconnect(slug: str, row: dict[str, Any]) -> GPUInterconnect:
+    """Scale-up / scale-out figures of one gpus.yaml entry, in SI."""
+    scale_up = row["scale_up"]
+    return GPUInterconnect(
+        gpu=slug,
+        interconnect=str(scale_up["interconnect"]),
+        scale_up_bandwidth_Bps=float(scale_up["unidir_GBps"]) * GB,
+        scale_up_domain_gpus=int(scale_up["domain_gpus"]),
+        scale_out_bandwidth_Bps=gbps_to_Bps(float(row["scale_out_Gbps"])),
+        gpus_per_node=int(row.get("gpus_per_node", 8)),
+        source=_source(row),
+    )
+
+
+@lru_cache(maxsize=1)
+def _rows() -> dict[str, dict[str, Any]]:
+    return dict(read_mapping(GPUS_FILE)["gpus"])
+
+
+@lru_cache(maxsize=1)
+def _index() -> NameIndex:
+    return NameIndex("gpu", {slug: row.get("aliases") or () for slug, row in _rows().items()})
+
+
+@cache
+def _load_slug(slug: str) -> GPUSpec:
+    return _to_spec(slug, _rows()[slug])
+
+
+def resolve_gpu_name(name: str) -> str:
+    """Catalog slug for a GPU name or alias; ``InputError`` with suggestions when unknown."""
+    return _index().resolve(name, field="gpu")
+
+
+def load_gpu(name: str) -> GPUSpec:
+    """The catalog GPU named ``name`` (slug, alias or ground-truth spelling), in SI units."""
+    return _load_slug(resolve_gpu_name(name))
+
+
+def gpu_names() -> list[str]:
+    """Catalog GPU slugs, sorted."""
+    return list(_index().slugs)
+
+
+def list_gpus() -> list[GPUSpec]:
+    """Every catalog GPU, sorted by slug."""
+    return [_load_slug(slug) for slug in gpu_names()]
+
+
+@cache
+def gpu_interconnect(name: str) -> GPUInterconnect:
+    """Scale-up / scale-out figures of the catalog GPU ``name`` (SI units)."""
+    slug = resolve_gpu_name(name)
+    return _to_interconnect(slug, _rows()[slug])

@@ -1,0 +1,55 @@
+"""``perfcast train``: step time, throughput, MFU and where the time goes."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from perfcast.cli.errors import handle_input_errors
+from perfcast.cli.options import RunArgs, run_options
+
+
+class ScheduleOpt(str, Enum):
+    auto = "auto"
+    one_f_one_b = "1f1b"
+    interleaved = "interleaved"
+    gpipe = "gpipe"
+
+
+class BackendOpt(str, Enum):
+    roofline = "roofline"
+
+
+@run_options
+@handle_input_errors
+def train_command(
+    args: RunArgs,
+    pipeline_schedule: Annotated[ScheduleOpt, typer.Option(
+        "--pipeline-schedule", help="Pipeline schedule (auto: interleaved if vpp > 1).")
+    ] = ScheduleOpt.auto,
+    kernel_backend: Annotated[BackendOpt, typer.Option(
+        "--kernel-backend", help="Kernel time model.")] = BackendOpt.roofline,
+) -> None:
+    """Forecast one training step."""
+    from rich.console import Console
+
+    from perfcast.cli.build import build_specs
+    from perfcast.estimate.training import estimate_training
+
+    specs = build_specs(args)
+    strategy = specs.strategy
+    if pipeline_schedule != ScheduleOpt.auto:
+        strategy = strategy.model_validate(
+            {**strategy.model_dump(), "pipeline_schedule": pipeline_schedule.value})
+    report = estimate_training(specs.model, specs.system, strategy, specs.workload,
+                               kernel_backend=kernel_backend.value)
+    if args.json:
+        from perfcast.report.json_out import to_json
+
+        print(to_json(report.to_dict()))
+        return
+    from perfcast.report.training_text import render_training
+
+    render_training(report, Console())

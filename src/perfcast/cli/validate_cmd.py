@@ -1,0 +1,47 @@
+"""``perfcast validate``: forecast every row of a ground-truth training CSV and score it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from perfcast.cli.errors import handle_input_errors
+
+DataOption = Annotated[
+    Path, typer.Option("--data", help="CSV with the ground_truth/training.csv schema.")
+]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+QualityOption = Annotated[
+    str | None, typer.Option("--quality", help="Quality grades to keep, e.g. A,B.")
+]
+
+
+def _qualities(text: str | None) -> tuple[str, ...] | None:
+    """'A,B' -> ('A', 'B'); None or blank -> None (all grades)."""
+    if text is None or not text.strip():
+        return None
+    return tuple(part.strip().upper() for part in text.split(",") if part.strip())
+
+
+@handle_input_errors
+def validate_command(
+    data: DataOption, json: JsonFlag = False, quality: QualityOption = None
+) -> None:
+    """Forecast tokens/s/GPU for every measured row and report the errors per source."""
+    from perfcast.validate.compare import validate_training
+
+    if not data.is_file():
+        raise FileNotFoundError(f"--data {data}: file not found")
+    report = validate_training(data, qualities=_qualities(quality))
+    if json:
+        from perfcast.report.json_out import to_json
+
+        print(to_json(report.to_dict()))
+        return
+    from rich.console import Console
+
+    from perfcast.report.validation_text import render_validation
+
+    render_validation(report, Console())

@@ -1,0 +1,132 @@
+"""``estimate_training``: forecast one training step of a transformer on a cluster. Pure.
+
+Pipeline: operator graph per stage (``graph.stage``) → kernel and collective times
+(``schedule.stage_time``) → data-parallel exposure (``schedule.data_parallel``) → pipeline
+critical path (``schedule.pipeline``) → optimizer → calibrated per-step overhead
+(``calibration/training_overheads.yaml``) → report with a breakdown that sums to the step.
+"""
+
+from __future__ import annotations
+
+from perfcast.calibration.training_overheads import load_training_overheads
+from perfcast.estimate.training_report import StepBreakdown, TrainingReport, strategy_dict
+from perfcast.graph.flops import model_flops_per_token, recompute_flops_per_token
+from perfcast.graph.ops import Collective, CommOp, Group, Phase
+from perfcast.graph.param_sharding import stage_params
+from perfcast.graph.stage import stage_graph
+from perfcast.kernels.backend import KernelBackendName, get_backend
+from perfcast.memory.estimate import estimate_memory
+from perfcast.schedule.data_parallel import data_parallel_time
+from perfcast.schedule.op_time import comm_op_time_s
+from perfcast.schedule.optimizer import optimizer_time_s
+from perfcast.schedule.pipeline import bubble_fraction, pipeline_time_s
+from perfcast.schedule.stage_time import stage_time
+from perfcast.specs.compat import num_micro_batches
+from perfcast.specs.hardware import SystemSpec
+from perfcast.specs.model import ModelSpec
+from perfcast.specs.strategy import Strategy
+from perfcast.specs.workload import Workload
+
+ACT_BYTES = 2
+
+
+def _p2p_time_s(model: ModelSpec, system: SystemSpec, strategy: Strategy, seq_length: int):
+    """One activation send/recv between stages: b·(s/cp)·h·2 bytes (/tp with SP)."""
+    tokens = strategy.micro_batch_size * seq_length / strategy.cp
+    if strategy.sequence_parallel:
+        tokens /= strategy.tp
+    op = CommOp("pp_send_recv", Phase.FORWARD, Group.PP, Collective.SEND_RECV,
+                ACT_BYTES * tokens * model.hidden_size)
+    return comm_op_time_s(op, system, strategy)
+
+
+def estimate_training(
+    model: ModelSpec,
+    system: SystemSpec,
+    strategy: Strategy,
+    workload: Workload,
+    kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE,
+) -> TrainingReport:
+    """Step time, throughput, MFU and a breakdown for one training step (no side effects)."""
+    memory = estimate_memory(model, system, strategy, workload)  # also validates the inputs
+    backend = get_backend(kernel_backend)
+    m = num_micro_batches(workload, strategy)
+    s = workload.seq_length
+    per_stage, stage_totals = [], []
+    for stage in range(strategy.pp):
+        graph = stage_graph(model, strategy, s, stage)
+        params = stage_params(model, strategy, stage)
+        times = stage_time(graph, system, strategy, backend)
+        dp = data_parallel_time(params, times, system, strategy)
+        per_mb = times.total_s + dp.exposed_per_micro_batch_s
+        per_stage.append((times, dp, params))
+        stage_totals.append(per_mb)
+
+    pipeline_s = pipeline_time_s(stage_totals, m, strategy.schedule, strategy.vpp)
+    critical = max(range(strategy.pp), key=lambda i: stage_totals[i])
+    times, dp, params = per_stage[critical]
+    p2p = _p2p_time_s(model, system, strategy, s) if strategy.pp > 1 else 0.0
+    chunks = strategy.vpp if strategy.schedule == "interleaved" else 1
+    # Fill and drain cross each of the p−1 boundaries forward and backward (v times more
+    # boundaries per chunk with interleaving, each v times shorter in compute but not in bytes).
+    pp_comm = 2 * (strategy.pp - 1) * p2p * chunks
+    dp_exposed = max(dp_.exposed_step_s for dp_, in ((x[1],) for x in per_stage))
+    optimizer_s = max(optimizer_time_s(x[2], system, strategy, backend) for x in per_stage)
+    calib = load_training_overheads().for_generation(system.gpu.generation)
+    compute_like = pipeline_s + pp_comm + dp_exposed + optimizer_s
+    other = calib.step_overhead_s + calib.compute_overhead_fraction * compute_like
+
+    by_kind = times.compute_by_kind_s
+    breakdown = StepBreakdown(
+        compute_gemm_s=m * by_kind["gemm"],
+        compute_attention_s=m * by_kind["attention"],
+        compute_memory_bound_s=m * by_kind["memory_bound"],
+        recompute_s=m * times.recompute_s,
+        tp_comm_s=m * times.exposed_comm_s["tp"],
+        cp_comm_s=m * times.exposed_comm_s["cp"],
+        ep_comm_s=m * times.exposed_comm_s["ep"],
+        pp_comm_s=pp_comm,
+        dp_comm_s=dp_exposed + m * dp.exposed_per_micro_batch_s,
+        pipeline_bubble_s=pipeline_s - m * stage_totals[critical],
+        optimizer_s=optimizer_s,
+        other_s=other,
+    )
+    step = compute_like + other
+    model_flops = model_flops_per_token(model, s)
+    hardware_flops = model_flops + recompute_flops_per_token(
+        model, s, strategy.recompute, _recomputed_fraction(model, strategy))
+    return TrainingReport(
+        model=model.name,
+        system=system.name,
+        gpu=system.gpu.name,
+        num_gpus=strategy.num_gpus,
+        strategy=strategy_dict(strategy),
+        seq_length=s,
+        global_batch_size=workload.global_batch_size,
+        num_micro_batches=m,
+        step_time_s=float(step),
+        tokens_per_step=workload.tokens_per_step,
+        model_flops_per_token=float(model_flops),
+        hardware_flops_per_token=float(hardware_flops),
+        peak_flops=system.gpu.peak_flops("bf16"),
+        breakdown=breakdown,
+        critical_stage=critical,
+        bubble_fraction=bubble_fraction(strategy.pp, m, chunks),
+        memory=memory,
+        kernel_backend=str(getattr(backend, "name", kernel_backend)),
+        assumptions=(
+            "model FLOPs per token = 6*N_active_matmul + causal attention (3 passes)",
+            "MFU against the dense BF16 peak of the GPU",
+            f"kernel backend {getattr(backend, 'name', kernel_backend)}; collectives alpha-beta",
+            "DP gradient reduction overlapped with the last micro-batch's backward",
+            "TP and EP collectives exposed; CP exchange overlapped with attention",
+        ),
+    )
+
+
+def _recomputed_fraction(model: ModelSpec, strategy: Strategy) -> float:
+    """Share of layers recomputed with full recompute (per stage, recompute_num_layers)."""
+    if strategy.recompute != "full" or strategy.recompute_num_layers is None:
+        return 1.0
+    per_stage = model.num_hidden_layers / strategy.pp
+    return min(1.0, strategy.recompute_num_layers / per_stage)

@@ -1,0 +1,116 @@
+"""Typed, immutable training report. Renderers live in ``perfcast.report``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from perfcast.memory.report import MemoryReport
+
+
+@dataclass(frozen=True)
+class StepBreakdown:
+    """Where one step's time goes on the critical pipeline stage (seconds; sums to the step)."""
+
+    compute_gemm_s: float
+    compute_attention_s: float
+    compute_memory_bound_s: float
+    recompute_s: float
+    tp_comm_s: float
+    cp_comm_s: float
+    ep_comm_s: float
+    pp_comm_s: float
+    dp_comm_s: float
+    pipeline_bubble_s: float
+    optimizer_s: float
+    other_s: float
+    """Calibrated per-step overhead the operator model does not see (framework, launch gaps)."""
+
+    @property
+    def total_s(self) -> float:
+        return sum(getattr(self, f.name) for f in fields(self))
+
+    def to_dict(self) -> dict[str, float]:
+        """Named parts without the ``_s`` suffix, e.g. ``{"compute_gemm": 1.2, ...}``."""
+        return {f.name.removesuffix("_s"): getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class TrainingReport:
+    """Forecast of one training step."""
+
+    model: str
+    system: str
+    gpu: str
+    num_gpus: int
+    strategy: dict
+    seq_length: int
+    global_batch_size: int
+    num_micro_batches: int
+    step_time_s: float
+    tokens_per_step: int
+    model_flops_per_token: float
+    hardware_flops_per_token: float
+    peak_flops: float
+    """Dense BF16 peak of the GPU: the MFU denominator (stated, whatever the precision)."""
+    breakdown: StepBreakdown
+    critical_stage: int
+    bubble_fraction: float
+    memory: MemoryReport
+    kernel_backend: str
+    assumptions: tuple[str, ...]
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        return self.tokens_per_step / self.step_time_s / self.num_gpus
+
+    @property
+    def tflops_per_gpu(self) -> float:
+        """Model TFLOP/s per GPU (6N + causal attention per token; no recompute)."""
+        return self.model_flops_per_token * self.tokens_per_s_per_gpu / 1e12
+
+    @property
+    def mfu(self) -> float:
+        return self.tflops_per_gpu * 1e12 / self.peak_flops
+
+    @property
+    def hfu(self) -> float:
+        """Hardware FLOPs utilization: recomputation included (Korthikanti et al. 2022 §6)."""
+        return self.hardware_flops_per_token * self.tokens_per_s_per_gpu / self.peak_flops
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model,
+            "system": self.system,
+            "gpu": self.gpu,
+            "num_gpus": self.num_gpus,
+            "strategy": self.strategy,
+            "seq_length": self.seq_length,
+            "global_batch_size": self.global_batch_size,
+            "num_micro_batches": self.num_micro_batches,
+            "step_time_s": self.step_time_s,
+            "tokens_per_step": self.tokens_per_step,
+            "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
+            "tflops_per_gpu": self.tflops_per_gpu,
+            "mfu": self.mfu,
+            "hfu": self.hfu,
+            "model_flops_per_token": self.model_flops_per_token,
+            "flops_formula": "6*N_active_matmul + causal attention (3 passes), per token",
+            "peak_flops": self.peak_flops,
+            "breakdown_s": self.breakdown.to_dict(),
+            "critical_stage": self.critical_stage,
+            "bubble_fraction": self.bubble_fraction,
+            "fits": self.memory.fits,
+            "memory": self.memory.to_dict(),
+            "kernel_backend": self.kernel_backend,
+            "assumptions": list(self.assumptions),
+        }
+
+
+def strategy_dict(strategy) -> dict:
+    """The strategy as plain values, with derived dp and schedule."""
+    out = strategy.model_dump()
+    out.update(dp=strategy.dp, pipeline_schedule=strategy.schedule)
+    return out
+
+
+__all__ = ["StepBreakdown", "TrainingReport", "strategy_dict"]

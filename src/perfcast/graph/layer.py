@@ -1,0 +1,196 @@
+"""Operators of one transformer layer for one micro-batch on one GPU, forward and backward.
+
+Shapes follow Megatron-LM tensor parallelism (Shoeybi et al. 2019 §3): QKV and MLP-in are
+column-parallel (output split by t), out-projection and MLP-out row-parallel (input split by
+t); a layer has two TP all-reduces in forward and two in backward (Korthikanti et al. 2022 §4.2,
+with sequence parallelism each becomes an all-gather + reduce-scatter of the same volume).
+Context parallelism splits the sequence: each rank computes its s/cp queries against all keys
+(Megatron-Core CP, load-balanced causal chunks), with K/V all-gathered in forward and their
+gradients reduce-scattered in backward.
+Backward of ``Y = X·W`` is dgrad ``dX = dY·Wᵀ`` (m×k×n) and wgrad ``dW = Xᵀ·dY`` (k×n×m).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfcast.graph.ops import (
+    AttentionOp,
+    Collective,
+    CommOp,
+    ComputeOp,
+    GemmOp,
+    Group,
+    MemoryOp,
+    Op,
+    Phase,
+)
+from perfcast.specs.model import ModelSpec
+
+ACT_BYTES = 2
+"""16-bit activations."""
+
+
+@dataclass(frozen=True)
+class LayerShape:
+    """Execution facts of a layer that set operator shapes (one micro-batch, one GPU)."""
+
+    micro_batch: int
+    seq_length: int
+    tp: int = 1
+    cp: int = 1
+    ep: int = 1
+    expert_tp: int = 1
+    sequence_parallel: bool = False
+    moe: bool = False
+    sliding_window: int | None = None
+
+    @property
+    def tokens(self):
+        """Tokens of the micro-batch on this CP rank: b·s/cp."""
+        return self.micro_batch * self.seq_length / self.cp
+
+
+def _qkv_width(model: ModelSpec) -> float:
+    if model.is_mla:
+        return 0.0
+    return (model.num_attention_heads + 2 * model.num_kv_heads) * model.kv_channels
+
+
+def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
+    """Projections, core attention and attention-side memory-bound ops (forward)."""
+    T, t, h, a = shape.tokens, shape.tp, model.hidden_size, model.num_attention_heads
+    fwd = Phase.FORWARD
+    ops: list[Op] = []
+    if model.is_mla:
+        nope, rope = model.qk_nope_head_dim or 0, model.qk_rope_head_dim or 0
+        v_dim = model.v_head_dim or model.kv_channels
+        r_q, r_kv = model.q_lora_rank, model.kv_lora_rank or 0
+        if r_q:
+            ops.append(GemmOp("q_down_proj", fwd, T, r_q, h))
+            ops.append(GemmOp("q_up_proj", fwd, T, a * (nope + rope) / t, r_q))
+        else:
+            ops.append(GemmOp("q_proj", fwd, T, a * (nope + rope) / t, h))
+        ops.append(GemmOp("kv_down_proj", fwd, T, r_kv + rope, h))
+        ops.append(GemmOp("kv_up_proj", fwd, T, a * (nope + v_dim) / t, r_kv))
+        d_qk, d_v = nope + rope, v_dim
+        out_in = a * v_dim
+    else:
+        ops.append(GemmOp("qkv_proj", fwd, T, _qkv_width(model) / t, h))
+        d_qk = d_v = model.kv_channels
+        out_in = a * model.kv_channels
+    ops.append(AttentionOp(
+        "attention", fwd, batch=shape.micro_batch, heads=a / t, seq_q=shape.seq_length / shape.cp,
+        seq_kv=shape.seq_length, head_dim_qk=d_qk, head_dim_v=d_v, causal=True,
+        window=shape.sliding_window,
+    ))
+    ops.append(GemmOp("out_proj", fwd, T, h, out_in / t))
+    if model.position_embedding == "rope":
+        rotary_elems = T * (a + model.num_kv_heads) * d_qk / t
+        ops.append(MemoryOp("rotary", fwd, 2 * ACT_BYTES * rotary_elems))
+    return ops
+
+
+def _mlp_ops(model: ModelSpec, tokens, width, prefix: str, batch=1, split=1) -> list[Op]:
+    """One MLP of hidden ``width`` on ``tokens`` tokens, ``batch`` experts (grouped GEMM)."""
+    h, fwd = model.hidden_size, Phase.FORWARD
+    in_width = (2 if model.is_gated_mlp else 1) * width / split
+    act_bytes = ACT_BYTES * tokens * batch * ((3 if model.is_gated_mlp else 2) * width / split)
+    return [
+        GemmOp(f"{prefix}_in_proj", fwd, tokens, in_width, h, batch=batch),
+        MemoryOp(f"{prefix}_activation", fwd, act_bytes),
+        GemmOp(f"{prefix}_out_proj", fwd, tokens, h, width / split, batch=batch),
+    ]
+
+
+def mlp_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
+    """Dense MLP, or MoE router + routed experts (grouped GEMM) + shared experts (forward)."""
+    T, t = shape.tokens, shape.tp
+    if not shape.moe:
+        return _mlp_ops(model, T, model.intermediate_size, "mlp", split=t)
+    fwd, h, k = Phase.FORWARD, model.hidden_size, model.num_experts_per_tok
+    local_experts = model.num_experts / shape.ep
+    # Balanced routing: this GPU's experts receive T·k tokens in total over the EP group.
+    tokens_per_expert = T * k / local_experts
+    ops: list[Op] = [GemmOp("router", fwd, T, model.num_experts, h, fp8_eligible=False)]
+    ops.append(MemoryOp("moe_permute", fwd, 2 * 2 * ACT_BYTES * T * k * h))
+    ops += _mlp_ops(model, tokens_per_expert, model.expert_intermediate_size, "expert",
+                    batch=local_experts, split=shape.expert_tp)
+    if model.shared_intermediate_size:
+        ops += _mlp_ops(model, T, model.shared_intermediate_size, "shared_expert", split=t)
+    return ops
+
+
+def layer_memory_bound_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
+    """Norms and residual adds (forward): each reads and writes the hidden state."""
+    T, h = shape.tokens, model.hidden_size
+    norm_tokens = T / shape.tp if shape.sequence_parallel else T
+    hidden_bytes = ACT_BYTES * norm_tokens * h
+    ops: list[Op] = [MemoryOp("norm", Phase.FORWARD, 2 * hidden_bytes, count=model.norms_per_layer)]
+    ops.append(MemoryOp("residual_add", Phase.FORWARD, 3 * hidden_bytes, count=2))
+    if model.hidden_dropout > 0:
+        ops.append(MemoryOp("dropout", Phase.FORWARD, 2.5 * hidden_bytes, count=2))
+    return ops
+
+
+def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
+    """Collectives of one layer per micro-batch, forward and backward."""
+    ops: list[Op] = []
+    T, h = shape.tokens, model.hidden_size
+    hidden_bytes = ACT_BYTES * T * h
+    if shape.tp > 1:
+        for phase in (Phase.FORWARD, Phase.BACKWARD_DGRAD):
+            if shape.sequence_parallel:
+                ops.append(CommOp("tp_all_gather", phase, Group.TP, Collective.ALL_GATHER,
+                                  hidden_bytes, count=2))
+                ops.append(CommOp("tp_reduce_scatter", phase, Group.TP,
+                                  Collective.REDUCE_SCATTER, hidden_bytes, count=2))
+            else:
+                ops.append(CommOp("tp_all_reduce", phase, Group.TP, Collective.ALL_REDUCE,
+                                  hidden_bytes, count=2))
+    if shape.cp > 1:
+        kv_width = (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0) if model.is_mla \
+            else 2 * model.num_kv_heads * model.kv_channels / shape.tp
+        kv_bytes = ACT_BYTES * T * shape.cp * kv_width
+        ops.append(CommOp("cp_kv_all_gather", Phase.FORWARD, Group.CP, Collective.ALL_GATHER,
+                          kv_bytes, overlappable=True))
+        ops.append(CommOp("cp_dkv_reduce_scatter", Phase.BACKWARD_DGRAD, Group.CP,
+                          Collective.REDUCE_SCATTER, kv_bytes, overlappable=True))
+    if shape.moe and shape.ep > 1:
+        k = model.num_experts_per_tok
+        tokens = T / shape.tp if shape.sequence_parallel else T
+        a2a_bytes = ACT_BYTES * tokens * k * h
+        for phase in (Phase.FORWARD, Phase.BACKWARD_DGRAD):
+            ops.append(CommOp("ep_all_to_all", phase, Group.EP, Collective.ALL_TO_ALL,
+                              a2a_bytes, count=2))
+    return ops
+
+
+def backward_ops(forward: list[Op]) -> list[Op]:
+    """Backward of forward compute ops: dgrad + wgrad GEMMs, attention backward, and
+    memory-bound ops that move about twice the forward bytes (read grad and saved input)."""
+    ops: list[Op] = []
+    for op in forward:
+        if isinstance(op, GemmOp):
+            ops.append(GemmOp(op.name + "_dgrad", Phase.BACKWARD_DGRAD, op.m, op.k, op.n,
+                              op.batch, op.count, op.fp8_eligible))
+            ops.append(GemmOp(op.name + "_wgrad", Phase.BACKWARD_WGRAD, op.k, op.n, op.m,
+                              op.batch, op.count, op.fp8_eligible))
+        elif isinstance(op, AttentionOp):
+            ops.append(AttentionOp(
+                op.name + "_backward", Phase.BACKWARD_DGRAD, op.batch, op.heads, op.seq_q,
+                op.seq_kv, op.head_dim_qk, op.head_dim_v, op.causal, op.window, op.count,
+            ))
+        elif isinstance(op, MemoryOp):
+            ops.append(MemoryOp(op.name + "_backward", Phase.BACKWARD_DGRAD,
+                                2 * op.bytes_moved, op.count))
+    return ops
+
+
+def layer_ops(model: ModelSpec, shape: LayerShape) -> tuple[list[ComputeOp], list[CommOp]]:
+    """All compute ops (forward then backward) and collectives of one layer, one micro-batch."""
+    forward = (attention_forward_ops(model, shape) + mlp_forward_ops(model, shape)
+               + layer_memory_bound_ops(model, shape))
+    compute = [op for op in forward + backward_ops(forward) if not isinstance(op, CommOp)]
+    comm = [op for op in layer_comm_ops(model, shape) if isinstance(op, CommOp)]
+    return compute, comm

@@ -1,0 +1,154 @@
+"""Operator records: the cost-relevant facts of one kernel or collective, nothing about time.
+
+A ``GemmOp`` is C[m, n] = A[m, k] · B[k, n] repeated ``batch`` times (2·m·n·k·batch FLOPs).
+An ``AttentionOp`` is a fused (flash) attention over ``heads`` heads. A ``MemoryOp`` is a
+memory-bound kernel (norm, activation, rotary, residual, softmax, loss, optimizer) that moves
+``bytes_moved`` through HBM. A ``CommOp`` is a collective on one parallel group. Every op has a
+``count`` (how many times it runs per layer/stage pass) and a ``phase``.
+The ``kernels`` and ``comm`` layers turn these into seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Phase(str, Enum):
+    """Which pass an op belongs to."""
+
+    FORWARD = "forward"
+    BACKWARD_DGRAD = "backward_dgrad"
+    """Input-gradient work (needed to continue backpropagation)."""
+    BACKWARD_WGRAD = "backward_wgrad"
+    """Weight-gradient work (can be deferred, e.g. zero-bubble schedules)."""
+
+
+class OpKind(str, Enum):
+    """Breakdown category of an op (the report sums time per kind)."""
+
+    GEMM = "gemm"
+    ATTENTION = "attention"
+    MEMORY_BOUND = "memory_bound"
+    COMM = "comm"
+
+
+class Group(str, Enum):
+    """The parallel group a collective runs on."""
+
+    TP = "tp"
+    CP = "cp"
+    DP = "dp"
+    DP_CP = "dp_cp"
+    """Gradient-reduction group of non-expert weights: dp·cp ranks (Megatron-Core)."""
+    PP = "pp"
+    EP = "ep"
+    EDP = "edp"
+
+
+class Collective(str, Enum):
+    ALL_REDUCE = "all_reduce"
+    ALL_GATHER = "all_gather"
+    REDUCE_SCATTER = "reduce_scatter"
+    ALL_TO_ALL = "all_to_all"
+    SEND_RECV = "send_recv"
+
+
+@dataclass(frozen=True)
+class GemmOp:
+    name: str
+    phase: Phase
+    m: float
+    n: float
+    k: float
+    batch: float = 1
+    count: float = 1
+    fp8_eligible: bool = True
+    """Runs in FP8 when the strategy trains in FP8 (linear layers; not the router/LM head)."""
+
+    kind = OpKind.GEMM
+
+    @property
+    def flops(self):
+        """2·m·n·k per GEMM (multiply-add), times batch and count."""
+        return 2 * self.m * self.n * self.k * self.batch * self.count
+
+
+@dataclass(frozen=True)
+class AttentionOp:
+    name: str
+    phase: Phase
+    batch: float
+    heads: float
+    seq_q: float
+    seq_kv: float
+    head_dim_qk: float
+    head_dim_v: float
+    causal: bool = True
+    window: float | None = None
+    """Sliding-window size in tokens (None = full)."""
+    count: float = 1
+
+    kind = OpKind.ATTENTION
+
+    @property
+    def attended_fraction(self):
+        """Share of the (seq_q × seq_kv) score matrix that is computed.
+
+        Causal self-attention computes the lower triangle, (s+1)/(2s) ≈ 1/2 of s² (Dao 2023,
+        FlashAttention-2 §3.1); a sliding window of w keys computes ≈ w/s_kv of it.
+        """
+        frac = 1.0
+        if self.causal:
+            frac = 0.5 * (self.seq_kv + 1) / self.seq_kv if self.seq_q == self.seq_kv else 1.0 - (
+                0.5 * self.seq_q / self.seq_kv
+            )
+        if self.window is not None and self.window < self.seq_kv:
+            frac = min(frac, self.window / self.seq_kv)
+        return frac
+
+    @property
+    def flops(self):
+        """Forward: 2·b·a·sq·skv·(d_qk + d_v)·fraction (QKᵀ and PV); backward: 2.5× forward
+        (dV, dP, dQ, dK GEMMs and the QKᵀ recompute: five GEMMs vs two, Dao 2023 §3.1.2)."""
+        fwd = (2 * self.batch * self.heads * self.seq_q * self.seq_kv
+               * (self.head_dim_qk + self.head_dim_v) * self.attended_fraction)
+        factor = 1.0 if self.phase == Phase.FORWARD else 2.5
+        return fwd * factor * self.count
+
+
+@dataclass(frozen=True)
+class MemoryOp:
+    name: str
+    phase: Phase
+    bytes_moved: float
+    count: float = 1
+
+    kind = OpKind.MEMORY_BOUND
+
+    @property
+    def flops(self):
+        return 0.0
+
+
+@dataclass(frozen=True)
+class CommOp:
+    name: str
+    phase: Phase
+    group: Group
+    collective: Collective
+    size_bytes: float
+    """Buffer size as nccl-tests counts it (the full gathered/reduced buffer)."""
+    count: float = 1
+    overlappable: bool = False
+    """Whether the framework overlaps it with independent compute by default."""
+
+    kind = OpKind.COMM
+
+    @property
+    def flops(self):
+        return 0.0
+
+
+ComputeOp = GemmOp | AttentionOp | MemoryOp
+Op = GemmOp | AttentionOp | MemoryOp | CommOp

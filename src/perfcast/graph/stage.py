@@ -1,0 +1,85 @@
+"""The operator graph of one pipeline stage for one micro-batch on one GPU.
+
+A stage holds its layers (dense and MoE kinds, each with its per-layer ops), plus the
+embedding lookup on the first stage and the LM head + cross-entropy on the last
+(Narayanan et al. 2021 §2; the head GEMM is vocabulary-parallel over TP).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfcast.graph.layer import ACT_BYTES, LayerShape, backward_ops, layer_ops
+from perfcast.graph.ops import CommOp, ComputeOp, GemmOp, MemoryOp, Phase
+from perfcast.graph.param_sharding import is_moe_layer, stage_layer_ranges
+from perfcast.specs.model import ModelSpec
+from perfcast.specs.strategy import Strategy
+
+
+@dataclass(frozen=True)
+class LayerGroup:
+    """``count`` identical layers of this stage with their per-micro-batch ops."""
+
+    count: int
+    moe: bool
+    compute: tuple[ComputeOp, ...]
+    comm: tuple[CommOp, ...]
+
+
+@dataclass(frozen=True)
+class StageGraph:
+    stage: int
+    layers: tuple[LayerGroup, ...]
+    extra_compute: tuple[ComputeOp, ...]
+    """Embedding, LM head, loss: per micro-batch, not recomputed."""
+
+    @property
+    def num_layers(self) -> int:
+        return sum(group.count for group in self.layers)
+
+
+def head_ops(model: ModelSpec, shape: LayerShape) -> list[ComputeOp]:
+    """Final norm, LM head GEMM (vocab-parallel, not FP8) and fp32 cross-entropy."""
+    T, h, V, t = shape.tokens, model.hidden_size, model.vocab_size, shape.tp
+    forward: list[ComputeOp] = [
+        MemoryOp("final_norm", Phase.FORWARD, 2 * ACT_BYTES * T * h),
+        GemmOp("lm_head", Phase.FORWARD, T, V / t, h, fp8_eligible=False),
+        # Cross-entropy over fp32 logits: write, read for max/sum, write gradient (4 B each).
+        MemoryOp("cross_entropy", Phase.FORWARD, 3 * 4 * T * V / t),
+    ]
+    return forward + backward_ops(forward)
+
+
+def embedding_ops(model: ModelSpec, shape: LayerShape) -> list[ComputeOp]:
+    """Embedding gather (forward) and scatter-add of its gradient (backward)."""
+    bytes_moved = 2 * ACT_BYTES * shape.tokens * model.hidden_size
+    return [MemoryOp("embedding", Phase.FORWARD, bytes_moved),
+            MemoryOp("embedding_backward", Phase.BACKWARD_WGRAD, 2 * bytes_moved)]
+
+
+def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool) -> LayerShape:
+    return LayerShape(
+        micro_batch=strategy.micro_batch_size, seq_length=seq_length, tp=strategy.tp,
+        cp=strategy.cp, ep=strategy.ep, expert_tp=strategy.expert_tp,
+        sequence_parallel=strategy.sequence_parallel, moe=moe,
+        sliding_window=model.sliding_window,
+    )
+
+
+def stage_graph(model: ModelSpec, strategy: Strategy, seq_length: int, stage: int) -> StageGraph:
+    """Ops of pipeline stage ``stage`` for one micro-batch."""
+    layers = stage_layer_ranges(model.num_hidden_layers, strategy.pp)[stage]
+    num_moe = sum(1 for i in layers if is_moe_layer(model, i))
+    groups = []
+    for moe, count in ((False, len(layers) - num_moe), (True, num_moe)):
+        if count == 0:
+            continue
+        compute, comm = layer_ops(model, layer_shape(model, strategy, seq_length, moe))
+        groups.append(LayerGroup(count, moe, tuple(compute), tuple(comm)))
+    shape = layer_shape(model, strategy, seq_length, False)
+    extra: list[ComputeOp] = []
+    if stage == 0:
+        extra += embedding_ops(model, shape)
+    if stage == strategy.pp - 1:
+        extra += head_ops(model, shape)
+    return StageGraph(stage=stage, layers=tuple(groups), extra_compute=tuple(extra))

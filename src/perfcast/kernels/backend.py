@@ -1,0 +1,106 @@
+"""The kernel-time interface (``KernelBackend``) and the enum-keyed registry of its backends.
+
+A backend answers "how long does this one kernel take on this GPU?" for the three kernel kinds
+the graph layer emits: GEMMs, flash attention and memory-bound (element-wise, norm, copy)
+kernels. Every method is array-friendly: shapes may be floats or numpy arrays (broadcast
+together), so one call can time a million candidate strategies.
+
+Backends (one implementation per file):
+
+* ``ROOFLINE`` (``kernels/roofline.py``): max(compute, memory) at fitted efficiencies.
+* later: an analytical tile/wave model and measured tables; each adds one ``KernelBackendName``
+  member and one ``_BACKENDS`` entry, nothing else changes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from enum import StrEnum
+from functools import cache
+from typing import Protocol, runtime_checkable
+
+from numpy.typing import ArrayLike
+
+from perfcast.errors import InputError
+from perfcast.specs.hardware import GPUSpec, Precision
+
+
+class KernelBackendName(StrEnum):
+    """Registered kernel-time backends."""
+
+    ROOFLINE = "roofline"
+
+
+@runtime_checkable
+class KernelBackend(Protocol):
+    """Time of one kernel on one GPU, seconds. All shape arguments broadcast as numpy arrays."""
+
+    name: KernelBackendName
+
+    def gemm_time_s(
+        self,
+        gpu: GPUSpec,
+        m: ArrayLike,
+        n: ArrayLike,
+        k: ArrayLike,
+        batch: ArrayLike = 1,
+        precision: Precision = "bf16",
+    ) -> ArrayLike:
+        """``batch`` GEMMs C[m,n] = A[m,k]·B[k,n] (2·m·n·k·batch FLOPs), seconds."""
+        ...
+
+    def attention_time_s(
+        self,
+        gpu: GPUSpec,
+        batch: ArrayLike,
+        num_heads: ArrayLike,
+        seq_q: ArrayLike,
+        seq_kv: ArrayLike,
+        head_dim_qk: ArrayLike,
+        head_dim_v: ArrayLike,
+        causal: ArrayLike,
+        backward: bool,
+        precision: Precision = "bf16",
+        *,
+        num_kv_heads: ArrayLike | None = None,
+    ) -> ArrayLike:
+        """One flash-attention forward (or backward) pass, seconds.
+
+        ``num_kv_heads`` (GQA/MQA) only changes the K/V bytes read; None = ``num_heads``.
+        """
+        ...
+
+    def memory_bound_time_s(self, gpu: GPUSpec, bytes_moved: ArrayLike) -> ArrayLike:
+        """A kernel that streams ``bytes_moved`` bytes through HBM (reads + writes), seconds."""
+        ...
+
+
+_BACKENDS: dict[KernelBackendName, str] = {
+    KernelBackendName.ROOFLINE: "perfcast.kernels.roofline:RooflineBackend",
+}
+"""Backend name -> ``module:class`` (imported on first use; the class takes no arguments)."""
+
+
+def backend_names() -> list[str]:
+    """Names of the registered backends, for CLI choices and error messages."""
+    return [name.value for name in KernelBackendName]
+
+
+@cache
+def _instantiate(name: KernelBackendName) -> KernelBackend:
+    module_name, _, class_name = _BACKENDS[name].partition(":")
+    backend_cls = getattr(importlib.import_module(module_name), class_name)
+    return backend_cls()
+
+
+def get_backend(name: KernelBackendName | str = KernelBackendName.ROOFLINE) -> KernelBackend:
+    """The backend registered as ``name`` with its shipped calibration (one shared instance).
+
+    Raises ``InputError`` naming the value and the choices for an unknown name.
+    """
+    try:
+        key = KernelBackendName(name)
+    except ValueError:
+        choices = backend_names()
+        raise InputError("kernel_backend", name, f"unknown; choose from {choices}") from None
+    return _instantiate(key)

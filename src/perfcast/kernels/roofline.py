@@ -1,0 +1,157 @@
+"""Roofline kernel backend: max(compute, memory) at fitted achievable efficiencies + launch.
+
+t = max(F / (P·eff_c), B / (BW_hbm·eff_hbm)) + t_launch (Williams, Waterman, Patterson,
+*Roofline*, CACM 2009), where
+
+* F, B are the kernel's FLOPs and compulsory HBM bytes (``kernels.counts``);
+* P is the GPU's dense peak for the precision (``GPUSpec.peak_flops``);
+* eff_c is the GEMM or attention efficiency curve (``kernels.efficiency``) whose parameters,
+  with eff_hbm and t_launch, come per GPU generation from ``calibration/kernel_roofline.yaml``
+  (fitted by ``tools/fit_kernel_roofline.py``). A generation without its own block gets the
+  conservative ``default`` block; ``RooflineBackend.uses_default(gpu)`` reports it.
+
+It knows nothing of tiles or waves; that is the analytical backend's job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from perfcast.calibration.kernel_roofline import (
+    GEMM_CLASS,
+    AttentionEfficiency,
+    GenerationKernelCalibration,
+    KernelRooflineCalibration,
+    load_kernel_roofline,
+)
+from perfcast.kernels.backend import KernelBackendName
+from perfcast.kernels.counts import (
+    attention_bytes,
+    attention_flops,
+    attention_keys_per_query,
+    gemm_bytes,
+    gemm_flops,
+)
+from perfcast.kernels.efficiency import (
+    attention_roofline_time_s,
+    gemm_roofline_time_s,
+    memory_time_s,
+)
+from perfcast.specs.hardware import GPUSpec, Precision
+
+ATTENTION_16BIT_PEAK: Precision = "bf16"
+"""Flash attention runs its matmuls in 16-bit unless an FP8 forward is calibrated (FA2/FA3 and
+cuDNN fused attention take fp16/bf16 inputs; FP8 only in FA3/cuDNN forward)."""
+
+
+@dataclass(frozen=True)
+class RooflineBackend:
+    """Roofline kernel times with per-generation calibration (shipped file by default)."""
+
+    calibration: KernelRooflineCalibration = field(default_factory=load_kernel_roofline)
+    name: KernelBackendName = KernelBackendName.ROOFLINE
+
+    def params(self, gpu: GPUSpec) -> GenerationKernelCalibration:
+        """The calibration block used for ``gpu`` (its generation's, else ``default``)."""
+        return self.calibration.for_generation(gpu.generation)
+
+    def uses_default(self, gpu: GPUSpec) -> bool:
+        """True when ``gpu``'s generation is not calibrated and the default block is used."""
+        return self.calibration.uses_default(gpu.generation)
+
+    def gemm_time_s(
+        self,
+        gpu: GPUSpec,
+        m: ArrayLike,
+        n: ArrayLike,
+        k: ArrayLike,
+        batch: ArrayLike = 1,
+        precision: Precision = "bf16",
+    ) -> ArrayLike:
+        """``batch`` GEMMs C[m,n] = A[m,k]·B[k,n], seconds.
+
+        t = max(2mnk·batch / (P_prec·eff_gemm(F)), bytes/(BW·eff_hbm)) + t_launch, with
+        eff_gemm(F) = eff_max·F/(F + F_half) for the precision's class (``GEMM_CLASS``: 16-bit
+        and wider use the bf16 curve, 8-bit and narrower the fp8 curve) at the GPU's own peak
+        for ``precision`` (raises ``ValueError`` naming the GPU if it has none).
+        """
+        params = self.params(gpu)
+        curve = params.gemm_for(precision)
+        flops = gemm_flops(m, n, k, batch)
+        return gemm_roofline_time_s(
+            flops,
+            gemm_bytes(m, n, k, batch, precision),
+            gpu.peak_flops(precision),
+            gpu.hbm_bandwidth_Bps,
+            curve.eff_max,
+            curve.flops_half,
+            params.hbm_efficiency.value,
+            params.launch_overhead_s.value,
+        )
+
+    def _attention_curve(
+        self, gpu: GPUSpec, backward: bool, precision: Precision
+    ) -> tuple[AttentionEfficiency, float]:
+        """(efficiency block, peak FLOP/s) for one attention pass (FP8 only for a calibrated
+        forward; everything else at the 16-bit peak)."""
+        params = self.params(gpu)
+        if backward:
+            return params.attention_backward, gpu.peak_flops(ATTENTION_16BIT_PEAK)
+        fp8_curve = params.attention_forward_fp8
+        if GEMM_CLASS[precision] == "fp8" and fp8_curve is not None and gpu.supports(precision):
+            return fp8_curve, gpu.peak_flops(precision)
+        return params.attention_forward, gpu.peak_flops(ATTENTION_16BIT_PEAK)
+
+    def attention_time_s(
+        self,
+        gpu: GPUSpec,
+        batch: ArrayLike,
+        num_heads: ArrayLike,
+        seq_q: ArrayLike,
+        seq_kv: ArrayLike,
+        head_dim_qk: ArrayLike,
+        head_dim_v: ArrayLike,
+        causal: ArrayLike,
+        backward: bool,
+        precision: Precision = "bf16",
+        *,
+        num_kv_heads: ArrayLike | None = None,
+    ) -> ArrayLike:
+        """One flash-attention pass, seconds.
+
+        FLOPs 2·b·h·sq·skv·(d_qk + d_v) (halved for causal sq == skv; 2.5× for backward),
+        bytes Q, K, V, O once (twice for backward) at the element size of ``precision``
+        (``kernels.counts``). Efficiency eff_max·L/(L + L_half)·d/(d + d_half) with L the mean
+        keys per query and d = (d_qk + d_v)/2 (``kernels.efficiency.attention_efficiency``),
+        separately calibrated for forward and backward. Decode (sq = 1) is memory-bound.
+        ``causal`` may be a bool array; ``backward`` and ``precision`` pick the calibration.
+        """
+        kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        curve, peak = self._attention_curve(gpu, backward, precision)
+        params = self.params(gpu)
+        return attention_roofline_time_s(
+            attention_flops(batch, num_heads, seq_q, seq_kv, head_dim_qk, head_dim_v, causal,
+                            backward),
+            attention_bytes(batch, num_heads, kv_heads, seq_q, seq_kv, head_dim_qk, head_dim_v,
+                            backward, precision),
+            attention_keys_per_query(seq_q, seq_kv, causal),
+            0.5 * np.add(head_dim_qk, head_dim_v),
+            peak,
+            gpu.hbm_bandwidth_Bps,
+            curve.eff_max,
+            curve.keys_half,
+            curve.head_dim_half,
+            params.hbm_efficiency.value,
+            params.launch_overhead_s.value,
+        )
+
+    def memory_bound_time_s(self, gpu: GPUSpec, bytes_moved: ArrayLike) -> ArrayLike:
+        """A kernel streaming ``bytes_moved`` bytes: bytes/(BW_hbm·eff_hbm) + t_launch, s."""
+        params = self.params(gpu)
+        return (
+            memory_time_s(bytes_moved, gpu.hbm_bandwidth_Bps, params.hbm_efficiency.value)
+            + params.launch_overhead_s.value
+        )

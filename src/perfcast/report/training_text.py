@@ -1,0 +1,55 @@
+"""Terminal rendering of a ``TrainingReport``: headline metrics, time breakdown, memory."""
+
+from __future__ import annotations
+
+from perfcast.estimate.training_report import TrainingReport
+from perfcast.report.memory_text import render_memory
+
+_LABELS = {
+    "compute_gemm": "compute: GEMMs",
+    "compute_attention": "compute: attention",
+    "compute_memory_bound": "compute: memory-bound ops",
+    "recompute": "recompute",
+    "tp_comm": "exposed comm: tensor parallel",
+    "cp_comm": "exposed comm: context parallel",
+    "ep_comm": "exposed comm: expert parallel",
+    "pp_comm": "exposed comm: pipeline send/recv",
+    "dp_comm": "exposed comm: data parallel / FSDP",
+    "pipeline_bubble": "pipeline bubble",
+    "optimizer": "optimizer step",
+    "other": "other (calibrated overhead)",
+}
+
+
+def render_training(report: TrainingReport, console) -> None:
+    """Print the headline, the breakdown table (sums to the step) and the memory table."""
+    from rich.table import Table
+
+    st = report.strategy
+    console.print(
+        f"[bold]{report.model}[/bold] on {report.num_gpus} × {report.gpu} ({report.system}): "
+        f"TP {st['tp']} · PP {st['pp']} (v {st['vpp']}, {st['pipeline_schedule']}) · "
+        f"CP {st['cp']} · DP {st['dp']} · EP {st['ep']}; micro-batch {st['micro_batch_size']}, "
+        f"global batch {report.global_batch_size} × {report.seq_length} tokens, "
+        f"{report.num_micro_batches} micro-batches; {st['precision']}; recompute "
+        f"{st['recompute']}"
+    )
+    headline = Table(show_header=False, box=None)
+    headline.add_row("step time", f"{report.step_time_s:,.3f} s")
+    headline.add_row("tokens/s/GPU", f"{report.tokens_per_s_per_gpu:,.0f}")
+    headline.add_row("model TFLOP/s/GPU", f"{report.tflops_per_gpu:,.1f}")
+    headline.add_row("MFU / HFU", f"{report.mfu:.1%} / {report.hfu:.1%}  (of dense BF16 peak)")
+    headline.add_row("pipeline bubble", f"{report.bubble_fraction:.1%} of ideal")
+    console.print(headline)
+    table = Table(title="Where the step time goes (critical stage "
+                  f"{report.critical_stage})", title_justify="left")
+    table.add_column("part")
+    table.add_column("seconds", justify="right")
+    table.add_column("share", justify="right")
+    for key, value in report.breakdown.to_dict().items():
+        if value <= 0:
+            continue
+        table.add_row(_LABELS.get(key, key), f"{value:,.4f}", f"{value / report.step_time_s:.1%}")
+    table.add_row("[bold]step[/bold]", f"[bold]{report.step_time_s:,.4f}[/bold]", "100.0%")
+    console.print(table)
+    render_memory(report.memory, console)

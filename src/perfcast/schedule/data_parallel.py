@@ -1,0 +1,88 @@
+"""Data-parallel communication of one stage and the part of it that compute cannot hide.
+
+- DDP / ZeRO-0: gradient all-reduce over dp·cp (experts: over their expert-DP group), bucketed
+  and overlapped with the backward of the last micro-batch (PyTorch DDP, Li et al. 2020 §3.2;
+  Megatron ``--overlap-grad-reduce``): exposed = max(0, reduce − hidden window), where the
+  window is that backward minus its last layer (the last bucket cannot overlap).
+- ZeRO-1/2 (Megatron distributed optimizer): reduce-scatter of gradients (same overlap) and an
+  all-gather of updated 16-bit parameters, overlapped with the next step's first forward
+  (``--overlap-param-gather``).
+- ZeRO-3 / FSDP full shard (Zhao et al. 2023, PyTorch FSDP §3.3-3.4): per micro-batch and
+  layer, an all-gather of the layer's parameters in forward and again in backward, and a
+  reduce-scatter of its gradients; each is prefetched under the neighbouring layer's compute,
+  so per layer exposed = max(0, comm − that layer's compute); the first gather is exposed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfcast.graph.ops import Collective, CommOp, Group, Phase
+from perfcast.graph.param_sharding import StageParams
+from perfcast.memory.states import WEIGHT_BYTES_16BIT, grad_bytes_per_param
+from perfcast.schedule.op_time import comm_op_time_s
+from perfcast.schedule.stage_time import StageTime
+from perfcast.specs.hardware import SystemSpec
+from perfcast.specs.strategy import Strategy
+
+
+@dataclass(frozen=True)
+class DataParallelTime:
+    """Seconds of data-parallel communication per step for one stage."""
+
+    total_s: float
+    """All DP communication (hidden or not)."""
+    exposed_step_s: float
+    """Exposed once per step (gradient reduction, parameter gather)."""
+    exposed_per_micro_batch_s: float
+    """Exposed on every micro-batch (FSDP/ZeRO-3 gathers and reduce-scatters)."""
+
+
+def _time(name, collective, group, size_bytes, system, strategy) -> float:
+    op = CommOp(name, Phase.BACKWARD_WGRAD, group, collective, size_bytes)
+    return comm_op_time_s(op, system, strategy)
+
+
+def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec,
+                       strategy: Strategy) -> DataParallelTime:
+    """DP communication seconds of one stage per step, and how much of it is exposed."""
+    grad_b = grad_bytes_per_param(strategy)
+    stage = strategy.sharding_stage
+    if stage >= 3:
+        layers = max(params.num_layers, 1)
+        dense_layer = params.dense / layers
+        expert_layer = params.expert / layers
+        gather = (_time("fsdp_all_gather", Collective.ALL_GATHER, Group.DP_CP,
+                        WEIGHT_BYTES_16BIT * dense_layer, system, strategy)
+                  + _time("fsdp_expert_all_gather", Collective.ALL_GATHER, Group.EDP,
+                          WEIGHT_BYTES_16BIT * expert_layer, system, strategy))
+        scatter = (_time("fsdp_reduce_scatter", Collective.REDUCE_SCATTER, Group.DP_CP,
+                         grad_b * dense_layer, system, strategy)
+                   + _time("fsdp_expert_reduce_scatter", Collective.REDUCE_SCATTER, Group.EDP,
+                           grad_b * expert_layer, system, strategy))
+        exposed_fwd = max(0.0, gather - times.layer_forward_s) * (layers - 1) + gather
+        exposed_bwd = max(0.0, gather + scatter - times.layer_backward_s) * layers
+        per_mb_total = layers * (2 * gather + scatter)
+        return DataParallelTime(total_s=per_mb_total, exposed_step_s=0.0,
+                                exposed_per_micro_batch_s=exposed_fwd + exposed_bwd)
+    if stage >= 1:
+        reduce = (_time("grad_reduce_scatter", Collective.REDUCE_SCATTER, Group.DP_CP,
+                        grad_b * params.dense, system, strategy)
+                  + _time("expert_grad_reduce_scatter", Collective.REDUCE_SCATTER, Group.EDP,
+                          grad_b * params.expert, system, strategy))
+        gather = (_time("param_all_gather", Collective.ALL_GATHER, Group.DP_CP,
+                        WEIGHT_BYTES_16BIT * params.dense, system, strategy)
+                  + _time("expert_param_all_gather", Collective.ALL_GATHER, Group.EDP,
+                          WEIGHT_BYTES_16BIT * params.expert, system, strategy))
+    else:
+        reduce = (_time("grad_all_reduce", Collective.ALL_REDUCE, Group.DP_CP,
+                        grad_b * params.dense, system, strategy)
+                  + _time("expert_grad_all_reduce", Collective.ALL_REDUCE, Group.EDP,
+                          grad_b * params.expert, system, strategy))
+        gather = 0.0
+    layers = max(params.num_layers, 1)
+    window_bwd = times.backward_compute_s * (1 - 1 / layers)
+    window_fwd = times.layer_forward_s * (layers - 1)
+    exposed = max(0.0, reduce - window_bwd) + max(0.0, gather - window_fwd)
+    return DataParallelTime(total_s=reduce + gather, exposed_step_s=exposed,
+                            exposed_per_micro_batch_s=0.0)

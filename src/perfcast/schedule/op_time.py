@@ -1,0 +1,64 @@
+"""Seconds of one operator record on one GPU or one parallel group.
+
+Compute ops go to a kernel backend (``perfcast.kernels``); collectives go to the alpha-beta
+model (``perfcast.comm``) on the link their group actually crosses (``comm.placement``, rank
+order tp innermost, then cp, dp, pp; experts carved as etp, ep, edp inside tp·cp·dp as in
+Megatron-Core).
+"""
+
+from __future__ import annotations
+
+from perfcast.graph.ops import AttentionOp, CommOp, ComputeOp, GemmOp, Group, MemoryOp
+from perfcast.kernels.backend import KernelBackend
+from perfcast.specs.hardware import SystemSpec
+from perfcast.specs.strategy import Strategy
+
+
+def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
+                      backend: KernelBackend):
+    """Seconds for ``op`` (all its ``count`` repetitions) on one GPU."""
+    gpu = system.gpu
+    if isinstance(op, GemmOp):
+        precision = "fp8" if strategy.precision == "fp8" and op.fp8_eligible else (
+            "fp16" if strategy.precision == "fp16" else "bf16")
+        return op.count * backend.gemm_time_s(gpu, op.m, op.n, op.k, op.batch, precision)
+    if isinstance(op, AttentionOp):
+        seq_kv, causal = op.seq_kv, op.causal
+        if op.window is not None and op.window < op.seq_kv:
+            seq_kv, causal = op.window, False  # each query sees ~window keys
+        precision = "fp16" if strategy.precision == "fp16" else "bf16"
+        backward = op.phase.value != "forward"
+        return op.count * backend.attention_time_s(
+            gpu, op.batch, op.heads, op.seq_q, seq_kv, op.head_dim_qk, op.head_dim_v,
+            causal, backward, precision)
+    if isinstance(op, MemoryOp):
+        return op.count * backend.memory_bound_time_s(gpu, op.bytes_moved)
+    raise TypeError(f"not a compute op: {op!r}")
+
+
+def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:
+    """Size of ``group`` and the rank distance between its members."""
+    tp, cp, dp = strategy.tp, strategy.cp, strategy.dp
+    etp, ep = strategy.expert_tp, strategy.ep
+    return {
+        Group.TP: (tp, 1),
+        Group.CP: (cp, tp),
+        Group.DP: (dp, tp * cp),
+        Group.DP_CP: (dp * cp, tp),
+        Group.PP: (strategy.pp, tp * cp * dp),
+        Group.EP: (ep, etp),
+        Group.EDP: (strategy.expert_dp, etp * ep),
+    }[group]
+
+
+def comm_op_time_s(op: CommOp, system: SystemSpec, strategy: Strategy):
+    """Seconds for ``op`` (all repetitions) on its group's link."""
+    from perfcast.comm import Collective, collective_time_s
+    from perfcast.comm.placement import group_link
+
+    size, stride = group_size_and_stride(op.group, strategy)
+    if size <= 1:
+        return 0.0
+    bandwidth, latency = group_link(system, size, stride)
+    kind = Collective(op.collective.value)
+    return op.count * collective_time_s(kind, op.size_bytes, size, bandwidth, latency)
