@@ -34,7 +34,7 @@ def models_command(json: JsonFlag = False) -> None:
 
         print(to_json({"models": rows}))
         return
-    from rich.console import Console
+    from perfcast.report.console import make_console
     from rich.table import Table
 
     table = Table(title="perfcast models")
@@ -43,7 +43,7 @@ def models_command(json: JsonFlag = False) -> None:
     for r in rows:
         table.add_row(r["name"], r["arch_type"], f"{r['params_total'] / 1e9:,.2f}",
                       f"{r['params_active'] / 1e9:,.2f}", str(r["layers"]), str(r["hidden_size"]))
-    Console().print(table)
+    make_console().print(table)
 
 
 @handle_input_errors
@@ -78,7 +78,7 @@ def systems_command(json: JsonFlag = False) -> None:
 
         print(to_json({"systems": systems, "gpus": gpus}))
         return
-    from rich.console import Console
+    from perfcast.report.console import make_console
     from rich.table import Table
 
     table = Table(title="perfcast systems")
@@ -90,5 +90,5 @@ def systems_command(json: JsonFlag = False) -> None:
                       f"{s['scale_up_bandwidth_Bps'] / 1e9:,.0f}",
                       f"{s['scale_out_bandwidth_Bps'] / 1e9:,.1f}",
                       f"{s['hbm_capacity_bytes'] / 1e9:,.0f}", f"{s['peak_bf16_flops'] / 1e12:,.0f}")
-    Console().print(table)
-    Console().print(f"{len(gpus)} GPUs in the catalog: " + ", ".join(g["name"] for g in gpus))
+    make_console().print(table)
+    make_console().print(f"{len(gpus)} GPUs in the catalog: " + ", ".join(g["name"] for g in gpus))

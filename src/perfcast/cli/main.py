@@ -11,6 +11,7 @@ import typer
 from perfcast.cli.catalog_cmd import models_command, systems_command
 from perfcast.cli.memory_cmd import memory_command
 from perfcast.cli.train_cmd import train_command
+from perfcast.cli.validate_cmd import validate_command
 
 app = typer.Typer(
     name="perfcast",
@@ -25,6 +26,9 @@ app.command("memory", help="Memory per GPU and per pipeline stage; does the run 
 )
 app.command("train", help="Training step time, tokens/s/GPU, MFU and where the time goes.")(
     train_command
+)
+app.command("validate", help="Forecast every row of a measured-training CSV and report errors.")(
+    validate_command
 )
 app.command("models", help="List catalog models.")(models_command)
 app.command("systems", help="List catalog systems and GPUs.")(systems_command)

@@ -10,8 +10,6 @@ from perfcast.cli.options import RunArgs, run_options
 @handle_input_errors
 def memory_command(args: RunArgs) -> None:
     """Forecast memory per GPU for every pipeline stage and whether it fits."""
-    from rich.console import Console
-
     from perfcast.cli.build import build_specs
     from perfcast.memory.estimate import estimate_memory
 
@@ -22,6 +20,7 @@ def memory_command(args: RunArgs) -> None:
 
         print(to_json(report.to_dict()))
         return
+    from perfcast.report.console import make_console
     from perfcast.report.memory_text import render_memory
 
-    render_memory(report, Console())
+    render_memory(report, make_console())

@@ -33,8 +33,6 @@ def train_command(
         "--kernel-backend", help="Kernel time model.")] = BackendOpt.roofline,
 ) -> None:
     """Forecast one training step."""
-    from rich.console import Console
-
     from perfcast.cli.build import build_specs
     from perfcast.estimate.training import estimate_training
 
@@ -50,6 +48,7 @@ def train_command(
 
         print(to_json(report.to_dict()))
         return
+    from perfcast.report.console import make_console
     from perfcast.report.training_text import render_training
 
-    render_training(report, Console())
+    render_training(report, make_console())

@@ -1,7 +1,7 @@
 """Seconds of one operator record on one GPU or one parallel group.
 
-Compute ops go to a kernel backend (``perfcast.kernels``); collectives go to the alpha-beta
-model (``perfcast.comm``) on the link their group actually crosses (``comm.placement``, rank
+Compute ops go to a kernel backend (``perfcast.kernels``); collectives go to the two-tier
+alpha-beta model (``perfcast.comm.hierarchical``) over the ranks their group actually spans (``comm.placement``, rank
 order tp innermost, then cp, dp, pp; experts carved as etp, ep, edp inside tp·cp·dp as in
 Megatron-Core).
 """
@@ -53,12 +53,11 @@ def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:
 
 def comm_op_time_s(op: CommOp, system: SystemSpec, strategy: Strategy):
     """Seconds for ``op`` (all repetitions) on its group's link."""
-    from perfcast.comm import Collective, collective_time_s
-    from perfcast.comm.placement import group_link
+    from perfcast.comm import Collective, hierarchical_collective_time_s
 
     size, stride = group_size_and_stride(op.group, strategy)
     if size <= 1:
         return 0.0
-    bandwidth, latency = group_link(system, size, stride)
     kind = Collective(op.collective.value)
-    return op.count * collective_time_s(kind, op.size_bytes, size, bandwidth, latency)
+    return op.count * float(
+        hierarchical_collective_time_s(kind, op.size_bytes, system, size, stride))

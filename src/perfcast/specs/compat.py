@@ -33,11 +33,6 @@ def check_strategy_for_model(model: ModelSpec, strategy: Strategy) -> None:
             "pp", strategy.pp, f"pp*vpp={chunks} exceeds num_hidden_layers="
             f"{model.num_hidden_layers} of model {model.name!r}"
         )
-    if strategy.vpp > 1 and model.num_hidden_layers % chunks != 0:
-        raise InputError(
-            "vpp", strategy.vpp, f"pp*vpp={chunks} does not divide num_hidden_layers="
-            f"{model.num_hidden_layers} of model {model.name!r}"
-        )
     if model.is_moe:
         if model.num_experts % strategy.ep != 0:
             raise InputError(
