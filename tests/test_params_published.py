@@ -29,10 +29,10 @@ def test_mixtral_active():
 def test_narayanan_equation_2_exact():
     """P = 12·l·h²·(1 + 13/(12h) + (V + s)/(12·l·h)) for the Megatron GPT family, plus the
     final LayerNorm (2h), which the paper's equation leaves out."""
-    for name, l, h in (("megatron-gpt-18.4b", 40, 6144), ("megatron-gpt-1t", 128, 25600)):
+    for name, layers, h in (("megatron-gpt-18.4b", 40, 6144), ("megatron-gpt-1t", 128, 25600)):
         model = load_model(name)
         V, s = model.vocab_size, model.max_position_embeddings
-        expected = 12 * l * h**2 * (1 + 13 / (12 * h) + (V + s) / (12 * l * h))
+        expected = 12 * layers * h**2 * (1 + 13 / (12 * h) + (V + s) / (12 * layers * h))
         assert count_params(model).total == pytest.approx(expected + 2 * h, rel=1e-12)
 
 

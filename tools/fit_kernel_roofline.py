@@ -2,8 +2,9 @@
 
     python tools/fit_kernel_roofline.py [--csv PATH] [--out PATH] [--date YYYY-MM-DD]
 
-Per GPU generation, by least squares on log error (ln predicted/measured), using the same
-formulas as the backend (``perfcast.kernels.efficiency`` / ``counts``):
+Per GPU generation, by least squares on log error (ln predicted/measured), each measurement
+campaign (implementation) weighing the same in total, using the backend's own formulas
+(``perfcast.kernels.efficiency`` / ``counts``):
 
 1. attention: eff_max, keys_half, head_dim_half for forward, backward and FP8 forward where
    the generation has shaped rows (Hopper FA3 + cuDNN; Ampere FA2 fwd+bwd with the backward/
@@ -176,7 +177,7 @@ def fit_attention(obs: list[Observation], rho: float) -> dict[str, dict[str, Att
     common = dict(keys_half=sig(kh), head_dim_half=sig(dh), method="fitted",
                   source_rows=lines(group), fit_num_rows=len(group), fit_rms_log_error=err)
     note = (f"FA2 fwd+bwd on A100 SXM4 fitted jointly; backward eff_max = {rho:.3f} x forward "
-            "(FA2 bwd/fwd ratio measured on H100, lines 124-165 vs 233-256).")
+            "(FA2 bwd/fwd on H100, lines 233-238, 251-256 over 124-129, 160-165).")
     out["ampere"]["attn-fwd"] = AttentionEfficiency(eff_max=sig(e), note=note, **common)
     out["ampere"]["attn-bwd"] = AttentionEfficiency(eff_max=sig(rho * e), note=note, **common)
     return out

@@ -188,7 +188,7 @@ def _plateau_hbm(line: int, row: dict[str, str]) -> list[Observation] | str:
         fractions = [v / peak for v in values]
     else:
         fractions = [float(row["pct_of_peak"].rstrip("%")) / 100]
-    return [Observation(line, row["hardware"], "hbm", row["kernel"][:40], f, True)
+    return [Observation(line, row["hardware"], "hbm", row["kernel"], f, True)
             for f in fractions]
 
 

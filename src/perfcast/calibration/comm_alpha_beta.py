@@ -48,13 +48,13 @@ class CommAlphaBetaCalibration(BaseModel):
             raise ValueError(f"scale_up has no 'default' entry (keys: {keys})")
         return self
 
-    def uses_default(self, generation: str) -> bool:
+    def uses_default(self, generation: Generation) -> bool:
         """True when ``generation`` has no scale-up measurement and gets ``default``."""
         return generation not in self.scale_up
 
-    def scale_up_efficiency(self, generation: str) -> float:
+    def scale_up_efficiency(self, generation: Generation) -> float:
         """Scale-up efficiency of ``generation`` (``default`` when it has none)."""
-        entry = self.scale_up.get(generation, self.scale_up["default"])  # type: ignore[call-overload]
+        entry = self.scale_up.get(generation, self.scale_up["default"])
         return entry.efficiency
 
     @property

@@ -127,13 +127,13 @@ class KernelRooflineCalibration(BaseModel):
             raise ValueError(f"generations has no 'default' block (keys: {keys})")
         return self
 
-    def uses_default(self, generation: str) -> bool:
+    def uses_default(self, generation: Generation) -> bool:
         """True when ``generation`` has no block of its own and gets ``default``."""
         return generation not in self.generations
 
-    def for_generation(self, generation: str) -> GenerationKernelCalibration:
+    def for_generation(self, generation: Generation) -> GenerationKernelCalibration:
         """The block of ``generation``, or ``default`` when it has none."""
-        return self.generations.get(generation, self.generations["default"])  # type: ignore[call-overload]
+        return self.generations.get(generation, self.generations["default"])
 
 
 @cache

@@ -34,8 +34,9 @@ def models_command(json: JsonFlag = False) -> None:
 
         print(to_json({"models": rows}))
         return
-    from perfcast.report.console import make_console
     from rich.table import Table
+
+    from perfcast.report.console import make_console
 
     table = Table(title="perfcast models")
     for column in ("name", "type", "params (B)", "active (B)", "layers", "hidden"):
@@ -78,8 +79,9 @@ def systems_command(json: JsonFlag = False) -> None:
 
         print(to_json({"systems": systems, "gpus": gpus}))
         return
-    from perfcast.report.console import make_console
     from rich.table import Table
+
+    from perfcast.report.console import make_console
 
     table = Table(title="perfcast systems")
     for column in ("name", "gpu", "GPUs/node", "scale-up domain", "scale-up GB/s",

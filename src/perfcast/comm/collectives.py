@@ -29,7 +29,8 @@ from __future__ import annotations
 from enum import StrEnum
 
 import numpy as np
-from numpy.typing import ArrayLike
+
+from perfcast.arrays import Floats
 
 
 class Collective(StrEnum):
@@ -42,13 +43,13 @@ class Collective(StrEnum):
     SEND_RECV = "send_recv"
 
 
-def ring_fraction(num_ranks: ArrayLike) -> ArrayLike:
+def ring_fraction(num_ranks: Floats) -> Floats:
     """(n−1)/n: the share of the buffer each rank sends once around a ring (0 for n = 1)."""
     n = np.asarray(num_ranks, dtype=float)
     return (n - 1.0) / n
 
 
-def bus_bandwidth_factor(kind: Collective, num_ranks: ArrayLike) -> ArrayLike:
+def bus_bandwidth_factor(kind: Collective, num_ranks: Floats) -> Floats:
     """busbw/algbw of nccl-tests ``doc/PERFORMANCE.md``: 2(n−1)/n (all-reduce), (n−1)/n
     (all-gather, reduce-scatter, all-to-all), 1 (send-recv). Equals the S/B coefficient of the
     time formulas, so busbw = S·factor/t is the bandwidth B the ring achieved."""
@@ -59,8 +60,8 @@ def bus_bandwidth_factor(kind: Collective, num_ranks: ArrayLike) -> ArrayLike:
 
 
 def all_reduce_time_s(
-    size_bytes: ArrayLike, num_ranks: ArrayLike, bandwidth_Bps: ArrayLike, latency_s: ArrayLike
-) -> ArrayLike:
+    size_bytes: Floats, num_ranks: Floats, bandwidth_Bps: Floats, latency_s: Floats
+) -> Floats:
     """Ring all-reduce (= reduce-scatter + all-gather): 2(n−1)/n·S/B + 2(n−1)·α, seconds.
 
     S: bytes of the buffer on each rank. Thakur et al. 2005 (ring allreduce).
@@ -70,8 +71,8 @@ def all_reduce_time_s(
 
 
 def all_gather_time_s(
-    size_bytes: ArrayLike, num_ranks: ArrayLike, bandwidth_Bps: ArrayLike, latency_s: ArrayLike
-) -> ArrayLike:
+    size_bytes: Floats, num_ranks: Floats, bandwidth_Bps: Floats, latency_s: Floats
+) -> Floats:
     """Ring all-gather: (n−1)/n·S/B + (n−1)·α, seconds.
 
     S: bytes of the full gathered buffer (n shards). Thakur et al. 2005 (ring allgather);
@@ -82,8 +83,8 @@ def all_gather_time_s(
 
 
 def reduce_scatter_time_s(
-    size_bytes: ArrayLike, num_ranks: ArrayLike, bandwidth_Bps: ArrayLike, latency_s: ArrayLike
-) -> ArrayLike:
+    size_bytes: Floats, num_ranks: Floats, bandwidth_Bps: Floats, latency_s: Floats
+) -> Floats:
     """Ring reduce-scatter: (n−1)/n·S/B + (n−1)·α, seconds (γ term neglected).
 
     S: bytes of the full buffer on each rank before scattering. Thakur et al. 2005
@@ -94,8 +95,8 @@ def reduce_scatter_time_s(
 
 
 def all_to_all_time_s(
-    size_bytes: ArrayLike, num_ranks: ArrayLike, bandwidth_Bps: ArrayLike, latency_s: ArrayLike
-) -> ArrayLike:
+    size_bytes: Floats, num_ranks: Floats, bandwidth_Bps: Floats, latency_s: Floats
+) -> Floats:
     """Pairwise-exchange all-to-all: (n−1)/n·S/B + (n−1)·α, seconds.
 
     S: bytes one rank sends in total, its own 1/n included (which stays local). Thakur et al.
@@ -106,8 +107,8 @@ def all_to_all_time_s(
 
 
 def send_recv_time_s(
-    size_bytes: ArrayLike, num_ranks: ArrayLike, bandwidth_Bps: ArrayLike, latency_s: ArrayLike
-) -> ArrayLike:
+    size_bytes: Floats, num_ranks: Floats, bandwidth_Bps: Floats, latency_s: Floats
+) -> Floats:
     """Point-to-point transfer: S/B + α (Hockney), seconds; 0 in a group of one rank.
 
     S: bytes sent. nccl-tests PERFORMANCE.md: busbw = algbw for send-recv.
@@ -127,11 +128,11 @@ _TIME_FUNCTIONS = {
 
 def collective_time_s(
     kind: Collective | str,
-    size_bytes: ArrayLike,
-    group_size: ArrayLike,
-    bandwidth_Bps: ArrayLike,
-    latency_s: ArrayLike,
-) -> ArrayLike:
+    size_bytes: Floats,
+    group_size: Floats,
+    bandwidth_Bps: Floats,
+    latency_s: Floats,
+) -> Floats:
     """Time of one ``kind`` collective over ``group_size`` ranks on links of ``bandwidth_Bps``
     (per rank, unidirectional, already at achievable efficiency) and ``latency_s`` per step,
     seconds. Dispatches to the per-collective formulas above; 0 for a group of one."""
@@ -139,8 +140,8 @@ def collective_time_s(
 
 
 def bus_bandwidth_Bps(
-    kind: Collective | str, size_bytes: ArrayLike, group_size: ArrayLike, time_s: ArrayLike
-) -> ArrayLike:
+    kind: Collective | str, size_bytes: Floats, group_size: Floats, time_s: Floats
+) -> Floats:
     """nccl-tests bus bandwidth of a collective that took ``time_s``: S·factor/t, bytes/s."""
     factor = bus_bandwidth_factor(Collective(kind), group_size)
     return np.multiply(size_bytes, factor) / np.asarray(time_s, dtype=float)

@@ -34,8 +34,8 @@ All arguments broadcast as numpy arrays (``kind`` and ``system`` are scalars).
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike
 
+from perfcast.arrays import Floats
 from perfcast.calibration.comm_alpha_beta import CommAlphaBetaCalibration
 from perfcast.comm.collectives import Collective, collective_time_s, ring_fraction
 from perfcast.comm.placement import (
@@ -48,9 +48,9 @@ from perfcast.specs.hardware import SystemSpec
 
 
 def _phase_bandwidth_time_s(
-    kind: Collective, size_bytes: ArrayLike, n: np.ndarray, r: np.ndarray, k: np.ndarray,
+    kind: Collective, size_bytes: Floats, n: np.ndarray, r: np.ndarray, k: np.ndarray,
     bw_up: float, bw_out: float,
-) -> tuple[ArrayLike, ArrayLike]:
+) -> tuple[Floats, Floats]:
     """(intra, inter) bandwidth terms of the table in the module docstring, seconds."""
     s = np.asarray(size_bytes, dtype=float)
     if kind is Collective.ALL_TO_ALL:
@@ -60,7 +60,7 @@ def _phase_bandwidth_time_s(
 
 
 def _phase_steps(kind: Collective, n: np.ndarray, r: np.ndarray, k: np.ndarray
-                 ) -> tuple[ArrayLike, ArrayLike]:
+                 ) -> tuple[Floats, Floats]:
     """(scale-up steps, scale-out steps) paying latency α_up and α_out."""
     if kind is Collective.ALL_TO_ALL:
         return r - 1, n - r
@@ -70,12 +70,12 @@ def _phase_steps(kind: Collective, n: np.ndarray, r: np.ndarray, k: np.ndarray
 
 def hierarchical_collective_time_s(
     kind: Collective | str,
-    size_bytes: ArrayLike,
+    size_bytes: Floats,
     system: SystemSpec,
-    group_size: ArrayLike,
-    stride: ArrayLike,
+    group_size: Floats,
+    stride: Floats,
     calibration: CommAlphaBetaCalibration | None = None,
-) -> ArrayLike:
+) -> Floats:
     """Time of one collective over a placed group (``group_size`` ranks, ``stride`` apart),
     seconds: pipelined intra- and inter-domain ring phases at achievable bandwidths
     (``placement.achievable_bandwidth_Bps``) and the system's per-hop latencies.
@@ -84,16 +84,17 @@ def hierarchical_collective_time_s(
     """
     kind = Collective(kind)
     n = np.asarray(group_size, dtype=float)
-    r = ranks_per_domain(system, n, stride).astype(float)
-    k = num_domains(system, n, stride)
+    r = np.asarray(ranks_per_domain(system, n, stride), dtype=float)
+    k = np.asarray(num_domains(system, n, stride), dtype=float)
     bw_up = achievable_bandwidth_Bps(system, LinkTier.SCALE_UP, calibration)
     bw_out = achievable_bandwidth_Bps(system, LinkTier.SCALE_OUT, calibration)
     if kind is Collective.SEND_RECV:
         crosses = k > 1
         bandwidth = np.where(crosses, bw_out, bw_up)
         latency = np.where(crosses, system.scale_out_latency_s, system.scale_up_latency_s)
-        return collective_time_s(kind, size_bytes, n, bandwidth, latency)[()]
+        return np.asarray(collective_time_s(kind, size_bytes, n, bandwidth, latency))[()]
     intra, inter = _phase_bandwidth_time_s(kind, size_bytes, n, r, k, bw_up, bw_out)
     steps_up, steps_out = _phase_steps(kind, n, r, k)
-    latency = steps_up * system.scale_up_latency_s + steps_out * system.scale_out_latency_s
-    return (np.maximum(intra, inter) + latency)[()]
+    total = (np.maximum(intra, inter) + np.multiply(steps_up, system.scale_up_latency_s)
+             + np.multiply(steps_out, system.scale_out_latency_s))
+    return np.asarray(total)[()]

@@ -27,8 +27,8 @@ from __future__ import annotations
 from enum import StrEnum
 
 import numpy as np
-from numpy.typing import ArrayLike
 
+from perfcast.arrays import Floats
 from perfcast.calibration.comm_alpha_beta import CommAlphaBetaCalibration, load_comm_alpha_beta
 from perfcast.specs.hardware import SystemSpec
 
@@ -40,19 +40,19 @@ class LinkTier(StrEnum):
     SCALE_OUT = "scale_out"
 
 
-def group_span_gpus(group_size: ArrayLike, stride: ArrayLike) -> ArrayLike:
+def group_span_gpus(group_size: Floats, stride: Floats) -> Floats:
     """Consecutive ranks a group of ``group_size`` ranks spaced ``stride`` apart covers."""
     return np.multiply(group_size, stride)
 
 
-def within_scale_up(system: SystemSpec, group_size: ArrayLike, stride: ArrayLike) -> ArrayLike:
+def within_scale_up(system: SystemSpec, group_size: Floats, stride: Floats) -> Floats:
     """True where the group fits in one scale-up domain: group_size·stride ≤ D."""
     return group_span_gpus(group_size, stride) <= system.scale_up_domain_gpus
 
 
 def group_link(
-    system: SystemSpec, group_size: ArrayLike, stride: ArrayLike
-) -> tuple[ArrayLike, ArrayLike]:
+    system: SystemSpec, group_size: Floats, stride: Floats
+) -> tuple[Floats, Floats]:
     """(bandwidth_Bps, latency_s) of the links a flat ring over the group runs on.
 
     Inside one scale-up domain: the per-GPU unidirectional scale-up bandwidth and latency.
@@ -90,10 +90,10 @@ def achievable_bandwidth_Bps(
 
 def achievable_group_link(
     system: SystemSpec,
-    group_size: ArrayLike,
-    stride: ArrayLike,
+    group_size: Floats,
+    stride: Floats,
     calibration: CommAlphaBetaCalibration | None = None,
-) -> tuple[ArrayLike, ArrayLike]:
+) -> tuple[Floats, Floats]:
     """``group_link`` with the bandwidth scaled by its tier's protocol efficiency."""
     inside = within_scale_up(system, group_size, stride)
     bandwidth = np.where(
@@ -104,7 +104,7 @@ def achievable_group_link(
     return bandwidth[()], group_link(system, group_size, stride)[1]
 
 
-def ranks_per_domain(system: SystemSpec, group_size: ArrayLike, stride: ArrayLike) -> ArrayLike:
+def ranks_per_domain(system: SystemSpec, group_size: Floats, stride: Floats) -> Floats:
     """r: the group's ranks inside one scale-up domain, clip(D // stride, 1, group_size).
 
     A stride of at least D puts every rank in its own domain (r = 1); a group that fits in
@@ -114,7 +114,7 @@ def ranks_per_domain(system: SystemSpec, group_size: ArrayLike, stride: ArrayLik
     return np.clip(per_domain, 1, group_size)
 
 
-def num_domains(system: SystemSpec, group_size: ArrayLike, stride: ArrayLike) -> ArrayLike:
+def num_domains(system: SystemSpec, group_size: Floats, stride: Floats) -> Floats:
     """k: scale-up domains the group spans, ceil(group_size / r); 1 when it fits in one."""
     r = ranks_per_domain(system, group_size, stride)
     return np.ceil(np.divide(group_size, r))

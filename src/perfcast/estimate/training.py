@@ -53,14 +53,19 @@ def estimate_training(
     m = num_micro_batches(workload, strategy)
     s = workload.seq_length
     per_stage, stage_totals = [], []
+    seen: dict[tuple, tuple] = {}
     for stage in range(strategy.pp):
-        graph = stage_graph(model, strategy, s, stage)
         params = stage_params(model, strategy, stage)
-        times = stage_time(graph, system, strategy, backend)
-        dp = data_parallel_time(params, times, system, strategy)
-        per_mb = times.total_s + dp.exposed_per_micro_batch_s
+        # Stages with the same layer mix and the same embedding/head role cost the same.
+        key = (params.num_layers, params.num_moe_layers, stage == 0, stage == strategy.pp - 1)
+        if key not in seen:
+            graph = stage_graph(model, strategy, s, stage)
+            times = stage_time(graph, system, strategy, backend)
+            dp = data_parallel_time(params, times, system, strategy)
+            seen[key] = (times, dp)
+        times, dp = seen[key]
         per_stage.append((times, dp, params))
-        stage_totals.append(per_mb)
+        stage_totals.append(times.total_s + dp.exposed_per_micro_batch_s)
 
     pipeline_s = pipeline_time_s(stage_totals, m, strategy.schedule, strategy.vpp)
     critical = max(range(strategy.pp), key=lambda i: stage_totals[i])

@@ -19,8 +19,7 @@ from enum import StrEnum
 from functools import cache
 from typing import Protocol, runtime_checkable
 
-from numpy.typing import ArrayLike
-
+from perfcast.arrays import Bools, Floats
 from perfcast.errors import InputError
 from perfcast.specs.hardware import GPUSpec, Precision
 
@@ -40,37 +39,37 @@ class KernelBackend(Protocol):
     def gemm_time_s(
         self,
         gpu: GPUSpec,
-        m: ArrayLike,
-        n: ArrayLike,
-        k: ArrayLike,
-        batch: ArrayLike = 1,
+        m: Floats,
+        n: Floats,
+        k: Floats,
+        batch: Floats = 1,
         precision: Precision = "bf16",
-    ) -> ArrayLike:
+    ) -> Floats:
         """``batch`` GEMMs C[m,n] = A[m,k]·B[k,n] (2·m·n·k·batch FLOPs), seconds."""
         ...
 
     def attention_time_s(
         self,
         gpu: GPUSpec,
-        batch: ArrayLike,
-        num_heads: ArrayLike,
-        seq_q: ArrayLike,
-        seq_kv: ArrayLike,
-        head_dim_qk: ArrayLike,
-        head_dim_v: ArrayLike,
-        causal: ArrayLike,
+        batch: Floats,
+        num_heads: Floats,
+        seq_q: Floats,
+        seq_kv: Floats,
+        head_dim_qk: Floats,
+        head_dim_v: Floats,
+        causal: Bools,
         backward: bool,
         precision: Precision = "bf16",
         *,
-        num_kv_heads: ArrayLike | None = None,
-    ) -> ArrayLike:
+        num_kv_heads: Floats | None = None,
+    ) -> Floats:
         """One flash-attention forward (or backward) pass, seconds.
 
         ``num_kv_heads`` (GQA/MQA) only changes the K/V bytes read; None = ``num_heads``.
         """
         ...
 
-    def memory_bound_time_s(self, gpu: GPUSpec, bytes_moved: ArrayLike) -> ArrayLike:
+    def memory_bound_time_s(self, gpu: GPUSpec, bytes_moved: Floats) -> Floats:
         """A kernel that streams ``bytes_moved`` bytes through HBM (reads + writes), seconds."""
         ...
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Final
 
 import numpy as np
-from numpy.typing import ArrayLike
 
+from perfcast.arrays import Bools, Floats
 from perfcast.specs.hardware import Precision
 
 BYTES_PER_ELEMENT: Final[dict[Precision, float]] = {
@@ -41,7 +41,7 @@ def bytes_per_element(precision: Precision) -> float:
     return BYTES_PER_ELEMENT[precision]
 
 
-def gemm_flops(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike = 1) -> ArrayLike:
+def gemm_flops(m: Floats, n: Floats, k: Floats, batch: Floats = 1) -> Floats:
     """FLOPs of ``batch`` GEMMs C[m,n] = A[m,k]·B[k,n]: 2·m·n·k·batch.
 
     Each of the m·n outputs is a k-long dot product of k fused multiply-adds, 2 FLOPs each
@@ -51,8 +51,8 @@ def gemm_flops(m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike = 1) -
 
 
 def gemm_bytes(
-    m: ArrayLike, n: ArrayLike, k: ArrayLike, batch: ArrayLike = 1, precision: Precision = "bf16"
-) -> ArrayLike:
+    m: Floats, n: Floats, k: Floats, batch: Floats = 1, precision: Precision = "bf16"
+) -> Floats:
     """Compulsory HBM traffic of ``batch`` GEMMs, bytes: read A and B once, write C once.
 
     bytes = batch·((m·k + k·n)·s_in + m·n·s_out), s_in = bytes/element of ``precision``,
@@ -66,7 +66,7 @@ def gemm_bytes(
     return np.multiply(batch, per_gemm)
 
 
-def causal_fraction(seq_q: ArrayLike, seq_kv: ArrayLike) -> ArrayLike:
+def causal_fraction(seq_q: Floats, seq_kv: Floats) -> Floats:
     """Fraction of the seq_q×seq_kv score matrix a bottom-right-aligned causal mask keeps.
 
     Query i (of seq_q, the last seq_q positions of seq_kv) sees seq_kv − seq_q + i + 1 keys;
@@ -78,27 +78,27 @@ def causal_fraction(seq_q: ArrayLike, seq_kv: ArrayLike) -> ArrayLike:
     return 1.0 - 0.5 * np.minimum(seq_q, seq_kv) / np.asarray(seq_kv, dtype=float)
 
 
-def causal_factor(seq_q: ArrayLike, seq_kv: ArrayLike, causal: ArrayLike) -> ArrayLike:
+def causal_factor(seq_q: Floats, seq_kv: Floats, causal: Bools) -> Floats:
     """``causal_fraction`` where ``causal`` (a bool or a bool array) is true, else 1."""
     return np.where(causal, causal_fraction(seq_q, seq_kv), 1.0)
 
 
 def attention_keys_per_query(
-    seq_q: ArrayLike, seq_kv: ArrayLike, causal: ArrayLike
-) -> ArrayLike:
+    seq_q: Floats, seq_kv: Floats, causal: Bools
+) -> Floats:
     """Mean number of keys each query attends to: seq_kv·``causal_factor``."""
     return np.multiply(seq_kv, causal_factor(seq_q, seq_kv, causal))
 
 
 def attention_forward_flops(
-    batch: ArrayLike,
-    num_heads: ArrayLike,
-    seq_q: ArrayLike,
-    seq_kv: ArrayLike,
-    head_dim_qk: ArrayLike,
-    head_dim_v: ArrayLike,
-    causal: ArrayLike,
-) -> ArrayLike:
+    batch: Floats,
+    num_heads: Floats,
+    seq_q: Floats,
+    seq_kv: Floats,
+    head_dim_qk: Floats,
+    head_dim_v: Floats,
+    causal: Bools,
+) -> Floats:
     """Matmul FLOPs of one flash-attention forward: 2·b·h·sq·skv·(d_qk + d_v)·f_causal.
 
     Two GEMMs per head, S = Q·K^T (2·sq·skv·d_qk) and O = P·V (2·sq·skv·d_v); softmax
@@ -110,15 +110,15 @@ def attention_forward_flops(
 
 
 def attention_flops(
-    batch: ArrayLike,
-    num_heads: ArrayLike,
-    seq_q: ArrayLike,
-    seq_kv: ArrayLike,
-    head_dim_qk: ArrayLike,
-    head_dim_v: ArrayLike,
-    causal: ArrayLike,
+    batch: Floats,
+    num_heads: Floats,
+    seq_q: Floats,
+    seq_kv: Floats,
+    head_dim_qk: Floats,
+    head_dim_v: Floats,
+    causal: Bools,
     backward: bool,
-) -> ArrayLike:
+) -> Floats:
     """Forward FLOPs (``attention_forward_flops``), times ``ATTENTION_BACKWARD_FLOP_RATIO`` (2.5)
     for the backward pass."""
     flops = attention_forward_flops(
@@ -128,16 +128,16 @@ def attention_flops(
 
 
 def attention_bytes(
-    batch: ArrayLike,
-    num_heads: ArrayLike,
-    num_kv_heads: ArrayLike,
-    seq_q: ArrayLike,
-    seq_kv: ArrayLike,
-    head_dim_qk: ArrayLike,
-    head_dim_v: ArrayLike,
+    batch: Floats,
+    num_heads: Floats,
+    num_kv_heads: Floats,
+    seq_q: Floats,
+    seq_kv: Floats,
+    head_dim_qk: Floats,
+    head_dim_v: Floats,
     backward: bool,
     precision: Precision,
-) -> ArrayLike:
+) -> Floats:
     """Compulsory HBM traffic of flash attention, bytes (the score matrix never reaches HBM).
 
     Forward reads Q (b·h·sq·d_qk), K (b·h_kv·skv·d_qk), V (b·h_kv·skv·d_v) and writes

@@ -9,10 +9,11 @@ All functions are array-friendly (arithmetic and numpy ufuncs only).
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike
+
+from perfcast.arrays import Floats
 
 
-def saturation(x: ArrayLike, x_half: ArrayLike) -> ArrayLike:
+def saturation(x: Floats, x_half: Floats) -> Floats:
     """Hyperbolic saturation x/(x + x_half): 0 at x = 0, 1/2 at x = x_half, → 1 as x → ∞.
 
     Dimensionless; x and x_half share a unit. x_half = 0 gives 1 everywhere (x > 0).
@@ -21,7 +22,7 @@ def saturation(x: ArrayLike, x_half: ArrayLike) -> ArrayLike:
     return x / (x + x_half)
 
 
-def gemm_efficiency(flops: ArrayLike, eff_max: ArrayLike, flops_half: ArrayLike) -> ArrayLike:
+def gemm_efficiency(flops: Floats, eff_max: Floats, flops_half: Floats) -> Floats:
     """Achieved fraction of peak FLOP/s of a GEMM of ``flops`` FLOPs: eff_max·F/(F + F_half).
 
     Equivalent to a fixed ramp time: F/(P·eff) = F/(P·eff_max) + F_half/(P·eff_max), i.e.
@@ -34,12 +35,12 @@ def gemm_efficiency(flops: ArrayLike, eff_max: ArrayLike, flops_half: ArrayLike)
 
 
 def attention_efficiency(
-    keys_per_query: ArrayLike,
-    head_dim: ArrayLike,
-    eff_max: ArrayLike,
-    keys_half: ArrayLike,
-    head_dim_half: ArrayLike,
-) -> ArrayLike:
+    keys_per_query: Floats,
+    head_dim: Floats,
+    eff_max: Floats,
+    keys_half: Floats,
+    head_dim_half: Floats,
+) -> Floats:
     """Achieved fraction of peak FLOP/s of flash attention: eff_max·s(L, L_half)·s(d, d_half).
 
     Two amortisations, each a ``saturation``:
@@ -56,27 +57,27 @@ def attention_efficiency(
     return eff_max * saturation(keys_per_query, keys_half) * saturation(head_dim, head_dim_half)
 
 
-def compute_time_s(flops: ArrayLike, peak_flops: ArrayLike, efficiency: ArrayLike) -> ArrayLike:
+def compute_time_s(flops: Floats, peak_flops: Floats, efficiency: Floats) -> Floats:
     """Time to execute ``flops`` FLOPs at ``efficiency`` of ``peak_flops`` FLOP/s, seconds."""
     return np.asarray(flops, dtype=float) / (np.multiply(peak_flops, efficiency))
 
 
 def memory_time_s(
-    num_bytes: ArrayLike, hbm_bandwidth_Bps: ArrayLike, hbm_efficiency: ArrayLike
-) -> ArrayLike:
+    num_bytes: Floats, hbm_bandwidth_Bps: Floats, hbm_efficiency: Floats
+) -> Floats:
     """Time to move ``num_bytes`` bytes at ``hbm_efficiency`` of peak HBM bytes/s, seconds."""
     return np.asarray(num_bytes, dtype=float) / np.multiply(hbm_bandwidth_Bps, hbm_efficiency)
 
 
 def roofline_time_s(
-    flops: ArrayLike,
-    num_bytes: ArrayLike,
-    peak_flops: ArrayLike,
-    compute_efficiency: ArrayLike,
-    hbm_bandwidth_Bps: ArrayLike,
-    hbm_efficiency: ArrayLike,
-    launch_overhead_s: ArrayLike,
-) -> ArrayLike:
+    flops: Floats,
+    num_bytes: Floats,
+    peak_flops: Floats,
+    compute_efficiency: Floats,
+    hbm_bandwidth_Bps: Floats,
+    hbm_efficiency: Floats,
+    launch_overhead_s: Floats,
+) -> Floats:
     """Roofline kernel time: max(compute time, memory time) + launch overhead, seconds.
 
     t = max(F/(P·eff_c), B/(BW·eff_m)) + t_launch: the kernel is bound by whichever of its
@@ -90,15 +91,15 @@ def roofline_time_s(
 
 
 def gemm_roofline_time_s(
-    flops: ArrayLike,
-    num_bytes: ArrayLike,
-    peak_flops: ArrayLike,
-    hbm_bandwidth_Bps: ArrayLike,
-    eff_max: ArrayLike,
-    flops_half: ArrayLike,
-    hbm_efficiency: ArrayLike,
-    launch_overhead_s: ArrayLike,
-) -> ArrayLike:
+    flops: Floats,
+    num_bytes: Floats,
+    peak_flops: Floats,
+    hbm_bandwidth_Bps: Floats,
+    eff_max: Floats,
+    flops_half: Floats,
+    hbm_efficiency: Floats,
+    launch_overhead_s: Floats,
+) -> Floats:
     """GEMM time: ``roofline_time_s`` with compute efficiency ``gemm_efficiency(flops)``, s."""
     efficiency = gemm_efficiency(flops, eff_max, flops_half)
     return roofline_time_s(
@@ -108,18 +109,18 @@ def gemm_roofline_time_s(
 
 
 def attention_roofline_time_s(
-    flops: ArrayLike,
-    num_bytes: ArrayLike,
-    keys_per_query: ArrayLike,
-    head_dim: ArrayLike,
-    peak_flops: ArrayLike,
-    hbm_bandwidth_Bps: ArrayLike,
-    eff_max: ArrayLike,
-    keys_half: ArrayLike,
-    head_dim_half: ArrayLike,
-    hbm_efficiency: ArrayLike,
-    launch_overhead_s: ArrayLike,
-) -> ArrayLike:
+    flops: Floats,
+    num_bytes: Floats,
+    keys_per_query: Floats,
+    head_dim: Floats,
+    peak_flops: Floats,
+    hbm_bandwidth_Bps: Floats,
+    eff_max: Floats,
+    keys_half: Floats,
+    head_dim_half: Floats,
+    hbm_efficiency: Floats,
+    launch_overhead_s: Floats,
+) -> Floats:
     """Flash-attention time: ``roofline_time_s`` with ``attention_efficiency``, seconds."""
     efficiency = attention_efficiency(keys_per_query, head_dim, eff_max, keys_half, head_dim_half)
     return roofline_time_s(

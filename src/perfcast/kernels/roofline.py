@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numpy.typing import ArrayLike
 
+from perfcast.arrays import Bools, Floats
 from perfcast.calibration.kernel_roofline import (
     GEMM_CLASS,
     AttentionEfficiency,
@@ -65,12 +65,12 @@ class RooflineBackend:
     def gemm_time_s(
         self,
         gpu: GPUSpec,
-        m: ArrayLike,
-        n: ArrayLike,
-        k: ArrayLike,
-        batch: ArrayLike = 1,
+        m: Floats,
+        n: Floats,
+        k: Floats,
+        batch: Floats = 1,
         precision: Precision = "bf16",
-    ) -> ArrayLike:
+    ) -> Floats:
         """``batch`` GEMMs C[m,n] = A[m,k]·B[k,n], seconds.
 
         t = max(2mnk·batch / (P_prec·eff_gemm(F)), bytes/(BW·eff_hbm)) + t_launch, with
@@ -108,21 +108,22 @@ class RooflineBackend:
     def attention_time_s(
         self,
         gpu: GPUSpec,
-        batch: ArrayLike,
-        num_heads: ArrayLike,
-        seq_q: ArrayLike,
-        seq_kv: ArrayLike,
-        head_dim_qk: ArrayLike,
-        head_dim_v: ArrayLike,
-        causal: ArrayLike,
+        batch: Floats,
+        num_heads: Floats,
+        seq_q: Floats,
+        seq_kv: Floats,
+        head_dim_qk: Floats,
+        head_dim_v: Floats,
+        causal: Bools,
         backward: bool,
         precision: Precision = "bf16",
         *,
-        num_kv_heads: ArrayLike | None = None,
-    ) -> ArrayLike:
+        num_kv_heads: Floats | None = None,
+    ) -> Floats:
         """One flash-attention pass, seconds.
 
-        FLOPs 2·b·h·sq·skv·(d_qk + d_v) (halved for causal sq == skv; 2.5× for backward),
+        FLOPs 2·b·h·sq·skv·(d_qk + d_v), times 1 − sq/(2·skv) if causal (½ at sq == skv), 2.5×
+        for backward;
         bytes Q, K, V, O once (twice for backward) at the element size of ``precision``
         (``kernels.counts``). Efficiency eff_max·L/(L + L_half)·d/(d + d_half) with L the mean
         keys per query and d = (d_qk + d_v)/2 (``kernels.efficiency.attention_efficiency``),
@@ -148,7 +149,7 @@ class RooflineBackend:
             params.launch_overhead_s.value,
         )
 
-    def memory_bound_time_s(self, gpu: GPUSpec, bytes_moved: ArrayLike) -> ArrayLike:
+    def memory_bound_time_s(self, gpu: GPUSpec, bytes_moved: Floats) -> Floats:
         """A kernel streaming ``bytes_moved`` bytes: bytes/(BW_hbm·eff_hbm) + t_launch, s."""
         params = self.params(gpu)
         return (

@@ -1,9 +1,9 @@
 """Seconds of one operator record on one GPU or one parallel group.
 
 Compute ops go to a kernel backend (``perfcast.kernels``); collectives go to the two-tier
-alpha-beta model (``perfcast.comm.hierarchical``) over the ranks their group actually spans (``comm.placement``, rank
-order tp innermost, then cp, dp, pp; experts carved as etp, ep, edp inside tp·cp·dp as in
-Megatron-Core).
+alpha-beta model (``perfcast.comm.hierarchical``) over the ranks their group actually spans
+(``comm.placement``; rank order tp innermost, then cp, dp, pp; experts carved as etp, ep,
+edp inside tp·cp·dp as in Megatron-Core).
 """
 
 from __future__ import annotations

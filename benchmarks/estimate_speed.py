@@ -1,0 +1,37 @@
+"""Print the warm time of one ``estimate_training`` call (target: <= 5 ms).
+
+Llama-3.1-405B on 16,384 H100s: TP 8, PP 16, VPP 1, CP 1, DP 128, 8K sequence, GBS 2048.
+
+    python benchmarks/estimate_speed.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from perfcast.catalog.models import load_model
+from perfcast.catalog.systems import load_system
+from perfcast.estimate.training import estimate_training
+from perfcast.specs import Strategy, Workload
+
+
+def main(repeats: int = 50) -> None:
+    model = load_model("llama-3.1-405b")
+    system = load_system("dgx-h100", num_gpus=16384)
+    strategy = Strategy(num_gpus=16384, tp=8, pp=16, sequence_parallel=True,
+                        recompute="selective", distributed_optimizer=True)
+    workload = Workload(seq_length=8192, global_batch_size=2048)
+    estimate_training(model, system, strategy, workload)  # warm caches
+    timings = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        report = estimate_training(model, system, strategy, workload)
+        timings.append(time.perf_counter() - start)
+    print(f"estimate_training_ms_median: {statistics.median(timings) * 1e3:.2f}")
+    print(f"estimate_training_ms_min: {min(timings) * 1e3:.2f}")
+    print(f"tokens_per_s_per_gpu: {report.tokens_per_s_per_gpu:.0f}  mfu: {report.mfu:.3f}")
+
+
+if __name__ == "__main__":
+    main()
