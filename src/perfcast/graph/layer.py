@@ -82,7 +82,7 @@ def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     ops.append(AttentionOp(
         "attention", fwd, batch=shape.micro_batch, heads=a / t, seq_q=shape.seq_length / shape.cp,
         seq_kv=shape.seq_length, head_dim_qk=d_qk, head_dim_v=d_v, causal=True,
-        window=shape.sliding_window,
+        window=shape.sliding_window, balanced_causal_chunks=shape.cp > 1,
     ))
     ops.append(GemmOp("out_proj", fwd, T, h, out_in / t))
     if model.position_embedding == "rope":
@@ -180,6 +180,7 @@ def backward_ops(forward: list[Op]) -> list[Op]:
             ops.append(AttentionOp(
                 op.name + "_backward", Phase.BACKWARD_DGRAD, op.batch, op.heads, op.seq_q,
                 op.seq_kv, op.head_dim_qk, op.head_dim_v, op.causal, op.window, op.count,
+                op.balanced_causal_chunks,
             ))
         elif isinstance(op, MemoryOp):
             ops.append(MemoryOp(op.name + "_backward", Phase.BACKWARD_DGRAD,

@@ -88,6 +88,10 @@ class AttentionOp:
     window: float | None = None
     """Sliding-window size in tokens (None = full)."""
     count: float = 1
+    balanced_causal_chunks: bool = False
+    """Context parallelism with load-balanced causal chunks (Megatron-Core CP: each rank holds
+    chunks i and 2·cp−1−i): the rank's queries see half the keys on average, so it does
+    1/cp of the causal work, (s²/2)/cp."""
 
     kind = OpKind.ATTENTION
 
@@ -99,7 +103,9 @@ class AttentionOp:
         FlashAttention-2 §3.1); a sliding window of w keys computes ≈ w/s_kv of it.
         """
         frac = 1.0
-        if self.causal:
+        if self.causal and self.balanced_causal_chunks:
+            frac = 0.5
+        elif self.causal:
             frac = 0.5 * (self.seq_kv + 1) / self.seq_kv if self.seq_q == self.seq_kv else 1.0 - (
                 0.5 * self.seq_q / self.seq_kv
             )

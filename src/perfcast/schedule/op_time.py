@@ -26,6 +26,8 @@ def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
         seq_kv, causal = op.seq_kv, op.causal
         if op.window is not None and op.window < op.seq_kv:
             seq_kv, causal = op.window, False  # each query sees ~window keys
+        elif op.causal and op.balanced_causal_chunks:
+            seq_kv, causal = op.seq_kv / 2, False  # balanced CP chunks: s/2 keys per query
         precision = "fp16" if strategy.precision == "fp16" else "bf16"
         backward = op.phase.value != "forward"
         return op.count * backend.attention_time_s(
