@@ -69,8 +69,8 @@ def test_breakdown_sums_and_token_identity(cfg):
     assert all(v >= 0 for v in report.breakdown.to_dict().values())
     tokens = report.tokens_per_s_per_gpu * report.num_gpus * report.step_time_s
     assert tokens == pytest.approx(report.tokens_per_step, rel=1e-9)
-    assert report.strategy["tp"] * report.strategy["pp"] * report.strategy["dp"] * \
-        report.strategy["cp"] == report.num_gpus
+    st = report.strategy
+    assert st.tp * st.pp * st.dp * st.cp == report.num_gpus
 
 
 def test_fp8_faster_than_bf16_for_large_model():

@@ -20,10 +20,12 @@ import math
 import statistics
 import sys
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 
 import yaml
 
+from perfcast.calibration.training_overheads import TrainingOverhead, TrainingOverheads
 from perfcast.estimate.training import estimate_training
 from perfcast.validate.compare import validate_training
 
@@ -39,21 +41,10 @@ HEADER = """\
 
 
 def main(path: Path, write: bool) -> None:
-    import perfcast.calibration.training_overheads as cal
-
-    zero = cal.TrainingOverheads(generations={"default": cal.TrainingOverhead(
+    zero = TrainingOverheads(generations={"default": TrainingOverhead(
         step_overhead_s=0.0, compute_overhead_fraction=0.0, source="fit baseline")})
-    cal.load_training_overheads.cache_clear()
-    original = cal.load_training_overheads
-    cal.load_training_overheads = lambda: zero  # type: ignore[assignment]
-    import perfcast.estimate.training as training
-    training.load_training_overheads = cal.load_training_overheads
-    try:
-        report = validate_training(path, estimate_training, qualities=("A", "B"),
-                                   arch_types=("dense",))
-    finally:
-        cal.load_training_overheads = original
-        training.load_training_overheads = original
+    report = validate_training(path, partial(estimate_training, overheads=zero),
+                               qualities=("A", "B"), arch_types=("dense",))
     from perfcast.catalog.gpus import load_gpu
 
     by_gen: dict[str, list[float]] = defaultdict(list)

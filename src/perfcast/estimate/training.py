@@ -8,11 +8,12 @@ critical path (``schedule.pipeline``) → optimizer → calibrated per-step over
 
 from __future__ import annotations
 
-from perfcast.calibration.training_overheads import load_training_overheads
-from perfcast.estimate.training_report import StepBreakdown, TrainingReport, strategy_dict
+from perfcast.calibration.training_overheads import TrainingOverheads, load_training_overheads
+from perfcast.estimate.training_report import StepBreakdown, TrainingReport
 from perfcast.graph.flops import model_flops_per_token, recompute_flops_per_token
+from perfcast.graph.layer import ACT_BYTES
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
-from perfcast.graph.param_sharding import stage_params
+from perfcast.graph.param_sharding import layers_per_stage, stage_params
 from perfcast.graph.stage import stage_graph
 from perfcast.kernels.backend import KernelBackendName, get_backend
 from perfcast.memory.estimate import estimate_memory
@@ -26,8 +27,6 @@ from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.strategy import Strategy
 from perfcast.specs.workload import Workload
-
-ACT_BYTES = 2
 
 
 def _p2p_time_s(model: ModelSpec, system: SystemSpec, strategy: Strategy, seq_length: int):
@@ -46,8 +45,12 @@ def estimate_training(
     strategy: Strategy,
     workload: Workload,
     kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE,
+    overheads: TrainingOverheads | None = None,
 ) -> TrainingReport:
-    """Step time, throughput, MFU and a breakdown for one training step (no side effects)."""
+    """Step time, throughput, MFU and a breakdown for one training step (no side effects).
+
+    ``overheads`` replaces the shipped per-generation calibration (for fitting it).
+    """
     memory = estimate_memory(model, system, strategy, workload)  # also validates the inputs
     backend = get_backend(kernel_backend)
     m = num_micro_batches(workload, strategy)
@@ -75,21 +78,20 @@ def estimate_training(
     # Fill and drain cross each of the p−1 boundaries forward and backward (v times more
     # boundaries per chunk with interleaving, each v times shorter in compute but not in bytes).
     pp_comm = 2 * (strategy.pp - 1) * p2p * chunks
-    dp_exposed = max(dp_.exposed_step_s for dp_, in ((x[1],) for x in per_stage))
-    optimizer_s = max(optimizer_time_s(x[2], system, strategy, backend) for x in per_stage)
-    calib = load_training_overheads().for_generation(system.gpu.generation)
+    dp_exposed = max(stage_dp.exposed_step_s for _, stage_dp, _ in per_stage)
+    optimizer_s = max(optimizer_time_s(p, system, strategy, backend) for _, _, p in per_stage)
+    calib = (overheads or load_training_overheads()).for_generation(system.gpu.generation)
     compute_like = pipeline_s + pp_comm + dp_exposed + optimizer_s
     other = calib.step_overhead_s + calib.compute_overhead_fraction * compute_like
 
-    by_kind = times.compute_by_kind_s
     breakdown = StepBreakdown(
-        compute_gemm_s=m * by_kind["gemm"],
-        compute_attention_s=m * by_kind["attention"],
-        compute_memory_bound_s=m * by_kind["memory_bound"],
+        compute_gemm_s=m * times.gemm_s,
+        compute_attention_s=m * times.attention_s,
+        compute_memory_bound_s=m * times.memory_bound_s,
         recompute_s=m * times.recompute_s,
-        tp_comm_s=m * times.exposed_comm_s["tp"],
-        cp_comm_s=m * times.exposed_comm_s["cp"],
-        ep_comm_s=m * times.exposed_comm_s["ep"],
+        tp_comm_s=m * times.tp_comm_s,
+        cp_comm_s=m * times.cp_comm_s,
+        ep_comm_s=m * times.ep_comm_s,
         pp_comm_s=pp_comm,
         dp_comm_s=dp_exposed + m * dp.exposed_per_micro_batch_s,
         pipeline_bubble_s=pipeline_s - m * stage_totals[critical],
@@ -105,7 +107,7 @@ def estimate_training(
         system=system.name,
         gpu=system.gpu.name,
         num_gpus=strategy.num_gpus,
-        strategy=strategy_dict(strategy),
+        strategy=strategy,
         seq_length=s,
         global_batch_size=workload.global_batch_size,
         num_micro_batches=m,
@@ -130,8 +132,7 @@ def estimate_training(
 
 
 def _recomputed_fraction(model: ModelSpec, strategy: Strategy) -> float:
-    """Share of layers recomputed with full recompute (per stage, recompute_num_layers)."""
-    if strategy.recompute != "full" or strategy.recompute_num_layers is None:
-        return 1.0
-    per_stage = model.num_hidden_layers / strategy.pp
-    return min(1.0, strategy.recompute_num_layers / per_stage)
+    """Share of all layers whose forward is recomputed in full (for HFU)."""
+    recomputed = sum(strategy.recomputed_layers(n)
+                     for n in layers_per_stage(model.num_hidden_layers, strategy.pp))
+    return recomputed / model.num_hidden_layers

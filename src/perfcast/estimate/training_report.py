@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from perfcast.memory.report import MemoryReport
+from perfcast.specs.strategy import Strategy
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class TrainingReport:
     system: str
     gpu: str
     num_gpus: int
-    strategy: dict
+    strategy: Strategy
     seq_length: int
     global_batch_size: int
     num_micro_batches: int
@@ -83,7 +84,7 @@ class TrainingReport:
             "system": self.system,
             "gpu": self.gpu,
             "num_gpus": self.num_gpus,
-            "strategy": self.strategy,
+            "strategy": strategy_dict(self.strategy),
             "seq_length": self.seq_length,
             "global_batch_size": self.global_batch_size,
             "num_micro_batches": self.num_micro_batches,
@@ -111,6 +112,3 @@ def strategy_dict(strategy) -> dict:
     out = strategy.model_dump()
     out.update(dp=strategy.dp, pipeline_schedule=strategy.schedule)
     return out
-
-
-__all__ = ["StepBreakdown", "TrainingReport", "strategy_dict"]

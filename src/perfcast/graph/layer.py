@@ -25,10 +25,10 @@ from perfcast.graph.ops import (
     Op,
     Phase,
 )
+from perfcast.specs.dtypes import ACTIVATION_BYTES
 from perfcast.specs.model import ModelSpec
 
-ACT_BYTES = 2
-"""16-bit activations."""
+ACT_BYTES = ACTIVATION_BYTES
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,7 @@ def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     ops.append(GemmOp("out_proj", fwd, T, h, out_in / t))
     if model.position_embedding == "rope":
         rotary_elems = T * (a + model.num_kv_heads) * d_qk / t
+        # RoPE (Su et al. 2021) reads and rewrites Q and K in place.
         ops.append(MemoryOp("rotary", fwd, 2 * ACT_BYTES * rotary_elems))
     return ops
 
@@ -95,6 +96,7 @@ def _mlp_ops(model: ModelSpec, tokens, width, prefix: str, batch=1, split=1) -> 
     """One MLP of hidden ``width`` on ``tokens`` tokens, ``batch`` experts (grouped GEMM)."""
     h, fwd = model.hidden_size, Phase.FORWARD
     in_width = (2 if model.is_gated_mlp else 1) * width / split
+    # Activation kernel: gated reads gate and up, writes the product (3 tensors); else 2.
     act_bytes = ACT_BYTES * tokens * batch * ((3 if model.is_gated_mlp else 2) * width / split)
     return [
         GemmOp(f"{prefix}_in_proj", fwd, tokens, in_width, h, batch=batch),
@@ -113,6 +115,7 @@ def mlp_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     # Balanced routing: this GPU's experts receive T·k tokens in total over the EP group.
     tokens_per_expert = T * k / local_experts
     ops: list[Op] = [GemmOp("router", fwd, T, model.num_experts, h, fp8_eligible=False)]
+    # Permute and unpermute each read and write the k routed copies of every token.
     ops.append(MemoryOp("moe_permute", fwd, 2 * 2 * ACT_BYTES * T * k * h))
     ops += _mlp_ops(model, tokens_per_expert, model.expert_intermediate_size, "expert",
                     batch=local_experts, split=shape.expert_tp)
@@ -122,7 +125,9 @@ def mlp_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
 
 
 def layer_memory_bound_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
-    """Norms and residual adds (forward): each reads and writes the hidden state."""
+    """Norms and residual adds (forward), bytes through HBM per element of the hidden state:
+    a norm reads and writes it (2·2 B), a residual add reads two and writes one (3·2 B), a
+    dropout reads it, writes it and writes a 1-byte mask (2 + 2 + 1 = 2.5·2 B)."""
     T, h = shape.tokens, model.hidden_size
     norm_tokens = T / shape.tp if shape.sequence_parallel else T
     hidden_bytes = ACT_BYTES * norm_tokens * h

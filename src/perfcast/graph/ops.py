@@ -5,13 +5,16 @@ An ``AttentionOp`` is a fused (flash) attention over ``heads`` heads. A ``Memory
 memory-bound kernel (norm, activation, rotary, residual, softmax, loss, optimizer) that moves
 ``bytes_moved`` through HBM. A ``CommOp`` is a collective on one parallel group. Every op has a
 ``count`` (how many times it runs per layer/stage pass) and a ``phase``.
-The ``kernels`` and ``comm`` layers turn these into seconds.
+The ``kernels`` and ``comm`` layers turn these into seconds; FLOP counts come from the one
+hardware-free counting module, ``kernels.counts``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+
+from perfcast.kernels.counts import attention_flops, gemm_flops
 
 
 class Phase(str, Enum):
@@ -70,8 +73,8 @@ class GemmOp:
 
     @property
     def flops(self):
-        """2·m·n·k per GEMM (multiply-add), times batch and count."""
-        return 2 * self.m * self.n * self.k * self.batch * self.count
+        """2·m·n·k per GEMM (``kernels.counts.gemm_flops``), times batch and count."""
+        return self.count * gemm_flops(self.m, self.n, self.k, self.batch)
 
 
 @dataclass(frozen=True)
@@ -96,31 +99,32 @@ class AttentionOp:
     kind = OpKind.ATTENTION
 
     @property
-    def attended_fraction(self):
-        """Share of the (seq_q × seq_kv) score matrix that is computed.
+    def kernel_seq_kv(self):
+        """Keys per query of the equivalent kernel call (with ``kernel_causal``).
 
-        Causal self-attention computes the lower triangle, (s+1)/(2s) ≈ 1/2 of s² (Dao 2023,
-        FlashAttention-2 §3.1); a sliding window of w keys computes ≈ w/s_kv of it.
+        A sliding window of w < seq_kv keys: w keys per query, no mask. Load-balanced causal
+        CP chunks: s/2 keys per query on average, no mask. Otherwise the op as it is.
         """
-        frac = 1.0
-        if self.causal and self.balanced_causal_chunks:
-            frac = 0.5
-        elif self.causal:
-            frac = 0.5 * (self.seq_kv + 1) / self.seq_kv if self.seq_q == self.seq_kv else 1.0 - (
-                0.5 * self.seq_q / self.seq_kv
-            )
         if self.window is not None and self.window < self.seq_kv:
-            frac = min(frac, self.window / self.seq_kv)
-        return frac
+            return self.window
+        if self.causal and self.balanced_causal_chunks:
+            return self.seq_kv / 2
+        return self.seq_kv
+
+    @property
+    def kernel_causal(self) -> bool:
+        """Whether the equivalent kernel call applies a causal mask (see ``kernel_seq_kv``)."""
+        if self.window is not None and self.window < self.seq_kv:
+            return False
+        return self.causal and not self.balanced_causal_chunks
 
     @property
     def flops(self):
-        """Forward: 2·b·a·sq·skv·(d_qk + d_v)·fraction (QKᵀ and PV); backward: 2.5× forward
-        (dV, dP, dQ, dK GEMMs and the QKᵀ recompute: five GEMMs vs two, Dao 2023 §3.1.2)."""
-        fwd = (2 * self.batch * self.heads * self.seq_q * self.seq_kv
-               * (self.head_dim_qk + self.head_dim_v) * self.attended_fraction)
-        factor = 1.0 if self.phase == Phase.FORWARD else 2.5
-        return fwd * factor * self.count
+        """Matmul FLOPs of the equivalent kernel call (``kernels.counts.attention_flops``:
+        forward 2·b·a·sq·skv·(d_qk + d_v)·causal fraction, backward 2.5× forward)."""
+        return self.count * attention_flops(
+            self.batch, self.heads, self.seq_q, self.kernel_seq_kv, self.head_dim_qk,
+            self.head_dim_v, self.kernel_causal, self.phase != Phase.FORWARD)
 
 
 @dataclass(frozen=True)

@@ -12,19 +12,8 @@ from typing import Final
 import numpy as np
 
 from perfcast.arrays import Bools, Floats
+from perfcast.specs.dtypes import bytes_per_element
 from perfcast.specs.hardware import Precision
-
-BYTES_PER_ELEMENT: Final[dict[Precision, float]] = {
-    "fp32": 4.0,
-    "tf32": 4.0,  # TF32 is an FP32 storage format; only the tensor-core math is 19-bit.
-    "bf16": 2.0,
-    "fp16": 2.0,
-    "fp8": 1.0,
-    "fp6": 0.75,
-    "fp4": 0.5,
-    "int8": 1.0,
-}
-"""Storage size of one element, bytes (IEEE/OCP format widths; block scales not counted)."""
 
 OUTPUT_BYTES_MIN: Final[float] = 2.0
 """GEMM outputs are at least 16-bit: FP8/FP4 GEMMs write BF16 (DeepGEMM README: 'fp8 in, bf16
@@ -34,11 +23,6 @@ ATTENTION_BACKWARD_FLOP_RATIO: Final[float] = 2.5
 """Backward/forward FLOP ratio of flash attention: five GEMMs (S=QK^T recomputed, dV, dP, dQ,
 dK) against two in the forward pass (Dao, FlashAttention-2, 2023; ``benchmarks/
 benchmark_flash_attention.py``: ``bwd = 2.5 * fwd``)."""
-
-
-def bytes_per_element(precision: Precision) -> float:
-    """Bytes of one stored element of ``precision`` (see ``BYTES_PER_ELEMENT``)."""
-    return BYTES_PER_ELEMENT[precision]
 
 
 def gemm_flops(m: Floats, n: Floats, k: Floats, batch: Floats = 1) -> Floats:

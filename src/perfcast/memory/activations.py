@@ -21,15 +21,14 @@ Functions are array-friendly (numpy broadcasting over s, b, t).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from perfcast.specs.dtypes import ACTIVATION_BYTES, BYTES_PER_ELEMENT, MASK_BYTES
 from perfcast.specs.model import ModelSpec
 
-ACT_BYTES = 2
+ACT_BYTES = ACTIVATION_BYTES
 """16-bit activations (bf16/fp16), Korthikanti et al. 2022 §4.1."""
-MASK_BYTES = 1
-"""Dropout masks are stored as 1 byte per element, Korthikanti et al. 2022 §4.1."""
-LSE_BYTES = 4
+LSE_BYTES = BYTES_PER_ELEMENT["fp32"]
 """Flash attention keeps the softmax log-sum-exp per row in fp32 (Dao et al. 2022, Alg. 1)."""
 
 
@@ -140,14 +139,7 @@ def recompute_working_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe
     """
     if opts.recompute != "full":
         return 0 * s
-    rebuilt = ActivationOptions(
-        tp=opts.tp,
-        sequence_parallel=opts.sequence_parallel,
-        recompute="none",
-        flash_attention=opts.flash_attention,
-        expert_tp=opts.expert_tp,
-    )
-    return layer_activation_bytes(model, s, b, rebuilt, moe_layer)
+    return layer_activation_bytes(model, s, b, replace(opts, recompute="none"), moe_layer)
 
 
 def embedding_activation_bytes(model: ModelSpec, s, b, opts: ActivationOptions):

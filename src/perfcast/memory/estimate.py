@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from perfcast.calibration.memory_overheads import MemoryOverheads, load_memory_overheads
 from perfcast.graph.param_sharding import stage_params
 from perfcast.graph.params import count_params
@@ -31,27 +33,25 @@ def activation_options(model: ModelSpec, strategy: Strategy) -> A.ActivationOpti
     )
 
 
-def _stage_layer_activations(model, strategy, stage, num_layers, num_moe, s, b):
-    """Stored activations of one micro-batch over this stage's layers (bytes), and the
-    full-recompute working set."""
+def _stage_layer_activations(model, strategy, num_layers, num_moe, s, b):
+    """Stored activations of one micro-batch over a stage's layers (bytes), and the
+    full-recompute working set.
+
+    Full recompute stores only the inputs of ``strategy.recomputed_layers`` layers (Megatron's
+    "block" method); the stage's other layers keep all their activations. Selective and none
+    apply to every layer.
+    """
     opts = activation_options(model, strategy)
-    stored_opts = opts
-    recomputed = num_layers
-    if strategy.recompute == "full" and strategy.recompute_num_layers is not None:
-        recomputed = min(strategy.recompute_num_layers, num_layers)
-    kept = A.ActivationOptions(
-        tp=opts.tp, sequence_parallel=opts.sequence_parallel, recompute="none",
-        flash_attention=opts.flash_attention, expert_tp=opts.expert_tp,
-    )
-    num_dense = num_layers - num_moe
-    # Layers beyond the recomputed count keep full activations (Megatron "block" method).
-    moe_recomputed = min(num_moe, recomputed * num_moe // max(num_layers, 1))
-    dense_recomputed = recomputed - moe_recomputed
+    kept = replace(opts, recompute="none")
+    reduced = (strategy.recomputed_layers(num_layers) if strategy.recompute == "full"
+               else num_layers)
+    moe_reduced = reduced * num_moe // max(num_layers, 1)
+    dense_reduced = reduced - moe_reduced
     per_mb = (
-        dense_recomputed * A.layer_activation_bytes(model, s, b, stored_opts, False)
-        + (num_dense - dense_recomputed) * A.layer_activation_bytes(model, s, b, kept, False)
-        + moe_recomputed * A.layer_activation_bytes(model, s, b, stored_opts, True)
-        + (num_moe - moe_recomputed) * A.layer_activation_bytes(model, s, b, kept, True)
+        dense_reduced * A.layer_activation_bytes(model, s, b, opts, False)
+        + (num_layers - num_moe - dense_reduced) * A.layer_activation_bytes(model, s, b, kept, False)
+        + moe_reduced * A.layer_activation_bytes(model, s, b, opts, True)
+        + (num_moe - moe_reduced) * A.layer_activation_bytes(model, s, b, kept, True)
     )
     working = A.recompute_working_bytes(model, s, b, opts, num_moe > 0)
     return per_mb, working
@@ -82,7 +82,7 @@ def estimate_memory(
         params = stage_params(model, strategy, stage)
         states = state_bytes(params, strategy)
         per_mb, working = _stage_layer_activations(
-            model, strategy, stage, params.num_layers, params.num_moe_layers, s, b
+            model, strategy, params.num_layers, params.num_moe_layers, s, b
         )
         units = inflight_layer_units(strategy.schedule, stage, strategy.pp, strategy.vpp, m)
         layer_acts = per_mb * units

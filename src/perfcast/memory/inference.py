@@ -17,11 +17,9 @@ from dataclasses import asdict, dataclass
 
 from perfcast.calibration.memory_overheads import MemoryOverheads, load_memory_overheads
 from perfcast.graph.param_sharding import stage_params
+from perfcast.specs.dtypes import ACTIVATION_BYTES, bytes_per_element
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.strategy import Strategy
-
-WEIGHT_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
-"""Bytes per parameter for each weight precision."""
 
 
 def kv_cache_bytes_per_token(model: ModelSpec, tp: int = 1, kv_bytes: float = 2.0,
@@ -78,9 +76,10 @@ def estimate_inference_memory(
     strategy = Strategy(num_gpus=tp * pp, tp=tp, pp=pp)
     worst = max((stage_params(model, strategy, i) for i in range(pp)), key=lambda p: p.total)
     live_tokens = batch_size * context_tokens
-    weights = worst.total * WEIGHT_BYTES[weight_precision]
+    weights = worst.total * bytes_per_element(weight_precision)
     kv = live_tokens * kv_cache_bytes_per_token(model, tp, kv_bytes, worst.num_layers)
-    workspace = live_tokens * cal.inference_workspace_tokens_factor * model.hidden_size * 2
+    workspace = (live_tokens * cal.inference_workspace_tokens_factor * model.hidden_size
+                 * ACTIVATION_BYTES)
     runtime = cal.inference_runtime_bytes
     return InferenceMemory(
         weights_bytes=weights,

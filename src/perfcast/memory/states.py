@@ -15,13 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perfcast.graph.param_sharding import StageParams
+from perfcast.specs.dtypes import ACTIVATION_BYTES, BYTES_PER_ELEMENT
 from perfcast.specs.strategy import Strategy
 
-WEIGHT_BYTES_16BIT = 2
+WEIGHT_BYTES_16BIT = ACTIVATION_BYTES
 """bf16/fp16 parameter copy used by forward and backward."""
-ADAM_STATE_BYTES = 12
+ADAM_STATE_BYTES = 3 * BYTES_PER_ELEMENT["fp32"]
 """fp32 master weight, first moment and second moment (ZeRO §3, K = 12)."""
-FP8_WEIGHT_CACHE_BYTES = 2
+FP8_WEIGHT_CACHE_BYTES = 2 * BYTES_PER_ELEMENT["fp8"]
 """Transformer Engine caches an FP8 copy of each GEMM weight and its transpose (1 B + 1 B) for
 the forward and dgrad GEMMs (NVIDIA Transformer Engine docs, "FP8 primer")."""
 
@@ -37,7 +38,7 @@ class StateBytes:
 
 def grad_bytes_per_param(strategy: Strategy) -> int:
     """4 for fp32 main gradients, 2 for bf16 gradient reduction."""
-    return 4 if strategy.grad_reduce_dtype == "fp32" else 2
+    return BYTES_PER_ELEMENT[strategy.grad_reduce_dtype]
 
 
 def _shard(value, group: int, applies: bool):

@@ -28,11 +28,11 @@ def render_training(report: TrainingReport, console) -> None:
     st = report.strategy
     console.print(
         f"[bold]{report.model}[/bold] on {report.num_gpus} × {report.gpu} ({report.system}): "
-        f"TP {st['tp']} · PP {st['pp']} (v {st['vpp']}, {st['pipeline_schedule']}) · "
-        f"CP {st['cp']} · DP {st['dp']} · EP {st['ep']}; micro-batch {st['micro_batch_size']}, "
+        f"TP {st.tp} · PP {st.pp} (v {st.vpp}, {st.schedule}) · "
+        f"CP {st.cp} · DP {st.dp} · EP {st.ep}; micro-batch {st.micro_batch_size}, "
         f"global batch {report.global_batch_size} × {report.seq_length} tokens, "
-        f"{report.num_micro_batches} micro-batches; {st['precision']}; recompute "
-        f"{st['recompute']}"
+        f"{report.num_micro_batches} micro-batches; {st.precision}; recompute "
+        f"{st.recompute}"
     )
     headline = Table(show_header=False, box=None)
     headline.add_row("step time", f"{report.step_time_s:,.3f} s")

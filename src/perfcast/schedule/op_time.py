@@ -23,16 +23,11 @@ def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
             "fp16" if strategy.precision == "fp16" else "bf16")
         return op.count * backend.gemm_time_s(gpu, op.m, op.n, op.k, op.batch, precision)
     if isinstance(op, AttentionOp):
-        seq_kv, causal = op.seq_kv, op.causal
-        if op.window is not None and op.window < op.seq_kv:
-            seq_kv, causal = op.window, False  # each query sees ~window keys
-        elif op.causal and op.balanced_causal_chunks:
-            seq_kv, causal = op.seq_kv / 2, False  # balanced CP chunks: s/2 keys per query
         precision = "fp16" if strategy.precision == "fp16" else "bf16"
         backward = op.phase.value != "forward"
         return op.count * backend.attention_time_s(
-            gpu, op.batch, op.heads, op.seq_q, seq_kv, op.head_dim_qk, op.head_dim_v,
-            causal, backward, precision)
+            gpu, op.batch, op.heads, op.seq_q, op.kernel_seq_kv, op.head_dim_qk, op.head_dim_v,
+            op.kernel_causal, backward, precision)
     if isinstance(op, MemoryOp):
         return op.count * backend.memory_bound_time_s(gpu, op.bytes_moved)
     raise TypeError(f"not a compute op: {op!r}")

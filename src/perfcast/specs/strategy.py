@@ -109,6 +109,15 @@ class Strategy(BaseModel):
             return max(1, self.zero_stage)
         return self.zero_stage
 
+    def recomputed_layers(self, num_layers):
+        """Layers of a stage with ``num_layers`` layers whose forward is recomputed in full
+        (all with ``recompute='full'``, capped by ``recompute_num_layers``; none otherwise)."""
+        if self.recompute != "full":
+            return 0
+        if self.recompute_num_layers is None:
+            return num_layers
+        return min(self.recompute_num_layers, num_layers)
+
     @property
     def schedule(self) -> PipelineSchedule:
         if self.pipeline_schedule is not None:
