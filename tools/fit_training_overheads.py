@@ -1,11 +1,11 @@
 """Fit the per-generation end-to-end overhead of training on the public measurements.
 
-One shared parameter per GPU generation, ``compute_overhead_fraction`` f: the step takes
-(1 + f) × the operator model's time. It stands for what the kernel and collective models do
-not see — kernel gaps and host overhead, sustained clocks below the best-shape GEMM
+One shared parameter per GPU generation, ``compute_overhead_fraction`` f: kernels on the
+step's critical path take (1 + f) × the kernel model's time. It stands for what the kernel
+model does not see — kernel gaps and host overhead, sustained clocks below the best-shape GEMM
 microbenchmarks the kernel calibration comes from, and communication kernels slowing compute.
-Predictions scale as 1/(1 + f), so the least-absolute-log-error fit is closed form:
-log(1 + f) = median over the generation's rows of log(predicted_with_f=0 / measured).
+The step is linear in f: step(f) = step(0) · (1 + f·r) with r from one estimate at f = 0 and
+one at f = 1 per row, so the least-absolute-log-error fit is a 1-D search over f per generation.
 
 Rows: quality A and B, dense, of ../shared/ground_truth/training.csv — all of them, no row,
 model or source singled out. Prints per-generation counts, the fitted f, and the error before
@@ -23,6 +23,7 @@ from collections import defaultdict
 from functools import partial
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from perfcast.calibration.training_overheads import TrainingOverhead, TrainingOverheads
@@ -32,41 +33,53 @@ from perfcast.validate.compare import validate_training
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src/perfcast/calibration/training_overheads.yaml"
 HEADER = """\
-# End-to-end training overhead per GPU generation: the step takes (1 + f) x the operator
-# model's time (kernel gaps, host overhead, sustained clocks below best-shape GEMM
+# End-to-end training overhead per GPU generation: kernels on the critical path take (1 + f) x
+# the kernel model's time (kernel gaps, host overhead, sustained clocks below best-shape GEMM
 # microbenchmarks, communication kernels slowing compute). Written by
 # tools/fit_training_overheads.py on {date} from the quality A/B dense rows of
-# shared/ground_truth/training.csv (closed-form least-absolute-log-error fit per generation).
+# shared/ground_truth/training.csv (least-absolute-log-error fit per generation).
 """
 
 
+def _overheads(fraction: float) -> TrainingOverheads:
+    return TrainingOverheads(generations={"default": TrainingOverhead(
+        step_overhead_s=0.0, compute_overhead_fraction=fraction, source="fit probe")})
+
+
+def _fit(log_ratio: np.ndarray, r: np.ndarray) -> float:
+    """f ≥ 0 minimising Σ|log(pred₀/meas) − log(1 + f·r)| (grid, then the best point)."""
+    grid = np.linspace(0.0, 4.0, 8001)
+    loss = np.abs(log_ratio[None, :] - np.log1p(grid[:, None] * r[None, :])).sum(axis=1)
+    return float(grid[int(np.argmin(loss))])
+
+
 def main(path: Path, write: bool) -> None:
-    zero = TrainingOverheads(generations={"default": TrainingOverhead(
-        step_overhead_s=0.0, compute_overhead_fraction=0.0, source="fit baseline")})
-    report = validate_training(path, partial(estimate_training, overheads=zero),
-                               qualities=("A", "B"), arch_types=("dense",))
+    runs = [validate_training(path, partial(estimate_training, overheads=_overheads(f)),
+                              qualities=("A", "B"), arch_types=("dense",)) for f in (0.0, 1.0)]
     from perfcast.catalog.gpus import load_gpu
 
-    by_gen: dict[str, list[float]] = defaultdict(list)
-    for row in report.rows:
-        by_gen[load_gpu(row.gpu).generation].append(math.log(row.predicted / row.measured))
+    by_gen: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    one = {row.row_id: row for row in runs[1].rows}
+    for row in runs[0].rows:
+        r = row.predicted / one[row.row_id].predicted - 1.0
+        by_gen[load_gpu(row.gpu).generation].append((math.log(row.predicted / row.measured), r))
     entries = {"default": {"step_overhead_s": 0.0, "compute_overhead_fraction": 0.0,
                            "source": "no training measurements for this generation"}}
     all_before, all_after = [], []
-    for gen, logs in sorted(by_gen.items()):
-        shift = statistics.median(logs)
-        fraction = max(0.0, math.exp(shift) - 1.0)
-        after = [abs(math.exp(x) / (1 + fraction) - 1) for x in logs]
-        before = [abs(math.exp(x) - 1) for x in logs]
-        all_before += before
-        all_after += after
+    for gen, pairs in sorted(by_gen.items()):
+        logs, rs = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+        fraction = _fit(logs, rs)
+        after = np.abs(np.exp(logs) / (1 + fraction * rs) - 1)
+        before = np.abs(np.exp(logs) - 1)
+        all_before += before.tolist()
+        all_after += after.tolist()
         print(f"{gen:<16} rows {len(logs):>4}  f = {fraction:.3f}  MAPE before "
-              f"{statistics.mean(before):.1%} after {statistics.mean(after):.1%}")
+              f"{before.mean():.1%} after {after.mean():.1%}")
         entries[gen] = {
             "step_overhead_s": 0.0,
             "compute_overhead_fraction": round(fraction, 4),
             "source": f"fitted on {len(logs)} quality A/B dense rows; MAPE after fit "
-                      f"{statistics.mean(after):.1%}",
+                      f"{after.mean():.1%}",
         }
     print(f"overall MAPE before {statistics.mean(all_before):.1%} after "
           f"{statistics.mean(all_after):.1%} over {len(all_after)} rows")

@@ -82,7 +82,10 @@ def estimate_training(
     optimizer_s = max(optimizer_time_s(p, system, strategy, backend) for _, _, p in per_stage)
     calib = (overheads or load_training_overheads()).for_generation(system.gpu.generation)
     compute_like = pipeline_s + pp_comm + dp_exposed + optimizer_s
-    other = calib.step_overhead_s + calib.compute_overhead_fraction * compute_like
+    # The calibrated overhead stretches kernels only (gaps, sustained clocks, SM contention),
+    # not the exposed collectives: the critical stage's kernel share of the pipeline time.
+    kernel_path_s = pipeline_s * times.compute_s / stage_totals[critical] + optimizer_s
+    other = calib.step_overhead_s + calib.compute_overhead_fraction * kernel_path_s
 
     breakdown = StepBreakdown(
         compute_gemm_s=m * times.gemm_s,

@@ -58,6 +58,11 @@ class StageTime:
     """Backward compute of the whole stage (window for overlapping gradient reduction)."""
 
     @property
+    def compute_s(self) -> float:
+        """Kernel seconds (GEMM, attention, memory-bound, recompute), no exposed comm."""
+        return self.gemm_s + self.attention_s + self.memory_bound_s + self.recompute_s
+
+    @property
     def total_s(self) -> float:
         return (self.gemm_s + self.attention_s + self.memory_bound_s + self.recompute_s
                 + self.tp_comm_s + self.cp_comm_s + self.ep_comm_s)
