@@ -54,6 +54,9 @@ def build_specs(args: RunArgs) -> RunSpecs:
         fp8_recipe=args.fp8_recipe,
         grad_reduce_dtype=args.grad_reduce_dtype,
         flash_attention=not args.no_flash_attention,
+        moe_load_imbalance=args.moe_load_imbalance,
+        moe_grouped_gemm=args.moe_grouped_gemm,
+        moe_capacity_factor=args.moe_capacity_factor,
     )
     if strategy.precision == "fp8" and not system.gpu.supports("fp8"):
         raise InputError("precision", "fp8", f"gpu {system.gpu.name!r} has no FP8 tensor cores")

@@ -44,6 +44,21 @@ class LayerShape:
     sequence_parallel: bool = False
     moe: bool = False
     sliding_window: int | None = None
+    moe_load_imbalance: float = 1.0
+    """Routed tokens at the busiest EP rank over the balanced mean."""
+    moe_capacity_factor: float | None = None
+    """Expert capacity over the balanced load (tokens beyond it dropped); None = dropless."""
+    moe_grouped_gemm: bool = True
+    """Local experts as one grouped GEMM; else one GEMM kernel per expert."""
+
+    @property
+    def routed_load(self) -> float:
+        """Tokens at the busiest EP rank over the balanced mean: the imbalance, capped by the
+        capacity factor when tokens beyond capacity are dropped (Fedus et al. 2021, Switch
+        Transformer §2.2; Megatron-Core --moe-expert-capacity-factor)."""
+        if self.moe_capacity_factor is None:
+            return self.moe_load_imbalance
+        return min(self.moe_load_imbalance, self.moe_capacity_factor)
 
     @property
     def tokens(self):
@@ -92,16 +107,19 @@ def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     return ops
 
 
-def _mlp_ops(model: ModelSpec, tokens, width, prefix: str, batch=1, split=1) -> list[Op]:
-    """One MLP of hidden ``width`` on ``tokens`` tokens, ``batch`` experts (grouped GEMM)."""
+def _mlp_ops(model: ModelSpec, tokens, width, prefix: str, batch=1, split=1,
+             grouped: bool = True) -> list[Op]:
+    """One MLP of hidden ``width`` on ``tokens`` tokens per expert for ``batch`` experts: one
+    grouped GEMM kernel, or (``grouped=False``) ``batch`` separate GEMM kernels."""
     h, fwd = model.hidden_size, Phase.FORWARD
     in_width = (2 if model.is_gated_mlp else 1) * width / split
     # Activation kernel: gated reads gate and up, writes the product (3 tensors); else 2.
     act_bytes = ACT_BYTES * tokens * batch * ((3 if model.is_gated_mlp else 2) * width / split)
+    group, count = (batch, 1) if grouped else (1, batch)
     return [
-        GemmOp(f"{prefix}_in_proj", fwd, tokens, in_width, h, batch=batch),
+        GemmOp(f"{prefix}_in_proj", fwd, tokens, in_width, h, batch=group, count=count),
         MemoryOp(f"{prefix}_activation", fwd, act_bytes),
-        GemmOp(f"{prefix}_out_proj", fwd, tokens, h, width / split, batch=batch),
+        GemmOp(f"{prefix}_out_proj", fwd, tokens, h, width / split, batch=group, count=count),
     ]
 
 
@@ -112,13 +130,19 @@ def mlp_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         return _mlp_ops(model, T, model.intermediate_size, "mlp", split=t)
     fwd, h, k = Phase.FORWARD, model.hidden_size, model.num_experts_per_tok
     local_experts = model.num_experts / shape.ep
-    # Balanced routing: this GPU's experts receive T·k tokens in total over the EP group.
-    tokens_per_expert = T * k / local_experts
-    ops: list[Op] = [GemmOp("router", fwd, T, model.num_experts, h, fp8_eligible=False)]
-    # Permute and unpermute each read and write the k routed copies of every token.
-    ops.append(MemoryOp("moe_permute", fwd, 2 * 2 * ACT_BYTES * T * k * h))
+    # Balanced routing: this GPU's experts receive T·k tokens in total over the EP group;
+    # the busiest rank receives ``routed_load`` times that, and sets the layer's pace.
+    routed = T * k * shape.routed_load
+    tokens_per_expert = routed / local_experts
+    E = model.num_experts
+    ops: list[Op] = [GemmOp("router", fwd, T, E, h, fp8_eligible=False)]
+    # Router score function and top-k over fp32 logits (Megatron-Core TopKRouter: softmax or
+    # sigmoid, then top-k): read logits, write scores, read them for top-k (3 × 4 B × T·E).
+    ops.append(MemoryOp("router_topk", fwd, 3 * 4 * T * E))
+    # Permute and unpermute each read and write the routed copies of every token.
+    ops.append(MemoryOp("moe_permute", fwd, 2 * 2 * ACT_BYTES * routed * h))
     ops += _mlp_ops(model, tokens_per_expert, model.expert_intermediate_size, "expert",
-                    batch=local_experts, split=shape.expert_tp)
+                    batch=local_experts, split=shape.expert_tp, grouped=shape.moe_grouped_gemm)
     if model.shared_intermediate_size:
         ops += _mlp_ops(model, T, model.shared_intermediate_size, "shared_expert", split=t)
     return ops
@@ -164,7 +188,8 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     if shape.moe and shape.ep > 1:
         k = model.num_experts_per_tok
         tokens = T / shape.tp if shape.sequence_parallel else T
-        a2a_bytes = ACT_BYTES * tokens * k * h
+        # The busiest rank receives routed_load × the balanced volume (and sends it back).
+        a2a_bytes = ACT_BYTES * tokens * k * h * shape.routed_load
         for phase in (Phase.FORWARD, Phase.BACKWARD_DGRAD):
             ops.append(CommOp("ep_all_to_all", phase, Group.EP, Collective.ALL_TO_ALL,
                               a2a_bytes, count=2))

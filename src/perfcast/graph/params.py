@@ -26,6 +26,13 @@ class ParamCounts:
     lm_head: int
     """Output projection; 0 when tied to the input embedding."""
 
+    @property
+    def active_non_embedding(self) -> int:
+        """Active parameters without the input-embedding lookup (the LM head stays): the
+        convention of the DeepSeek, Kimi and gpt-oss model cards; Mistral and Qwen include
+        the embedding."""
+        return self.active - self.embedding
+
 
 def norm_params(model: ModelSpec) -> int:
     """One normalization module: h weights (+ h biases for LayerNorm)."""

@@ -62,7 +62,9 @@ def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool
         micro_batch=strategy.micro_batch_size, seq_length=seq_length, tp=strategy.tp,
         cp=strategy.cp, ep=strategy.ep, expert_tp=strategy.expert_tp,
         sequence_parallel=strategy.sequence_parallel, moe=moe,
-        sliding_window=model.sliding_window,
+        sliding_window=model.sliding_window, moe_load_imbalance=strategy.moe_load_imbalance,
+        moe_capacity_factor=strategy.moe_capacity_factor,
+        moe_grouped_gemm=strategy.moe_grouped_gemm,
     )
 
 

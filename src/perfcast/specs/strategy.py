@@ -55,6 +55,19 @@ class Strategy(BaseModel):
     flash_attention: bool = Field(
         default=True, description="Fused (flash) attention: no s x s score matrix is stored."
     )
+    moe_load_imbalance: float = Field(
+        default=1.0, ge=1.0,
+        description="Routed tokens at the busiest expert-parallel rank over the mean (1 = balanced).",
+    )
+    moe_grouped_gemm: bool = Field(
+        default=True,
+        description="Local experts run as one grouped GEMM (--moe-grouped-gemm); else one GEMM each.",
+    )
+    moe_capacity_factor: float | None = Field(
+        default=None, gt=0,
+        description="Expert capacity over the balanced load (--moe-expert-capacity-factor); "
+                    "tokens beyond it are dropped. None = dropless.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Strategy:

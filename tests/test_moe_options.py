@@ -1,0 +1,67 @@
+"""MoE execution options: load imbalance, capacity factor, grouped vs per-expert GEMMs."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from perfcast import Strategy, Workload, estimate_training, load_model, load_system
+from perfcast.graph.layer import LayerShape, layer_ops
+from perfcast.graph.ops import CommOp, GemmOp
+
+QWEN = load_model("qwen3-30b-a3b")
+SYSTEM = load_system("dgx-h100", num_gpus=8)
+WORKLOAD = Workload(seq_length=4096, global_batch_size=64)
+
+
+def _step(**options) -> float:
+    strategy = Strategy(num_gpus=8, ep=8, fsdp=True, micro_batch_size=2, **options)
+    return estimate_training(QWEN, SYSTEM, strategy, WORKLOAD).step_time_s
+
+
+def _expert_gemm(shape: LayerShape) -> GemmOp:
+    compute, _ = layer_ops(QWEN, shape)
+    return next(op for op in compute if op.name == "expert_in_proj")
+
+
+def test_tokens_per_expert_hand_count():
+    """b·s·k/(E/ep) tokens per local expert, times the imbalance at the busiest rank."""
+    shape = LayerShape(micro_batch=2, seq_length=4096, ep=8, moe=True)
+    op = _expert_gemm(shape)
+    assert op.batch == 128 / 8 and op.m == 2 * 4096 * 8 / 16
+    busy = _expert_gemm(LayerShape(micro_batch=2, seq_length=4096, ep=8, moe=True,
+                                   moe_load_imbalance=1.5))
+    assert busy.m == 1.5 * op.m
+
+
+def test_capacity_factor_caps_the_busiest_rank():
+    shape = LayerShape(micro_batch=2, seq_length=4096, ep=8, moe=True, moe_load_imbalance=2.0,
+                       moe_capacity_factor=1.25)
+    assert shape.routed_load == 1.25
+    _, comm = layer_ops(QWEN, shape)
+    balanced = layer_ops(QWEN, LayerShape(micro_batch=2, seq_length=4096, ep=8, moe=True))[1]
+    a2a = [op.size_bytes for op in comm if isinstance(op, CommOp) and op.name == "ep_all_to_all"]
+    a2a_balanced = [op.size_bytes for op in balanced if op.name == "ep_all_to_all"]
+    assert a2a and a2a == [1.25 * b for b in a2a_balanced]
+
+
+def test_per_expert_gemms_are_separate_kernels():
+    op = _expert_gemm(LayerShape(micro_batch=2, seq_length=4096, ep=8, moe=True,
+                                 moe_grouped_gemm=False))
+    assert (op.batch, op.count) == (1, 16)
+
+
+def test_per_expert_gemms_never_faster_than_grouped():
+    assert _step(moe_grouped_gemm=False) >= _step()
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.floats(1.0, 2.0), st.floats(0.0, 1.0))
+def test_more_imbalance_never_faster(base, extra):
+    assert _step(moe_load_imbalance=base + extra) >= _step(moe_load_imbalance=base)
+
+
+def test_imbalance_below_one_is_rejected():
+    with pytest.raises(ValueError, match="moe_load_imbalance"):
+        Strategy(num_gpus=8, ep=8, moe_load_imbalance=0.9)
