@@ -65,3 +65,19 @@ def test_more_imbalance_never_faster(base, extra):
 def test_imbalance_below_one_is_rejected():
     with pytest.raises(ValueError, match="moe_load_imbalance"):
         Strategy(num_gpus=8, ep=8, moe_load_imbalance=0.9)
+
+
+def test_mtp_costs_time_and_last_stage_memory_only():
+    model = load_model("deepseek-v2-lite")
+    system = load_system("dgx-h100", num_gpus=16)
+    workload = Workload(seq_length=4096, global_batch_size=64)
+    base = Strategy(num_gpus=16, pp=2, ep=8, distributed_optimizer=True)
+    with_mtp = base.model_copy(update={"mtp_num_layers": 1})
+    a = estimate_training(model, system, base, workload)
+    b = estimate_training(model, system, with_mtp, workload)
+    assert b.step_time_s > a.step_time_s
+    assert b.model_flops_per_token == a.model_flops_per_token
+    first_a, last_a = a.memory.stages
+    first_b, last_b = b.memory.stages
+    assert first_b.total_bytes == first_a.total_bytes
+    assert last_b.total_bytes > last_a.total_bytes

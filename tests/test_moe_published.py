@@ -70,3 +70,32 @@ def test_model_flops_identity_for_moe():
         assert matmul_params(model) == counts.active_non_embedding
         assert model_flops_per_token(model, 4096) == (
             6 * counts.active_non_embedding + attention_flops_per_token(model, 4096))
+
+
+def test_deepseek_v3_with_mtp_module_is_685b():
+    """HF deepseek-ai/DeepSeek-V3 model card: 685B = 671B main model + 14B MTP module, whose
+    checkpoint also stores its own copies of the embedding and output head."""
+    from perfcast.graph.params import mtp_module_params
+
+    model = load_model("deepseek-v3")
+    counts = count_params(model)
+    with_mtp = counts.total + mtp_module_params(model) + counts.embedding + counts.lm_head
+    assert with_mtp == pytest.approx(685e9, rel=0.005)
+
+
+def test_mtp_parameters_sit_on_the_last_stage():
+    from perfcast import Strategy
+    from perfcast.graph import params as P
+    from perfcast.graph.param_sharding import stage_params
+
+    model = load_model("deepseek-v3")
+    base = Strategy(num_gpus=256, pp=4, ep=8)
+    mtp = Strategy(num_gpus=256, pp=4, ep=8, mtp_num_layers=1)
+    for stage in range(3):
+        assert stage_params(model, mtp, stage) == stage_params(model, base, stage)
+    last, last_mtp = stage_params(model, base, 3), stage_params(model, mtp, 3)
+    routed = model.num_experts / 8 * P.routed_expert_params(model)
+    non_expert = P.moe_layer_params(model, 0) + P.mtp_projection_params(model)
+    assert last_mtp.expert - last.expert == routed
+    assert last_mtp.dense - last.dense == non_expert + P.embedding_params(model)
+    assert (last_mtp.num_layers, last_mtp.num_mtp_layers) == (last.num_layers + 1, 1)

@@ -125,7 +125,8 @@ def estimate_training(
         memory=memory,
         kernel_backend=str(getattr(backend, "name", kernel_backend)),
         assumptions=(
-            "model FLOPs per token = 6*N_active_matmul + causal attention (3 passes)",
+            "model FLOPs per token = 6*N_active_matmul + causal attention (3 passes); "
+            "MTP modules cost time but are not model FLOPs",
             "MFU against the dense BF16 peak of the GPU",
             f"kernel backend {getattr(backend, 'name', kernel_backend)}; collectives alpha-beta",
             "DP gradient reduction overlapped with the last micro-batch's backward",

@@ -60,6 +60,7 @@ class StageParams:
 
     stage: int
     num_layers: int
+    """Transformer layers on this stage, MTP modules' layers included."""
     num_moe_layers: int
     dense: float
     """Non-expert parameters on this GPU (attention, dense MLPs, norms, router, shared experts,
@@ -68,6 +69,8 @@ class StageParams:
     """Routed-expert parameters on this GPU: data-parallel over the expert-DP group."""
     embedding: float
     """The part of ``dense`` that is embedding or LM head."""
+    num_mtp_layers: int = 0
+    """Multi-token-prediction modules on this stage (the last one holds them all)."""
 
     @property
     def total(self) -> float:
@@ -90,19 +93,32 @@ def stage_params(model: ModelSpec, strategy: Strategy, stage: int) -> StageParam
     experts_here = model.num_experts / strategy.ep
     routed = experts_here * P.routed_expert_params(model) / strategy.expert_tp
 
-    dense = dense_layers * (attn + norms + dense_mlp) + moe_layers * (attn + norms + shared + router)
+    last = stage == strategy.pp - 1
+    mtp = strategy.mtp_num_layers if last else 0
+    # MTP modules (last stage): one transformer layer each, MoE like the model's last layer,
+    # plus a column-parallel projection 2h -> h and three norms.
+    mtp_moe = mtp if model.is_moe else 0
+    moe_layers += mtp_moe
+    dense_layers += mtp - mtp_moe
+    proj = 2 * model.hidden_size * model.hidden_size / t + 3 * P.norm_params(model)
+    dense = (dense_layers * (attn + norms + dense_mlp) + moe_layers * (attn + norms + shared + router)
+             + mtp * proj)
     embedding = 0.0
     if stage == 0:
         embedding += P.embedding_params(model) / t
-    if stage == strategy.pp - 1:
+    if last:
         head = model.vocab_size * model.hidden_size
         own_copy = (not model.tie_word_embeddings) or strategy.pp > 1
         embedding += (head / t if own_copy else 0) + P.norm_params(model)
+        if mtp and strategy.pp > 1:
+            # MTP looks up the next tokens' embeddings: a shared copy on the last stage.
+            embedding += P.embedding_params(model) / t
     return StageParams(
         stage=stage,
-        num_layers=len(layers),
+        num_layers=dense_layers + moe_layers,
         num_moe_layers=moe_layers,
         dense=dense + embedding,
         expert=moe_layers * routed,
         embedding=embedding,
+        num_mtp_layers=mtp,
     )

@@ -112,6 +112,22 @@ def moe_layer_params(model: ModelSpec, experts_counted: int) -> int:
     )
 
 
+def mtp_projection_params(model: ModelSpec) -> int:
+    """Per MTP module, besides its transformer layer: the projection M_k of [h; emb] (2h -> h)
+    and the RMSNorms of the hidden state, of the embedding and of the shared head's input
+    (DeepSeek-V3 report §2.2, Eq. 21-22; the embedding and output head are shared)."""
+    return 2 * model.hidden_size * model.hidden_size + 3 * norm_params(model)
+
+
+def mtp_module_params(model: ModelSpec) -> int:
+    """One multi-token-prediction module: projection and norms plus one transformer layer,
+    MoE when the model's last layer is (DeepSeek-V3 §2.2: the MTP block mirrors the main
+    model's layers). Not part of ``count_params`` totals (the 671B of DeepSeek-V3 exclude it)."""
+    layer = (moe_layer_params(model, model.num_experts) if model.is_moe
+             else dense_layer_params(model))
+    return layer + mtp_projection_params(model)
+
+
 def embedding_params(model: ModelSpec) -> int:
     """Token embedding V×h plus a learned position table (max_position_embeddings×h)."""
     pos = model.max_position_embeddings * model.hidden_size

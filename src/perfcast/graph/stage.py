@@ -57,6 +57,17 @@ def embedding_ops(model: ModelSpec, shape: LayerShape) -> list[ComputeOp]:
             MemoryOp("embedding_backward", Phase.BACKWARD_WGRAD, 2 * bytes_moved)]
 
 
+def mtp_extra_ops(model: ModelSpec, shape: LayerShape) -> list[ComputeOp]:
+    """One MTP module besides its transformer layer (DeepSeek-V3 report §2.2, Eq. 21-23):
+    embedding lookup of the shifted tokens, two RMSNorms, the projection [h; emb] -> h, and
+    its own pass through the shared output head and cross-entropy."""
+    T, h = shape.tokens, model.hidden_size
+    norms = MemoryOp("mtp_norms", Phase.FORWARD, 2 * ACT_BYTES * T * h, count=2)
+    proj = GemmOp("mtp_proj", Phase.FORWARD, T, h / shape.tp, 2 * h)
+    forward: list[ComputeOp] = [norms, proj]
+    return embedding_ops(model, shape) + forward + backward_ops(forward) + head_ops(model, shape)
+
+
 def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool) -> LayerShape:
     return LayerShape(
         micro_batch=strategy.micro_batch_size, seq_length=seq_length, tp=strategy.tp,
@@ -72,6 +83,10 @@ def stage_graph(model: ModelSpec, strategy: Strategy, seq_length: int, stage: in
     """Ops of pipeline stage ``stage`` for one micro-batch."""
     layers = stage_layer_ranges(model.num_hidden_layers, strategy.pp)[stage]
     num_moe = sum(1 for i in layers if is_moe_layer(model, i))
+    last = stage == strategy.pp - 1
+    mtp = strategy.mtp_num_layers if last else 0
+    num_moe += mtp if model.is_moe else 0
+    layers = range(len(layers) + mtp)
     groups = []
     for moe, count in ((False, len(layers) - num_moe), (True, num_moe)):
         if count == 0:
@@ -82,6 +97,8 @@ def stage_graph(model: ModelSpec, strategy: Strategy, seq_length: int, stage: in
     extra: list[ComputeOp] = []
     if stage == 0:
         extra += embedding_ops(model, shape)
-    if stage == strategy.pp - 1:
+    if last:
         extra += head_ops(model, shape)
+    for _ in range(mtp):
+        extra += mtp_extra_ops(model, shape)
     return StageGraph(stage=stage, layers=tuple(groups), extra_compute=tuple(extra))

@@ -90,7 +90,8 @@ def estimate_memory(
         if stage == 0:
             acts += units * A.embedding_activation_bytes(model, s, b, opts)
         if stage == strategy.pp - 1:
-            acts += A.output_activation_bytes(model, s, b, opts)
+            # Logits of the main head and of each MTP module's pass through the shared head.
+            acts += (1 + params.num_mtp_layers) * A.output_activation_bytes(model, s, b, opts)
         other = (
             cal.cuda_context_bytes
             + groups * cal.nccl_bytes_per_group

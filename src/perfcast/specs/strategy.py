@@ -55,6 +55,11 @@ class Strategy(BaseModel):
     flash_attention: bool = Field(
         default=True, description="Fused (flash) attention: no s x s score matrix is stored."
     )
+    mtp_num_layers: int = Field(
+        default=0, ge=0,
+        description="Multi-token prediction depth trained with the model (--mtp-num-layers; "
+                    "DeepSeek-V3 uses 1); its modules sit on the last pipeline stage.",
+    )
     moe_load_imbalance: float = Field(
         default=1.0, ge=1.0,
         description="Routed tokens at the busiest expert-parallel rank over the mean (1 = balanced).",
