@@ -99,3 +99,27 @@ def test_mtp_parameters_sit_on_the_last_stage():
     assert last_mtp.expert - last.expert == routed
     assert last_mtp.dense - last.dense == non_expert + P.embedding_params(model)
     assert (last_mtp.num_layers, last_mtp.num_mtp_layers) == (last.num_layers + 1, 1)
+
+
+def test_gpt_oss_attention_sinks_one_logit_per_head_per_layer():
+    model = load_model("gpt-oss-120b")
+    assert model.attention_sinks
+    plain = model.model_copy(update={"attention_sinks": False})
+    delta = count_params(model).total - count_params(plain).total
+    assert delta == model.num_hidden_layers * model.num_attention_heads
+
+
+def test_vocabulary_padding_megatron():
+    """Megatron-LM pads GPT-2's 50,257 tokens to 51,200 with tp=8 (multiple of 128·8)."""
+    from perfcast import Strategy
+    from perfcast.graph.param_sharding import stage_params
+    from perfcast.graph.params import padded_vocab_size
+
+    assert padded_vocab_size(50257, 8) == 51200
+    assert padded_vocab_size(50257, 1) == 50304
+    assert padded_vocab_size(128256, 8) == 129024
+    model = load_model("gpt3-175b")
+    one = Strategy(num_gpus=16, tp=8, pp=2, make_vocab_size_divisible_by=1)
+    padded = Strategy(num_gpus=16, tp=8, pp=2)
+    grown = stage_params(model, padded, 0).embedding - stage_params(model, one, 0).embedding
+    assert grown == (51200 - 50257) * model.hidden_size / 8 - (50264 - 50257) * model.hidden_size / 8

@@ -133,6 +133,7 @@ def model_from_hf_config(config: dict[str, Any], name: str, source: str) -> Mode
         ),
         "num_norms_per_layer": _norms_per_layer(config, family),
         "qk_norm": family.qk_norm,
+        "attention_sinks": family.attention_sinks,
         "source": source,
     }
     context = read.integer("max_position_embeddings", CONTEXT_KEYS, required=False)

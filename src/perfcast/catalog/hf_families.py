@@ -40,6 +40,8 @@ class Family:
     parallel_attention_mlp: bool = False
     num_norms_per_layer: int | None = None
     qk_norm: bool = False
+    attention_sinks: bool = False
+    """A learned sink logit per head joins every softmax (gpt-oss)."""
     ffn_multiplier: int | None = None
     """MLP width = multiplier * hidden when the config has no ffn key (GPT-2 style 4h)."""
     fixed_dropout: float | None = None
@@ -101,9 +103,10 @@ FAMILIES: dict[str, Family] = {
     ),
     "gpt_oss": Family(
         gated_mlp=True, norm_type="rmsnorm", position_embedding="rope", attention_bias=True,
-        mlp_bias=True, router_bias=True, tie_word_embeddings=False,
+        mlp_bias=True, router_bias=True, tie_word_embeddings=False, attention_sinks=True,
         source="transformers GptOss: attention bias (config key), experts with gate_up/down "
-        "biases, router linear with bias, clamped SwiGLU, RMSNorm, sliding/full layer_types",
+        "biases, router linear with bias, clamped SwiGLU, RMSNorm, sliding/full layer_types, "
+        "per-head attention sinks (modeling_gpt_oss.py self.sinks)",
     ),
     "gpt (Megatron-LM)": _MEGATRON_GPT,
     "gpt3": replace(

@@ -55,6 +55,7 @@ def build_specs(args: RunArgs) -> RunSpecs:
         grad_reduce_dtype=args.grad_reduce_dtype,
         flash_attention=not args.no_flash_attention,
         mtp_num_layers=args.mtp_num_layers,
+        make_vocab_size_divisible_by=args.make_vocab_size_divisible_by,
         moe_load_imbalance=args.moe_load_imbalance,
         moe_grouped_gemm=args.moe_grouped_gemm,
         moe_capacity_factor=args.moe_capacity_factor,

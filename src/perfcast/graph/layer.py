@@ -50,6 +50,8 @@ class LayerShape:
     """Expert capacity over the balanced load (tokens beyond it dropped); None = dropless."""
     moe_grouped_gemm: bool = True
     """Local experts as one grouped GEMM; else one GEMM kernel per expert."""
+    vocab_size_padded: int | None = None
+    """Vocabulary rows of the LM head after padding; None = the model's vocab_size."""
 
     @property
     def routed_load(self) -> float:

@@ -103,16 +103,19 @@ def stage_params(model: ModelSpec, strategy: Strategy, stage: int) -> StageParam
     proj = 2 * model.hidden_size * model.hidden_size / t + 3 * P.norm_params(model)
     dense = (dense_layers * (attn + norms + dense_mlp) + moe_layers * (attn + norms + shared + router)
              + mtp * proj)
+    # Embedding and head hold the padded vocabulary (Megatron-LM pads V to divisible_by·tp).
+    padding = (strategy.padded_vocab_size(model.vocab_size) - model.vocab_size) * model.hidden_size
+    table = (P.embedding_params(model) + padding) / t
     embedding = 0.0
     if stage == 0:
-        embedding += P.embedding_params(model) / t
+        embedding += table
     if last:
-        head = model.vocab_size * model.hidden_size
+        head = model.vocab_size * model.hidden_size + padding
         own_copy = (not model.tie_word_embeddings) or strategy.pp > 1
         embedding += (head / t if own_copy else 0) + P.norm_params(model)
         if mtp and strategy.pp > 1:
             # MTP looks up the next tokens' embeddings: a shared copy on the last stage.
-            embedding += P.embedding_params(model) / t
+            embedding += table
     return StageParams(
         stage=stage,
         num_layers=dense_layers + moe_layers,

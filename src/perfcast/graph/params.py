@@ -62,7 +62,8 @@ def attention_params(model: ModelSpec) -> int:
     weights = h * a * d + 2 * h * g * d + a * d * h
     biases = (a * d + 2 * g * d + h) if model.attention_bias else 0
     qk_norm = 2 * d if model.qk_norm else 0
-    return weights + biases + qk_norm
+    sinks = a if model.attention_sinks else 0  # one learned logit per head (gpt-oss)
+    return weights + biases + qk_norm + sinks
 
 
 def mlp_params(model: ModelSpec, ffn_hidden: int) -> int:
@@ -126,6 +127,14 @@ def mtp_module_params(model: ModelSpec) -> int:
     layer = (moe_layer_params(model, model.num_experts) if model.is_moe
              else dense_layer_params(model))
     return layer + mtp_projection_params(model)
+
+
+def padded_vocab_size(vocab_size: int, tp: int = 1, divisible_by: int = 128) -> int:
+    """Vocabulary rows actually allocated: V rounded up to a multiple of divisible_by·tp so
+    that every TP rank holds an equal, aligned slice (Megatron-LM
+    ``_vocab_size_with_padding``, flag --make-vocab-size-divisible-by, default 128)."""
+    multiple = divisible_by * tp
+    return -(-vocab_size // multiple) * multiple
 
 
 def embedding_params(model: ModelSpec) -> int:

@@ -40,7 +40,8 @@ class StageGraph:
 
 def head_ops(model: ModelSpec, shape: LayerShape) -> list[ComputeOp]:
     """Final norm, LM head GEMM (vocab-parallel, not FP8) and fp32 cross-entropy."""
-    T, h, V, t = shape.tokens, model.hidden_size, model.vocab_size, shape.tp
+    T, h, t = shape.tokens, model.hidden_size, shape.tp
+    V = shape.vocab_size_padded or model.vocab_size
     forward: list[ComputeOp] = [
         MemoryOp("final_norm", Phase.FORWARD, 2 * ACT_BYTES * T * h),
         GemmOp("lm_head", Phase.FORWARD, T, V / t, h, fp8_eligible=False),
@@ -76,6 +77,7 @@ def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool
         sliding_window=model.sliding_window, moe_load_imbalance=strategy.moe_load_imbalance,
         moe_capacity_factor=strategy.moe_capacity_factor,
         moe_grouped_gemm=strategy.moe_grouped_gemm,
+        vocab_size_padded=strategy.padded_vocab_size(model.vocab_size),
     )
 
 

@@ -42,6 +42,8 @@ class ActivationOptions:
     """'none', 'selective' (attention core recomputed) or 'full' (only layer input kept)."""
     flash_attention: bool = True
     expert_tp: int = 1
+    vocab_size_padded: int | None = None
+    """LM-head rows after padding (logits width); None = the model's vocab_size."""
 
 
 def _replicated_terms(model: ModelSpec, s, b):
@@ -157,5 +159,5 @@ def output_activation_bytes(model: ModelSpec, s, b, opts: ActivationOptions):
     """
     t = opts.tp
     head_input = ACT_BYTES * s * b * model.hidden_size / (t if opts.sequence_parallel else 1)
-    logits = 4 * s * b * model.vocab_size / t
+    logits = 4 * s * b * (opts.vocab_size_padded or model.vocab_size) / t
     return head_input + logits

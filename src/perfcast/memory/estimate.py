@@ -30,6 +30,7 @@ def activation_options(model: ModelSpec, strategy: Strategy) -> A.ActivationOpti
         recompute=strategy.recompute,
         flash_attention=strategy.flash_attention,
         expert_tp=strategy.expert_tp,
+        vocab_size_padded=strategy.padded_vocab_size(model.vocab_size),
     )
 
 

@@ -62,6 +62,10 @@ class ModelSpec(BaseModel):
         "Gemma-2 uses 4 (pre and post norms).",
     )
     qk_norm: bool = Field(default=False, description="Per-head RMSNorm on Q and K (Qwen3).")
+    attention_sinks: bool = Field(
+        default=False,
+        description="A learned sink logit per head joins each softmax (gpt-oss; Xiao et al. 2023).",
+    )
     hidden_dropout: float = Field(
         default=0.0, ge=0.0, lt=1.0, description="Dropout after attention and MLP (training)."
     )

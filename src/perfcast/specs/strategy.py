@@ -55,6 +55,10 @@ class Strategy(BaseModel):
     flash_attention: bool = Field(
         default=True, description="Fused (flash) attention: no s x s score matrix is stored."
     )
+    make_vocab_size_divisible_by: int = Field(
+        default=128, gt=0,
+        description="Vocabulary padded to a multiple of this times tp (Megatron-LM default 128).",
+    )
     mtp_num_layers: int = Field(
         default=0, ge=0,
         description="Multi-token prediction depth trained with the model (--mtp-num-layers; "
@@ -135,6 +139,12 @@ class Strategy(BaseModel):
         if self.recompute_num_layers is None:
             return num_layers
         return min(self.recompute_num_layers, num_layers)
+
+    def padded_vocab_size(self, vocab_size: int) -> int:
+        """Embedding/LM-head rows allocated for ``vocab_size`` under this strategy's TP."""
+        from perfcast.graph.params import padded_vocab_size
+
+        return padded_vocab_size(vocab_size, self.tp, self.make_vocab_size_divisible_by)
 
     @property
     def schedule(self) -> PipelineSchedule:
