@@ -11,7 +11,8 @@ squared ln(predicted/measured) with Nelder-Mead over log-parameters:
   per SM and fixed cycles per tile (the only generation with shape variety: DeepGEMM); other
   generations fit their efficiencies and take the load/L2/tile-cycle knobs from Hopper.
 * Attention: Hopper fits forward/backward efficiency, softmax overlap and cycles per unit on
-  FA3 + cuDNN rows; Ampere fits the same on FA2 fwd+bwd rows; Blackwell fits its two
+  FA3 + cuDNN rows; Ampere fits the same on FA2 fwd+bwd sums (forward/backward split set
+  by the fit, not by separate rows); Blackwell fits its two
   efficiencies on its headline rows with the rest from Hopper; CDNA takes Hopper's.
 
 Prints per-row errors, median / p90 absolute error and MAPE per generation; ``--write`` writes
@@ -28,7 +29,6 @@ from pathlib import Path
 import numpy as np
 import yaml
 from kernel_reference_rows import HARDWARE, Observation, read_observations
-from scipy.optimize import minimize
 
 from perfcast.calibration.kernel_analytical import KernelAnalyticalCalibration
 from perfcast.catalog.gpus import load_gpu
@@ -159,7 +159,9 @@ def weights(obs: list[Observation]) -> np.ndarray:
 
 
 def fit(gen: str, base: dict[str, float], keys: tuple[str, ...], obs: list[Observation]) -> dict:
-    """Nelder-Mead on log-parameters (logit for fractions) of ``keys``, others fixed."""
+    """Nelder-Mead on logit-scaled parameters ``keys`` within BOUNDS, others fixed."""
+    from scipy.optimize import minimize
+
     w = weights(obs)
 
     def unpack(x: np.ndarray) -> dict[str, float]:
@@ -217,13 +219,7 @@ def main() -> None:
         attn_keys = ATTN_KEYS if gen in ("hopper", "ampere") else (
             ATTN_KEYS[:2] if attn else ())
         values = fit(gen, base, gemm_keys, gemm) if gemm_keys else base
-        if gen == "ampere":
-            # FA2 reports fwd+bwd only: fit one efficiency, backward/forward ratio from Hopper.
-            attn_keys = ("mma_efficiency_forward", "softmax_overlap", "unit_overhead_cycles")
         values = fit(gen, values, attn_keys, attn) if attn_keys else values
-        if gen == "ampere":
-            hop = fitted["hopper"]
-            values["mma_efficiency_backward"] = float(f"{values['mma_efficiency_forward'] * hop['mma_efficiency_backward'] / hop['mma_efficiency_forward']:.4g}")  # noqa: E501
         fitted[gen] = values
         g_err, a_err = log_errors(gen, values, gemm), log_errors(gen, values, attn)
         note_g = "fitted: " + ", ".join(gemm_keys) + ("" if gen == "hopper" else

@@ -11,6 +11,8 @@ import functools
 import inspect
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -41,6 +43,23 @@ class GradDtypeOpt(str, Enum):
     bf16 = "bf16"
 
 
+class KernelBackendOpt(str, Enum):
+    """Registered kernel backends (``perfcast.kernels.backend.KernelBackendName``)."""
+
+    roofline = "roofline"
+    analytical = "analytical"
+    measured = "measured"
+
+
+KernelBackendOption = Annotated[KernelBackendOpt, typer.Option(
+    "--kernel-backend", help="Kernel time model: roofline, analytical (tile/wave) or measured.")]
+KernelTableOption = Annotated[Path | None, typer.Option(
+    "--kernel-table", "--calibration",
+    help="Kernel table CSV for --kernel-backend measured (perfcast profile writes one).")]
+GpuClockOption = Annotated[float | None, typer.Option(
+    "--gpu-clock-mhz", min=1.0, help="Override the GPU's sustained matrix clock (MHz).")]
+
+
 @dataclass(frozen=True)
 class RunArgs:
     """Everything the user said about model, system, strategy and workload."""
@@ -67,6 +86,7 @@ class RunArgs:
     fp8_recipe: str
     grad_reduce_dtype: str
     no_flash_attention: bool
+    gpu_clock_mhz: float | None
     json: bool
 
 
@@ -94,6 +114,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("fp8_recipe", FP8RecipeOpt, typer.Option(FP8RecipeOpt.tensorwise, "--fp8-recipe", help="FP8 scaling recipe.")),
     ("grad_reduce_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--grad-reduce-dtype", help="Main-gradient dtype.")),
     ("no_flash_attention", bool, typer.Option(False, "--no-flash-attention", help="Unfused attention (stores s x s scores).")),
+    ("gpu_clock_mhz", float | None, typer.Option(None, "--gpu-clock-mhz", min=1.0, help="Override the GPU's sustained matrix clock (MHz); scales compute throughput.")),
     ("json", bool, typer.Option(False, "--json", help="Print one JSON object.")),
 ]
 

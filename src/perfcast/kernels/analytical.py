@@ -22,6 +22,8 @@ from perfcast.calibration.kernel_analytical import (
 )
 from perfcast.calibration.kernel_roofline import GEMM_CLASS
 from perfcast.kernels.analytical_attention import (
+    AttentionCall,
+    AttentionRates,
     attention_backward_time_s,
     attention_forward_time_s,
 )
@@ -97,8 +99,10 @@ class AnalyticalBackend:
         hbm_eff, launch = self._hbm_and_launch(gpu)
         sm_load_Bps = params.gemm.sm_load_bytes_per_clock * float(gpu.matrix_clock_Hz)
         timer = attention_backward_time_s if backward else attention_forward_time_s
-        return timer(gpu, batch, num_heads, kv_heads, seq_q, seq_kv, head_dim_qk, head_dim_v,
-                     causal, prec, params.attention, sm_load_Bps, hbm_eff, launch)
+        call = AttentionCall(batch, num_heads, kv_heads, seq_q, seq_kv, head_dim_qk, head_dim_v,
+                             causal, prec)
+        return timer(call, AttentionRates.of(gpu, prec, params.attention, sm_load_Bps, hbm_eff,
+                                             launch))
 
     def memory_bound_time_s(self, gpu: GPUSpec, bytes_moved: Floats) -> Floats:
         """One memory-bound kernel: bytes/(BW·η_hbm) + t_launch, seconds (``memory_bound``)."""
