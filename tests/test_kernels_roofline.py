@@ -209,7 +209,7 @@ def test_large_gemm_tflops_within_15_percent(line, gpu, m, n, k, precision, meas
 # --- registry and calibration ----------------------------------------------------------------
 
 def test_registry_returns_a_shared_roofline_backend():
-    assert backend_names() == ["roofline"]
+    assert backend_names() == ["roofline", "analytical", "measured"]
     backend = get_backend("roofline")
     assert backend is BACKEND
     assert isinstance(backend, KernelBackend)

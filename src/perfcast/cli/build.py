@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from perfcast.cli.options import RunArgs
 from perfcast.errors import InputError
@@ -35,6 +36,8 @@ def build_specs(args: RunArgs) -> RunSpecs:
     if gpus <= 0:
         raise InputError("gpus", gpus, "must be a positive number of GPUs")
     system = load_system(args.system, num_gpus=gpus)
+    if args.gpu_clock_mhz is not None:
+        system = system.model_copy(update={"gpu": system.gpu.with_clock(args.gpu_clock_mhz * 1e6)})
     strategy = Strategy(
         num_gpus=gpus,
         tp=args.tp,
@@ -70,3 +73,17 @@ def build_specs(args: RunArgs) -> RunSpecs:
     check_strategy_for_model(model, strategy)
     check_workload_for_strategy(workload, strategy)
     return RunSpecs(model=model, system=system, strategy=strategy, workload=workload)
+
+
+def kernel_backend(name: str, table: Path | None = None):
+    """The kernel backend named ``name`` (``--kernel-backend``); with ``--kernel-table``, a
+    measured backend over that table (``InputError`` if the name is not ``measured``)."""
+    from perfcast.kernels.backend import get_backend
+
+    if table is None:
+        return get_backend(name)
+    if name != "measured":
+        raise InputError("kernel_table", str(table), "needs --kernel-backend measured")
+    from perfcast.kernels.measured import MeasuredBackend, load_kernel_table
+
+    return MeasuredBackend(table=load_kernel_table(table))

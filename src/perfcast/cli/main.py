@@ -9,7 +9,9 @@ from __future__ import annotations
 import typer
 
 from perfcast.cli.catalog_cmd import models_command, systems_command
+from perfcast.cli.kernels_cmd import kernels_app
 from perfcast.cli.memory_cmd import memory_command
+from perfcast.cli.profile_cmd import profile_command
 from perfcast.cli.train_cmd import train_command
 from perfcast.cli.validate_cmd import validate_command
 
@@ -29,6 +31,10 @@ app.command("train", help="Training step time, tokens/s/GPU, MFU and where the t
 )
 app.command("validate", help="Forecast every row of a measured-training CSV and report errors.")(
     validate_command
+)
+app.add_typer(kernels_app, name="kernels", help="Time one GEMM or attention kernel on one GPU.")
+app.command("profile", help="Measure kernels on this machine's GPU into a kernel table (torch).")(
+    profile_command
 )
 app.command("models", help="List catalog models.")(models_command)
 app.command("systems", help="List catalog systems and GPUs.")(systems_command)

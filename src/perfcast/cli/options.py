@@ -11,6 +11,8 @@ import functools
 import inspect
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -39,6 +41,23 @@ class FP8RecipeOpt(str, Enum):
 class GradDtypeOpt(str, Enum):
     fp32 = "fp32"
     bf16 = "bf16"
+
+
+class KernelBackendOpt(str, Enum):
+    """Registered kernel backends (``perfcast.kernels.backend.KernelBackendName``)."""
+
+    roofline = "roofline"
+    analytical = "analytical"
+    measured = "measured"
+
+
+KernelBackendOption = Annotated[KernelBackendOpt, typer.Option(
+    "--kernel-backend", help="Kernel time model: roofline, analytical (tile/wave) or measured.")]
+KernelTableOption = Annotated[Path | None, typer.Option(
+    "--kernel-table", "--calibration",
+    help="Kernel table CSV for --kernel-backend measured (perfcast profile writes one).")]
+GpuClockOption = Annotated[float | None, typer.Option(
+    "--gpu-clock-mhz", min=1.0, help="Override the GPU's sustained matrix clock (MHz).")]
 
 
 @dataclass(frozen=True)
@@ -72,6 +91,7 @@ class RunArgs:
     moe_load_imbalance: float
     moe_grouped_gemm: bool
     moe_capacity_factor: float | None
+    gpu_clock_mhz: float | None
     json: bool
 
 
@@ -104,6 +124,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("moe_load_imbalance", float, typer.Option(1.0, "--moe-load-imbalance", min=1.0, help="MoE: tokens at the busiest expert rank over the mean (1 = balanced).")),
     ("moe_grouped_gemm", bool, typer.Option(True, "--moe-grouped-gemm/--no-moe-grouped-gemm", help="MoE: local experts as one grouped GEMM, or one GEMM per expert.")),
     ("moe_capacity_factor", float | None, typer.Option(None, "--moe-expert-capacity-factor", "--moe-capacity-factor", help="MoE: expert capacity over the balanced load; tokens beyond it dropped (default dropless).")),
+    ("gpu_clock_mhz", float | None, typer.Option(None, "--gpu-clock-mhz", min=1.0, help="Override the GPU's sustained matrix clock (MHz); scales compute throughput.")),
     ("json", bool, typer.Option(False, "--json", help="Print one JSON object.")),
 ]
 

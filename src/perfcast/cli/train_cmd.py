@@ -8,7 +8,13 @@ from typing import Annotated
 import typer
 
 from perfcast.cli.errors import handle_input_errors
-from perfcast.cli.options import RunArgs, run_options
+from perfcast.cli.options import (
+    KernelBackendOpt,
+    KernelBackendOption,
+    KernelTableOption,
+    RunArgs,
+    run_options,
+)
 
 
 class ScheduleOpt(str, Enum):
@@ -18,10 +24,6 @@ class ScheduleOpt(str, Enum):
     gpipe = "gpipe"
 
 
-class BackendOpt(str, Enum):
-    roofline = "roofline"
-
-
 @run_options
 @handle_input_errors
 def train_command(
@@ -29,11 +31,12 @@ def train_command(
     pipeline_schedule: Annotated[ScheduleOpt, typer.Option(
         "--pipeline-schedule", help="Pipeline schedule (auto: interleaved if vpp > 1).")
     ] = ScheduleOpt.auto,
-    kernel_backend: Annotated[BackendOpt, typer.Option(
-        "--kernel-backend", help="Kernel time model.")] = BackendOpt.roofline,
+    kernel_backend: KernelBackendOption = KernelBackendOpt.roofline,
+    kernel_table: KernelTableOption = None,
 ) -> None:
     """Forecast one training step."""
     from perfcast.cli.build import build_specs
+    from perfcast.cli.build import kernel_backend as make_backend
     from perfcast.estimate.training import estimate_training
 
     specs = build_specs(args)
@@ -42,7 +45,7 @@ def train_command(
         strategy = strategy.model_validate(
             {**strategy.model_dump(), "pipeline_schedule": pipeline_schedule.value})
     report = estimate_training(specs.model, specs.system, strategy, specs.workload,
-                               kernel_backend=kernel_backend.value)
+                               kernel_backend=make_backend(kernel_backend.value, kernel_table))
     if args.json:
         from perfcast.report.json_out import to_json
 

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from perfcast.cli.errors import handle_input_errors
+from perfcast.cli.options import KernelBackendOpt, KernelBackendOption, KernelTableOption
 
 DataOption = Annotated[
     Path, typer.Option("--data", help="CSV with the ground_truth/training.csv schema.")
@@ -27,14 +28,22 @@ def _qualities(text: str | None) -> tuple[str, ...] | None:
 
 @handle_input_errors
 def validate_command(
-    data: DataOption, json: JsonFlag = False, quality: QualityOption = None
+    data: DataOption, json: JsonFlag = False, quality: QualityOption = None,
+    kernel_backend: KernelBackendOption = KernelBackendOpt.roofline,
+    kernel_table: KernelTableOption = None,
 ) -> None:
     """Forecast tokens/s/GPU for every measured row and report the errors per source."""
+    from functools import partial
+
+    from perfcast.cli.build import kernel_backend as make_backend
+    from perfcast.estimate.training import estimate_training
     from perfcast.validate.compare import validate_training
 
     if not data.is_file():
         raise FileNotFoundError(f"--data {data}: file not found")
-    report = validate_training(data, qualities=_qualities(quality))
+    estimator = partial(estimate_training,
+                        kernel_backend=make_backend(kernel_backend.value, kernel_table))
+    report = validate_training(data, estimator=estimator, qualities=_qualities(quality))
     if json:
         from perfcast.report.json_out import to_json
 

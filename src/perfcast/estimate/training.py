@@ -15,7 +15,7 @@ from perfcast.graph.layer import ACT_BYTES
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
 from perfcast.graph.param_sharding import layers_per_stage, stage_params
 from perfcast.graph.stage import stage_graph
-from perfcast.kernels.backend import KernelBackendName, get_backend
+from perfcast.kernels.backend import KernelBackend, KernelBackendName, get_backend
 from perfcast.memory.estimate import estimate_memory
 from perfcast.schedule.data_parallel import data_parallel_time
 from perfcast.schedule.op_time import comm_op_time_s
@@ -44,7 +44,7 @@ def estimate_training(
     system: SystemSpec,
     strategy: Strategy,
     workload: Workload,
-    kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE,
+    kernel_backend: KernelBackendName | str | KernelBackend = KernelBackendName.ROOFLINE,
     overheads: TrainingOverheads | None = None,
 ) -> TrainingReport:
     """Step time, throughput, MFU and a breakdown for one training step (no side effects).

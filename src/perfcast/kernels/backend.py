@@ -8,8 +8,12 @@ together), so one call can time a million candidate strategies.
 Backends (one implementation per file):
 
 * ``ROOFLINE`` (``kernels/roofline.py``): max(compute, memory) at fitted efficiencies.
-* later: an analytical tile/wave model and measured tables; each adds one ``KernelBackendName``
-  member and one ``_BACKENDS`` entry, nothing else changes.
+* ``ANALYTICAL`` (``kernels/analytical.py``): tile/wave GEMM, flash-attention work units,
+  memory-bound kernels, from per-SM rates at the sustained clock.
+* ``MEASURED`` (``kernels/measured.py``): interpolates a table of measured kernel times
+  (``perfcast profile`` writes one), analytical outside it.
+
+A new backend adds one ``KernelBackendName`` member and one ``_BACKENDS`` entry.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ class KernelBackendName(StrEnum):
     """Registered kernel-time backends."""
 
     ROOFLINE = "roofline"
+    ANALYTICAL = "analytical"
+    MEASURED = "measured"
 
 
 @runtime_checkable
@@ -76,6 +82,8 @@ class KernelBackend(Protocol):
 
 _BACKENDS: dict[KernelBackendName, str] = {
     KernelBackendName.ROOFLINE: "perfcast.kernels.roofline:RooflineBackend",
+    KernelBackendName.ANALYTICAL: "perfcast.kernels.analytical:AnalyticalBackend",
+    KernelBackendName.MEASURED: "perfcast.kernels.measured:MeasuredBackend",
 }
 """Backend name -> ``module:class`` (imported on first use; the class takes no arguments)."""
 
@@ -92,11 +100,16 @@ def _instantiate(name: KernelBackendName) -> KernelBackend:
     return backend_cls()
 
 
-def get_backend(name: KernelBackendName | str = KernelBackendName.ROOFLINE) -> KernelBackend:
-    """The backend registered as ``name`` with its shipped calibration (one shared instance).
+def get_backend(
+    name: KernelBackendName | str | KernelBackend = KernelBackendName.ROOFLINE,
+) -> KernelBackend:
+    """The backend registered as ``name`` with its shipped calibration (one shared instance);
+    a backend instance (e.g. ``MeasuredBackend`` over a user's table) is returned as it is.
 
     Raises ``InputError`` naming the value and the choices for an unknown name.
     """
+    if not isinstance(name, str):
+        return name
     try:
         key = KernelBackendName(name)
     except ValueError:

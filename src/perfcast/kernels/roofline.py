@@ -4,7 +4,8 @@ t = max(F / (P·eff_c), B / (BW_hbm·eff_hbm)) + t_launch (Williams, Waterman, P
 *Roofline*, CACM 2009), where
 
 * F, B are the kernel's FLOPs and compulsory HBM bytes (``kernels.counts``);
-* P is the GPU's dense peak for the precision (``GPUSpec.peak_flops``);
+* P is the GPU's dense peak for the precision (``GPUSpec.peak_flops``), scaled by a
+  ``--gpu-clock-mhz`` override (``GPUSpec.compute_clock_scale``);
 * eff_c is the GEMM or attention efficiency curve (``kernels.efficiency``) whose parameters,
   with eff_hbm and t_launch, come per GPU generation from ``calibration/kernel_roofline.yaml``
   (fitted by ``tools/fit_kernel_roofline.py``). A generation without its own block gets the
@@ -84,7 +85,7 @@ class RooflineBackend:
         return gemm_roofline_time_s(
             flops,
             gemm_bytes(m, n, k, batch, precision),
-            gpu.peak_flops(precision),
+            gpu.peak_flops(precision) * gpu.compute_clock_scale(),
             gpu.hbm_bandwidth_Bps,
             curve.eff_max,
             curve.flops_half,
@@ -140,7 +141,7 @@ class RooflineBackend:
                             backward, precision),
             attention_keys_per_query(seq_q, seq_kv, causal),
             0.5 * np.add(head_dim_qk, head_dim_v),
-            peak,
+            peak * gpu.compute_clock_scale(),
             gpu.hbm_bandwidth_Bps,
             curve.eff_max,
             curve.keys_half,

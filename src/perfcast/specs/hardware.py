@@ -42,6 +42,14 @@ class GPUSpec(BaseModel):
     num_sms: int | None = Field(default=None, gt=0, description="Streaming multiprocessors / compute units.")
     boost_clock_Hz: float | None = Field(default=None, gt=0, description="Boost (tensor) clock in Hz.")
     l2_cache_bytes: float | None = Field(default=None, gt=0, description="L2 (or last-level) cache in bytes.")
+    sustained_clock_Hz: float | None = Field(
+        default=None, gt=0,
+        description="Clock sustained under dense matrix load, Hz (catalog, with source); None = boost.",
+    )
+    clock_override_Hz: float | None = Field(
+        default=None, gt=0,
+        description="User's clock (--gpu-clock-mhz), Hz: scales compute throughput; None = sustained.",
+    )
     source: str = Field(description="Where these numbers come from.")
 
     def peak_flops(self, precision: Precision) -> float:
@@ -63,6 +71,40 @@ class GPUSpec(BaseModel):
         if value is None:
             raise ValueError(f"gpu {self.name!r} has no {precision} peak (precision={precision!r})")
         return value
+
+    @property
+    def matrix_clock_Hz(self) -> float | None:
+        """Clock the matrix units run at: the override, else the sustained, else the boost clock."""
+        return self.clock_override_Hz or self.sustained_clock_Hz or self.boost_clock_Hz
+
+    def compute_clock_scale(self) -> float:
+        """Compute-throughput factor of ``clock_override_Hz`` against the catalog clock.
+
+        override/(sustained or boost): 1 without an override. Backends whose efficiencies were
+        fitted at the catalog clock (roofline) multiply their peak by it.
+        """
+        catalog_clock = self.sustained_clock_Hz or self.boost_clock_Hz
+        if self.clock_override_Hz is None or catalog_clock is None:
+            return 1.0
+        return self.clock_override_Hz / catalog_clock
+
+    def sustained_matrix_flops(self, precision: Precision) -> float:
+        """Dense matrix FLOP/s at the clock the GPU holds under load: peak·f_matrix/f_boost.
+
+        Datasheet peaks are quoted at the boost clock (H100: 1830 MHz·528 tensor cores·1024
+        FLOP/clk = 989 TFLOP/s, gpus.yaml note); MI300X runs dense MFMA at ~1.2 GHz, not 2.1
+        (AMD MAF blog, kernel_efficiency.csv lines 23-29), so its sustained peak is ~751 TFLOP/s.
+        """
+        peak = self.peak_flops(precision)
+        if self.matrix_clock_Hz is None or self.boost_clock_Hz is None:
+            return peak * self.compute_clock_scale()
+        return peak * self.matrix_clock_Hz / self.boost_clock_Hz
+
+    def with_clock(self, clock_Hz: float | None) -> GPUSpec:
+        """This GPU with its matrix clock overridden to ``clock_Hz`` (None: unchanged)."""
+        if clock_Hz is None:
+            return self
+        return self.model_copy(update={"clock_override_Hz": float(clock_Hz)})
 
     def supports(self, precision: Precision) -> bool:
         try:

@@ -1,0 +1,136 @@
+"""Loader and typed schema of ``kernel_analytical.yaml``: the tile/wave kernel model's knobs.
+
+Per GPU generation: the GEMM tile shapes the vendor libraries pick from (CUTLASS / cuBLAS /
+hipBLASLt / DeepGEMM, with sources), the flash-attention block sizes and softmax unit rate,
+and the fitted efficiencies (fraction of per-SM matrix peak in the main loop, per-SM and L2
+load bandwidth, fixed cycles per tile). HBM efficiency and launch overhead are not repeated
+here: the analytical backend reads them from ``kernel_roofline.yaml`` (one value, one place).
+The file is written by ``tools/fit_kernel_analytical.py``; ``source_rows`` are 1-based line
+numbers of ``shared/reference/kernel_efficiency.csv``.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from perfcast.calibration._files import CALIBRATION_DIR, load_yaml_model
+from perfcast.specs.hardware import Generation
+
+KERNEL_ANALYTICAL_PATH: Final[Path] = CALIBRATION_DIR / "kernel_analytical.yaml"
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class Provenance(BaseModel):
+    """Where a block's numbers come from."""
+
+    model_config = _FROZEN
+
+    method: Literal["fitted", "transferred", "default"] = Field(
+        description="fitted to source_rows; transferred from another generation (see note); "
+        "default = the least favourable fitted generation")
+    source_rows: tuple[int, ...] = Field(default=(), description="Reference CSV lines used.")
+    note: str = Field(default="", description="Provenance and caveats.")
+    fit_rms_log_error: float | None = Field(default=None, ge=0, description="RMS ln(pred/meas).")
+
+
+class TileShape(BaseModel):
+    """One output tile of a GEMM kernel: tile_m × tile_n outputs on ``sms`` SMs (2 = a
+    Blackwell 2-SM UMMA pair)."""
+
+    model_config = _FROZEN
+
+    tile_m: int = Field(gt=0, description="Rows of C per tile.")
+    tile_n: int = Field(gt=0, description="Columns of C per tile.")
+    sms: int = Field(default=1, gt=0, description="SMs that cooperate on one tile.")
+
+
+class GemmTileModel(BaseModel):
+    """Tile/wave GEMM knobs of one generation (``kernels.analytical_gemm``)."""
+
+    model_config = _FROZEN
+
+    tiles: tuple[TileShape, ...] = Field(min_length=1, description="Candidate tiles.")
+    tiles_source: str = Field(description="Libraries/papers the candidate tiles come from.")
+    split_k: tuple[int, ...] = Field(
+        default=(1,), description="Split-K factors tried when the output tiles fill < 1 wave.")
+    mma_efficiency_bf16: float = Field(
+        gt=0, le=1, description="Main-loop fraction of per-SM 16-bit matrix peak.")
+    mma_efficiency_fp8: float = Field(
+        gt=0, le=1, description="Main-loop fraction of per-SM 8-bit matrix peak.")
+    sm_load_bytes_per_clock: float = Field(
+        gt=0, description="Operand bytes one SM can load per clock (L2/HBM -> shared memory).")
+    l2_bytes_per_clock_per_sm: float = Field(
+        gt=0, description="Aggregate L2 operand bandwidth per clock, divided by SM count.")
+    tile_overhead_cycles: float = Field(
+        ge=0, description="Fixed cycles per tile: pipeline fill, epilogue, tile scheduling.")
+    provenance: Provenance
+
+
+class AttentionTileModel(BaseModel):
+    """Flash-attention knobs of one generation (``kernels.analytical_attention``)."""
+
+    model_config = _FROZEN
+
+    block_q: int = Field(gt=0, description="Query rows per work unit (forward).")
+    block_kv: int = Field(gt=0, description="Key/value rows per inner step.")
+    blocks_source: str = Field(description="Kernel the block sizes come from.")
+    exp_per_clock_per_sm: float = Field(
+        gt=0, description="Special-function (MUFU ex2) results per clock per SM.")
+    exp_source: str = Field(description="Source of the special-function throughput.")
+    softmax_overlap: float = Field(
+        ge=0, le=1, description="Fraction of softmax time hidden under the matmuls.")
+    mma_efficiency_forward: float = Field(gt=0, le=1, description="Forward main-loop efficiency.")
+    mma_efficiency_backward: float = Field(
+        gt=0, le=1, description="Backward main-loop efficiency.")
+    unit_overhead_cycles: float = Field(
+        ge=0, description="Fixed cycles per work unit: load Q (or K,V), rescale, write O.")
+    provenance: Provenance
+
+
+class GenerationAnalytical(BaseModel):
+    model_config = _FROZEN
+
+    gemm: GemmTileModel
+    attention: AttentionTileModel
+
+
+class KernelAnalyticalCalibration(BaseModel):
+    """The whole file: header plus one block per generation and a ``default``."""
+
+    model_config = _FROZEN
+
+    generated_by: str
+    generated_on: str
+    reference: str
+    generations: dict[Generation | Literal["default"], GenerationAnalytical]
+
+    @model_validator(mode="after")
+    def _check_default(self) -> KernelAnalyticalCalibration:
+        if "default" not in self.generations:
+            raise ValueError(f"generations has no 'default' block (keys: {sorted(self.generations)})")
+        return self
+
+    def uses_default(self, generation: Generation) -> bool:
+        """True when ``generation`` has no block of its own."""
+        return generation not in self.generations
+
+    def for_generation(self, generation: Generation) -> GenerationAnalytical:
+        """The block of ``generation``, or ``default``."""
+        return self.generations.get(generation, self.generations["default"])
+
+
+@cache
+def _load_shipped() -> KernelAnalyticalCalibration:
+    return load_yaml_model(KernelAnalyticalCalibration, KERNEL_ANALYTICAL_PATH)
+
+
+def load_kernel_analytical(path: Path | None = None) -> KernelAnalyticalCalibration:
+    """The analytical calibration in ``path``; the shipped file (cached) when None."""
+    if path is None:
+        return _load_shipped()
+    return load_yaml_model(KernelAnalyticalCalibration, path)

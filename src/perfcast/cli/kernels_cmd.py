@@ -1,0 +1,118 @@
+"""``perfcast kernels gemm|attention``: time of one kernel on one GPU, with what bounds it."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from perfcast.cli.errors import handle_input_errors
+from perfcast.cli.options import (
+    GpuClockOption,
+    KernelBackendOpt,
+    KernelBackendOption,
+    KernelTableOption,
+)
+
+kernels_app = typer.Typer(help="Time one GEMM or attention kernel on one GPU.",
+                          no_args_is_help=True)
+
+SystemOption = Annotated[str, typer.Option("--system", "-s", help="Catalog system or GPU name.")]
+DtypeOption = Annotated[str, typer.Option("--dtype", help="bf16, fp16, fp8, fp4, ...")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+
+def _gpu_and_backend(system: str, clock_mhz: float | None, backend: KernelBackendOpt,
+                     table):
+    """(GPU with the clock applied, kernel backend) from the shared options."""
+    from perfcast.cli.build import kernel_backend as make_backend
+
+    return _gpu(system, clock_mhz), make_backend(backend.value, table)
+
+
+def _gpu(system: str, clock_mhz: float | None):
+    """The GPU of catalog system ``system`` (or the catalog GPU of that name), clock applied."""
+    from perfcast.catalog.gpus import load_gpu
+    from perfcast.catalog.systems import load_system
+    from perfcast.errors import InputError
+
+    try:
+        gpu = load_system(system).gpu
+    except InputError:
+        gpu = load_gpu(system)
+    return gpu.with_clock(None if clock_mhz is None else clock_mhz * 1e6)
+
+
+def _emit(result, as_json: bool) -> None:
+    if as_json:
+        from perfcast.report.json_out import to_json
+
+        print(to_json(result.to_dict()))
+        return
+    from perfcast.report.console import make_console
+    from perfcast.report.kernel_text import render_kernel
+
+    render_kernel(result, make_console())
+
+
+@kernels_app.command("gemm")
+@handle_input_errors
+def gemm_command(
+    m: Annotated[int, typer.Option("--m", min=1, help="Rows of A and C.")],
+    n: Annotated[int, typer.Option("--n", min=1, help="Columns of B and C.")],
+    k: Annotated[int, typer.Option("--k", min=1, help="Inner dimension.")],
+    batch: Annotated[int, typer.Option("--batch", min=1, help="Batched/grouped GEMMs.")] = 1,
+    dtype: DtypeOption = "bf16",
+    system: SystemOption = "dgx-h100",
+    kernel_backend: KernelBackendOption = KernelBackendOpt.analytical,
+    kernel_table: KernelTableOption = None,
+    gpu_clock_mhz: GpuClockOption = None,
+    json: JsonFlag = False,
+) -> None:
+    """Time of ``batch`` GEMMs C[m,n] = A[m,k]·B[k,n]."""
+    from perfcast.report.kernel_report import gemm_kernel_report
+
+    gpu, backend = _gpu_and_backend(system, gpu_clock_mhz, kernel_backend, kernel_table)
+    _emit(gemm_kernel_report(backend, gpu, m, n, k, batch, _precision(dtype)), json)
+
+
+@kernels_app.command("attention")
+@handle_input_errors
+def attention_command(
+    batch: Annotated[int, typer.Option("--batch", min=1, help="Sequences.")] = 1,
+    heads: Annotated[int, typer.Option("--heads", min=1, help="Query heads.")] = 32,
+    kv_heads: Annotated[int | None, typer.Option("--kv-heads", min=1,
+                                                 help="K/V heads (GQA/MQA).")] = None,
+    seq_q: Annotated[int, typer.Option("--seq-q", min=1, help="Query tokens.")] = 4096,
+    seq_kv: Annotated[int | None, typer.Option("--seq-kv", min=1,
+                                               help="Key tokens (default seq-q).")] = None,
+    head_dim: Annotated[int, typer.Option("--head-dim", min=1, help="Q·K head dim.")] = 128,
+    head_dim_v: Annotated[int | None, typer.Option("--head-dim-v", min=1,
+                                                   help="V head dim (MLA).")] = None,
+    causal: Annotated[bool, typer.Option("--causal/--full", help="Causal mask.")] = True,
+    backward: Annotated[bool, typer.Option("--backward", help="Backward pass.")] = False,
+    dtype: DtypeOption = "bf16",
+    system: SystemOption = "dgx-h100",
+    kernel_backend: KernelBackendOption = KernelBackendOpt.analytical,
+    kernel_table: KernelTableOption = None,
+    gpu_clock_mhz: GpuClockOption = None,
+    json: JsonFlag = False,
+) -> None:
+    """Time of one flash-attention forward (or backward) pass."""
+    from perfcast.report.kernel_report import AttentionShape, attention_kernel_report
+
+    gpu, backend = _gpu_and_backend(system, gpu_clock_mhz, kernel_backend, kernel_table)
+    shape = AttentionShape(batch, heads, kv_heads or heads, seq_q, seq_kv or seq_q, head_dim,
+                           head_dim_v or head_dim, causal, backward)
+    _emit(attention_kernel_report(backend, gpu, shape, _precision(dtype)), json)
+
+
+def _precision(dtype: str):
+    from typing import get_args
+
+    from perfcast.errors import InputError
+    from perfcast.specs.hardware import Precision
+
+    if dtype not in get_args(Precision):
+        raise InputError("dtype", dtype, f"choose from {list(get_args(Precision))}")
+    return dtype

@@ -1,0 +1,110 @@
+"""Analytical kernel backend: tile/wave GEMM, flash-attention work units, memory-bound kernels.
+
+Formulas live in ``analytical_gemm``, ``analytical_attention`` and ``memory_bound``; knobs per
+GPU generation in ``calibration/kernel_analytical.yaml`` (fitted by
+``tools/fit_kernel_analytical.py``); HBM efficiency and launch overhead are the roofline
+calibration's (``calibration/kernel_roofline.yaml``). A GPU without SM count or clock in the
+catalog (TPU, Gaudi, parts whose clock is not published) is timed by the roofline backend;
+``AnalyticalBackend.uses_roofline(gpu)`` says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfcast.arrays import Bools, Floats
+from perfcast.calibration.kernel_analytical import (
+    GenerationAnalytical,
+    KernelAnalyticalCalibration,
+    load_kernel_analytical,
+)
+from perfcast.calibration.kernel_roofline import GEMM_CLASS
+from perfcast.kernels.analytical_attention import (
+    AttentionCall,
+    AttentionRates,
+    attention_backward_time_s,
+    attention_forward_time_s,
+)
+from perfcast.kernels.analytical_gemm import GemmPlan, plan_gemm, plan_grouped_gemm
+from perfcast.kernels.backend import KernelBackendName
+from perfcast.kernels.memory_bound import memory_bound_kernels_time_s
+from perfcast.kernels.roofline import ATTENTION_16BIT_PEAK, RooflineBackend
+from perfcast.specs.hardware import GPUSpec, Precision
+
+
+@dataclass(frozen=True)
+class AnalyticalBackend:
+    """Tile/wave kernel times with per-generation calibration (shipped files by default)."""
+
+    calibration: KernelAnalyticalCalibration = field(default_factory=load_kernel_analytical)
+    roofline: RooflineBackend = field(default_factory=RooflineBackend)
+    name: KernelBackendName = KernelBackendName.ANALYTICAL
+
+    def params(self, gpu: GPUSpec) -> GenerationAnalytical:
+        """The calibration block for ``gpu``'s generation (else ``default``)."""
+        return self.calibration.for_generation(gpu.generation)
+
+    def uses_default(self, gpu: GPUSpec) -> bool:
+        """True when ``gpu``'s generation has no analytical block of its own."""
+        return self.calibration.uses_default(gpu.generation)
+
+    def uses_roofline(self, gpu: GPUSpec) -> bool:
+        """True when the catalog lacks the SM count or clock the tile model needs."""
+        return gpu.num_sms is None or gpu.matrix_clock_Hz is None
+
+    def _hbm_and_launch(self, gpu: GPUSpec) -> tuple[float, float]:
+        params = self.roofline.params(gpu)
+        return params.hbm_efficiency.value, params.launch_overhead_s.value
+
+    def plan_gemm(self, gpu: GPUSpec, m: Floats, n: Floats, k: Floats, batch: Floats = 1,
+                  precision: Precision = "bf16") -> GemmPlan:
+        """Chosen tile, split-K, waves, bound and time of ``batch`` GEMMs (``plan_gemm``)."""
+        hbm_eff, launch = self._hbm_and_launch(gpu)
+        return plan_gemm(gpu, m, n, k, batch, precision, self.params(gpu).gemm, hbm_eff, launch)
+
+    def gemm_time_s(self, gpu: GPUSpec, m: Floats, n: Floats, k: Floats, batch: Floats = 1,
+                    precision: Precision = "bf16") -> Floats:
+        """``batch`` GEMMs C[m,n] = A[m,k]·B[k,n], seconds (``analytical_gemm``)."""
+        if self.uses_roofline(gpu):
+            return self.roofline.gemm_time_s(gpu, m, n, k, batch, precision)
+        return self.plan_gemm(gpu, m, n, k, batch, precision).time_s
+
+    def grouped_gemm_time_s(self, gpu: GPUSpec, tokens_per_expert: Floats, n: Floats,
+                            k: Floats, precision: Precision = "bf16") -> Floats:
+        """One grouped (MoE) GEMM, ``tokens_per_expert`` rows per expert on the last axis, s."""
+        hbm_eff, launch = self._hbm_and_launch(gpu)
+        if self.uses_roofline(gpu):
+            m = np.asarray(tokens_per_expert, dtype=float)
+            return self.roofline.gemm_time_s(gpu, m.max(axis=-1), n, k, m.shape[-1], precision)
+        return plan_grouped_gemm(gpu, tokens_per_expert, n, k, precision,
+                                 self.params(gpu).gemm, hbm_eff, launch).time_s
+
+    def attention_time_s(
+        self, gpu: GPUSpec, batch: Floats, num_heads: Floats, seq_q: Floats, seq_kv: Floats,
+        head_dim_qk: Floats, head_dim_v: Floats, causal: Bools, backward: bool,
+        precision: Precision = "bf16", *, num_kv_heads: Floats | None = None,
+    ) -> Floats:
+        """One flash-attention pass, seconds (``analytical_attention``). FP8 only for a
+        forward on a GPU with FP8; everything else at 16-bit, like the roofline backend."""
+        if self.uses_roofline(gpu):
+            return self.roofline.attention_time_s(
+                gpu, batch, num_heads, seq_q, seq_kv, head_dim_qk, head_dim_v, causal,
+                backward, precision, num_kv_heads=num_kv_heads)
+        kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        fp8 = GEMM_CLASS[precision] == "fp8" and gpu.supports(precision) and not backward
+        prec = precision if fp8 else ATTENTION_16BIT_PEAK
+        params = self.params(gpu)
+        hbm_eff, launch = self._hbm_and_launch(gpu)
+        sm_load_Bps = params.gemm.sm_load_bytes_per_clock * float(gpu.matrix_clock_Hz)
+        timer = attention_backward_time_s if backward else attention_forward_time_s
+        call = AttentionCall(batch, num_heads, kv_heads, seq_q, seq_kv, head_dim_qk, head_dim_v,
+                             causal, prec)
+        return timer(call, AttentionRates.of(gpu, prec, params.attention, sm_load_Bps, hbm_eff,
+                                             launch))
+
+    def memory_bound_time_s(self, gpu: GPUSpec, bytes_moved: Floats) -> Floats:
+        """One memory-bound kernel: bytes/(BW·η_hbm) + t_launch, seconds (``memory_bound``)."""
+        hbm_eff, launch = self._hbm_and_launch(gpu)
+        return memory_bound_kernels_time_s(bytes_moved, gpu.hbm_bandwidth_Bps, hbm_eff, launch)

@@ -1,0 +1,68 @@
+"""Tiles, work units and waves: how a kernel's independent pieces of work fill the SMs.
+
+A GPU kernel splits its output into work units (GEMM output tiles, flash-attention query
+blocks); the hardware runs at most one unit per SM (or SM pair) at a time, so units execute in
+*waves* of ``slots`` units, and a last, partial wave costs nearly a full wave (NVIDIA, *Matrix
+Multiplication Background User's Guide*, 'Wave Quantization'). Per-SM rates come from the
+GPU's datasheet peak divided over its SMs at the clock it sustains under load.
+All functions are array-friendly (arithmetic and numpy ufuncs only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from perfcast.arrays import Floats
+from perfcast.specs.hardware import GPUSpec, Precision
+
+
+def ceil_div(a: Floats, b: Floats) -> Floats:
+    """⌈a/b⌉ for positive a, b (floats or arrays)."""
+    return np.ceil(np.divide(a, b))
+
+
+def num_tiles(m: Floats, n: Floats, tile_m: Floats, tile_n: Floats, batch: Floats = 1) -> Floats:
+    """Output tiles of ``batch`` GEMMs C[m,n]: ⌈m/T_m⌉·⌈n/T_n⌉·batch (partial tiles count whole)."""
+    return ceil_div(m, tile_m) * ceil_div(n, tile_n) * np.asarray(batch, dtype=float)
+
+
+def num_waves(units: Floats, slots: Floats) -> Floats:
+    """Waves of ``units`` work units over ``slots`` concurrent slots: ⌈units/slots⌉."""
+    return ceil_div(units, slots)
+
+
+def wave_quantized_time_s(
+    units: Floats, slots: Floats, wave_time_s: Callable[[Floats], Floats]
+) -> Floats:
+    """Time of ``units`` units run in waves of ``slots``: ⌊u/S⌋·t(S) + [r > 0]·t(r), r = u mod S.
+
+    ``wave_time_s(active)`` is the time of one wave with ``active`` units in flight (shared
+    resources such as L2 bandwidth make a partial wave slightly faster, never proportionally).
+    """
+    units = np.asarray(units, dtype=float)
+    full = np.floor(units / slots)
+    rest = units - full * slots
+    partial = np.where(rest > 0, wave_time_s(np.maximum(rest, 1.0)), 0.0)
+    return full * wave_time_s(np.asarray(slots, dtype=float)) + partial
+
+
+def sm_count(gpu: GPUSpec) -> int:
+    """SMs (NVIDIA) or CUs (AMD) of ``gpu``; raises ``ValueError`` naming the GPU if unknown."""
+    if gpu.num_sms is None:
+        raise ValueError(f"gpu {gpu.name!r} has no num_sms in the catalog; the tile model needs it")
+    return gpu.num_sms
+
+
+def per_sm_matrix_flops(gpu: GPUSpec, precision: Precision) -> float:
+    """Dense matrix FLOP/s of one SM at the sustained clock: ``sustained_matrix_flops``/SMs."""
+    return gpu.sustained_matrix_flops(precision) / sm_count(gpu)
+
+
+def matrix_clock_Hz(gpu: GPUSpec) -> float:
+    """Clock that converts per-clock rates to per-second ones; raises if the catalog has none."""
+    clock = gpu.matrix_clock_Hz
+    if clock is None:
+        raise ValueError(f"gpu {gpu.name!r} has no clock in the catalog; the tile model needs it")
+    return clock

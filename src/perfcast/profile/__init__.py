@@ -1,0 +1,1 @@
+"""``perfcast profile``: measure kernels on the local GPU into a kernel table (torch, lazily)."""

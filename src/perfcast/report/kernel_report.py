@@ -1,0 +1,100 @@
+"""Typed report of one kernel's forecast (``perfcast kernels``): time, TFLOP/s, % of peak,
+bound and, for the analytical GEMM model, the chosen tile."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from perfcast.kernels.backend import KernelBackend
+from perfcast.kernels.counts import attention_bytes, attention_flops, gemm_bytes, gemm_flops
+from perfcast.specs.hardware import GPUSpec, Precision
+
+
+@dataclass(frozen=True)
+class KernelReport:
+    kernel: str
+    gpu: str
+    backend: str
+    precision: Precision
+    shape: dict
+    time_s: float
+    flops: float
+    bytes_moved: float
+    tflops: float
+    pct_of_peak: float
+    """Achieved / datasheet dense peak of ``precision``, percent."""
+    bound: str
+    """compute, memory or launch."""
+    tile: str | None = None
+    """Chosen tile 'T_m x T_n' (and split-K) of the analytical GEMM model."""
+    waves: float | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    batch: int
+    heads: int
+    kv_heads: int
+    seq_q: int
+    seq_kv: int
+    head_dim_qk: int
+    head_dim_v: int
+    causal: bool
+    backward: bool
+
+
+def _bound(backend: KernelBackend, gpu: GPUSpec, time_s: float, flops: float,
+           num_bytes: float) -> str:
+    """Roofline classification when the backend has no plan: launch if the launch-free time
+    is under 2 µs-scale launch gap, else compute vs memory by arithmetic intensity."""
+    compute = flops / gpu.peak_flops("bf16")
+    memory = num_bytes / gpu.hbm_bandwidth_Bps
+    if time_s > 2.0 * max(compute, memory) and max(compute, memory) < 5e-6:
+        return "launch"
+    return "compute" if compute >= memory else "memory"
+
+
+def gemm_kernel_report(backend: KernelBackend, gpu: GPUSpec, m: int, n: int, k: int,
+                       batch: int, precision: Precision) -> KernelReport:
+    """Forecast ``batch`` GEMMs m×n×k on ``gpu`` with ``backend``."""
+    flops = float(gemm_flops(m, n, k, batch))
+    num_bytes = float(gemm_bytes(m, n, k, batch, precision))
+    time_s = float(backend.gemm_time_s(gpu, m, n, k, batch, precision))
+    tile, waves, bound = None, None, None
+    plan_fn = getattr(backend, "plan_gemm", None)
+    if plan_fn is not None and not backend.uses_roofline(gpu):
+        plan = plan_fn(gpu, m, n, k, batch, precision)
+        tile = f"{int(plan.tile_m)}x{int(plan.tile_n)}" + (
+            f" split-k {int(plan.split_k)}" if plan.split_k > 1 else "")
+        waves, bound = float(plan.waves), str(np.asarray(plan.bound))
+    return KernelReport(
+        kernel="gemm", gpu=gpu.name, backend=str(backend.name), precision=precision,
+        shape={"m": m, "n": n, "k": k, "batch": batch}, time_s=time_s, flops=flops,
+        bytes_moved=num_bytes, tflops=flops / time_s / 1e12,
+        pct_of_peak=100.0 * flops / time_s / gpu.peak_flops(precision),
+        bound=bound or _bound(backend, gpu, time_s, flops, num_bytes), tile=tile, waves=waves)
+
+
+def attention_kernel_report(backend: KernelBackend, gpu: GPUSpec, shape: AttentionShape,
+                            precision: Precision) -> KernelReport:
+    """Forecast one flash-attention pass on ``gpu`` with ``backend``."""
+    s = shape
+    flops = float(attention_flops(s.batch, s.heads, s.seq_q, s.seq_kv, s.head_dim_qk,
+                                  s.head_dim_v, s.causal, s.backward))
+    num_bytes = float(attention_bytes(s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_kv,
+                                      s.head_dim_qk, s.head_dim_v, s.backward, precision))
+    time_s = float(backend.attention_time_s(
+        gpu, s.batch, s.heads, s.seq_q, s.seq_kv, s.head_dim_qk, s.head_dim_v, s.causal,
+        s.backward, precision, num_kv_heads=s.kv_heads))
+    peak = gpu.peak_flops(precision if not s.backward else "bf16")
+    return KernelReport(
+        kernel="attention_backward" if s.backward else "attention_forward", gpu=gpu.name,
+        backend=str(backend.name), precision=precision, shape=asdict(s), time_s=time_s,
+        flops=flops, bytes_moved=num_bytes, tflops=flops / time_s / 1e12,
+        pct_of_peak=100.0 * flops / time_s / peak,
+        bound=_bound(backend, gpu, time_s, flops, num_bytes))
