@@ -54,6 +54,9 @@ def build_specs(args: RunArgs) -> RunSpecs:
         fp8_recipe=args.fp8_recipe,
         grad_reduce_dtype=args.grad_reduce_dtype,
         flash_attention=not args.no_flash_attention,
+        placement_order=args.placement_order,
+        tp_comm_overlap=args.tp_comm_overlap,
+        ep_overlap=args.ep_overlap,
     )
     if strategy.precision == "fp8" and not system.gpu.supports("fp8"):
         raise InputError("precision", "fp8", f"gpu {system.gpu.name!r} has no FP8 tensor cores")

@@ -67,6 +67,9 @@ class RunArgs:
     fp8_recipe: str
     grad_reduce_dtype: str
     no_flash_attention: bool
+    placement_order: str
+    tp_comm_overlap: bool
+    ep_overlap: bool
     json: bool
 
 
@@ -94,6 +97,9 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("fp8_recipe", FP8RecipeOpt, typer.Option(FP8RecipeOpt.tensorwise, "--fp8-recipe", help="FP8 scaling recipe.")),
     ("grad_reduce_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--grad-reduce-dtype", help="Main-gradient dtype.")),
     ("no_flash_attention", bool, typer.Option(False, "--no-flash-attention", help="Unfused attention (stores s x s scores).")),
+    ("placement_order", str, typer.Option("tp-cp-ep-dp-pp", "--placement-order", help="Rank order of parallel groups, innermost first (Megatron-LM default).")),
+    ("tp_comm_overlap", bool, typer.Option(False, "--tp-comm-overlap", help="Overlap TP communication with GEMMs.")),
+    ("ep_overlap", bool, typer.Option(False, "--ep-overlap", "--overlap-moe-expert-parallel-comm", help="Overlap EP all-to-all with another micro-batch.")),
     ("json", bool, typer.Option(False, "--json", help="Print one JSON object.")),
 ]
 
