@@ -9,6 +9,8 @@ edp, pp in the same order (Megatron-Core's expert rank generator: tpâ†’etp, dpâ†
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from perfcast.graph.ops import AttentionOp, CommOp, ComputeOp, GemmOp, Group, MemoryOp
 from perfcast.kernels.backend import KernelBackend
 from perfcast.specs.hardware import SystemSpec
@@ -54,12 +56,19 @@ def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:
     }[group]
 
 
+@lru_cache(maxsize=8192)
+def _collective_s(kind: str, size_bytes: float, system: SystemSpec, size: int, stride: int
+                  ) -> float:
+    """One collective's seconds (scalar, memoized: a step repeats the same few collectives)."""
+    from perfcast.comm import group_collective_time_s
+
+    return float(group_collective_time_s(kind, size_bytes, system, size, stride))
+
+
 def comm_op_time_s(op: CommOp, system: SystemSpec, strategy: Strategy):
     """Seconds for ``op`` (all repetitions) with the algorithm NCCL would pick on its group."""
-    from perfcast.comm import Collective, group_collective_time_s
-
     size, stride = group_size_and_stride(op.group, strategy)
     if size <= 1:
         return 0.0
-    kind = Collective(op.collective.value)
-    return op.count * float(group_collective_time_s(kind, op.size_bytes, system, size, stride))
+    return op.count * _collective_s(op.collective.value, float(op.size_bytes), system, size,
+                                    stride)
