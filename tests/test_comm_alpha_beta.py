@@ -50,7 +50,8 @@ DGX_A100 = node_system("dgx-a100", A100, 300, 25)      # NVLink 3; HDR 200 Gb/s 
 DGX_H100 = node_system("dgx-h100", H100, 450, 50)      # NVLink 4; NDR 400 Gb/s per GPU
 A3_MEGA = node_system("a3-mega", H100, 450, 25)        # GCP A3 Mega: 8x200 Gb/s per node
 P6_B200 = node_system("p6-b200", B200, 900, 50)        # AWS P6-B200: 8x400 Gb/s EFA per node
-MI300X_NODE = node_system("mi300x", MI300X, 448, 50)   # xGMI mesh, 448 GB/s aggregate
+MI300X_NODE = node_system("mi300x", MI300X, 448, 50).model_copy(  # xGMI mesh, 64 GB/s per peer
+    update={"scale_up_topology": "mesh", "scale_up_link_bandwidth_Bps": 64e9})
 
 KINDS = list(Collective)
 bandwidths = st.floats(min_value=1e8, max_value=1e13)
@@ -208,8 +209,6 @@ def test_multi_node_all_reduce_is_not_one_nic_wide():
     assert bus_bandwidth_Bps("all_reduce", 8 * GiB, 16, time_s) > 10 * 25e9
 
 
-@pytest.mark.xfail(strict=True, reason="SystemSpec has no per-peer (xGMI mesh) bandwidth: a "
-                   "2-GPU MI300X group gets the 8-GPU aggregate; needs a spec field")
 def test_mi300x_two_gpu_all_reduce_is_link_starved():
     # collectives.md 5e: 47.7 GB/s busbw with 2 GPUs (one 64 GB/s link per pair) at 4 GiB.
     time_s = hierarchical_collective_time_s("all_reduce", 4 * GiB, MI300X_NODE, 2, 1)

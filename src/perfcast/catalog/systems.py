@@ -52,6 +52,21 @@ def _latencies(row: dict[str, Any]) -> dict[str, float]:
     }
 
 
+def _topology(row: dict[str, Any]) -> dict[str, Any]:
+    """Topology fields of an entry (SystemSpec defaults where the entry says nothing)."""
+    fields: dict[str, Any] = {}
+    if row.get("scale_up_topology") is not None:
+        fields["scale_up_topology"] = str(row["scale_up_topology"])
+    if row.get("scale_up_link_GBps") is not None:
+        fields["scale_up_link_bandwidth_Bps"] = float(row["scale_up_link_GBps"]) * GB
+    for key in ("nvls", "scale_out_nics_per_node", "pod_gpus", "pod_oversubscription"):
+        if row.get(key) is not None:
+            fields[key] = row[key]
+    if row.get("pod_latency_us") is not None:
+        fields["pod_latency_s"] = float(row["pod_latency_us"]) / US_PER_S
+    return fields
+
+
 def _build(slug: str, row: dict[str, Any]) -> SystemSpec:
     """One systems.yaml entry -> SystemSpec, bandwidths from the GPU's catalog row."""
     gpu = load_gpu(row["gpu"])
@@ -70,7 +85,9 @@ def _build(slug: str, row: dict[str, Any]) -> SystemSpec:
         "scale_up_bandwidth_Bps": scale_up,
         "scale_out_bandwidth_Bps": scale_out,
         **_latencies(row),
-        "source": f"{' '.join(str(row['source']).split())}; {LATENCY_NOTE}",
+        **_topology(row),
+        "source": "; ".join(" ".join(str(part).split()) for part in (
+            row["source"], LATENCY_NOTE, row.get("nvls_source")) if part),
     }
     return build_spec(SystemSpec, fields, f"{SYSTEMS_FILE.name} entry {slug!r}")
 

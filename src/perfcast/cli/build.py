@@ -62,6 +62,9 @@ def build_specs(args: RunArgs) -> RunSpecs:
         moe_load_imbalance=args.moe_load_imbalance,
         moe_grouped_gemm=args.moe_grouped_gemm,
         moe_capacity_factor=args.moe_capacity_factor,
+        placement_order=args.placement_order,
+        tp_comm_overlap=args.tp_comm_overlap,
+        ep_overlap=args.ep_overlap,
     )
     if strategy.precision == "fp8" and not system.gpu.supports("fp8"):
         raise InputError("precision", "fp8", f"gpu {system.gpu.name!r} has no FP8 tensor cores")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from perfcast.cli.catalog_cmd import models_command, systems_command
+from perfcast.cli.comm_cmd import comm_command
 from perfcast.cli.kernels_cmd import kernels_app
 from perfcast.cli.memory_cmd import memory_command
 from perfcast.cli.profile_cmd import profile_command
@@ -35,6 +36,9 @@ app.command("validate", help="Forecast every row of a measured-training CSV and 
 app.add_typer(kernels_app, name="kernels", help="Time one GEMM or attention kernel on one GPU.")
 app.command("profile", help="Measure kernels on this machine's GPU into a kernel table (torch).")(
     profile_command
+)
+app.command("comm", help="Time, algbw and busbw of one collective; the algorithm NCCL picks.")(
+    comm_command
 )
 app.command("models", help="List catalog models.")(models_command)
 app.command("systems", help="List catalog systems and GPUs.")(systems_command)

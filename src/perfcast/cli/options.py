@@ -92,6 +92,9 @@ class RunArgs:
     moe_grouped_gemm: bool
     moe_capacity_factor: float | None
     gpu_clock_mhz: float | None
+    placement_order: str
+    tp_comm_overlap: bool
+    ep_overlap: bool
     json: bool
 
 
@@ -125,6 +128,9 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("moe_grouped_gemm", bool, typer.Option(True, "--moe-grouped-gemm/--no-moe-grouped-gemm", help="MoE: local experts as one grouped GEMM, or one GEMM per expert.")),
     ("moe_capacity_factor", float | None, typer.Option(None, "--moe-expert-capacity-factor", "--moe-capacity-factor", help="MoE: expert capacity over the balanced load; tokens beyond it dropped (default dropless).")),
     ("gpu_clock_mhz", float | None, typer.Option(None, "--gpu-clock-mhz", min=1.0, help="Override the GPU's sustained matrix clock (MHz); scales compute throughput.")),
+    ("placement_order", str, typer.Option("tp-cp-ep-dp-pp", "--placement-order", help="Rank order of parallel groups, innermost first (Megatron-LM default).")),
+    ("tp_comm_overlap", bool, typer.Option(False, "--tp-comm-overlap", help="Overlap TP communication with GEMMs.")),
+    ("ep_overlap", bool, typer.Option(False, "--ep-overlap", "--overlap-moe-expert-parallel-comm", help="Overlap EP all-to-all with another micro-batch.")),
     ("json", bool, typer.Option(False, "--json", help="Print one JSON object.")),
 ]
 

@@ -1,9 +1,10 @@
 """Where a process group's ranks sit on the system, and which link tier carries its traffic.
 
-Ranks are numbered tp innermost, then cp, dp, pp (Megatron-LM's default order,
-``parallel_state.RankGenerator`` order 'tp-cp-ep-dp-pp'), and consecutive ranks fill a
-scale-up domain (NVLink/xGMI) before the next one. So a process group is ``group_size`` ranks
-spaced ``stride`` apart:
+Ranks are numbered by a placement order of named parallel dimensions, innermost first
+(Megatron-LM ``parallel_state.RankGenerator``: default order 'tp-cp-ep-dp-pp'), and consecutive
+ranks fill a scale-up domain (NVLink/xGMI) before the next one. A dimension's ranks are spaced
+by the product of the sizes of the dimensions inside it (``dimension_strides``), so with the
+default order a process group is ``group_size`` ranks spaced ``stride`` apart:
 
 ========= ========== ====================
 group     group_size stride
@@ -13,6 +14,10 @@ CP        cp         tp
 DP        dp         tp·cp
 PP        pp         tp·cp·dp
 ========= ========== ====================
+
+A group over several dimensions (e.g. dp·cp for gradient reduction) is one strided group when
+they are adjacent in the order; otherwise it is treated as strided by its innermost dimension
+(an approximation: its ranks per domain are counted as if it were one strided group).
 
 A group spans ``group_size·stride`` consecutive ranks; it stays inside one scale-up domain of
 D = ``SystemSpec.scale_up_domain_gpus`` GPUs iff group_size·stride ≤ D (domains aligned at
@@ -38,6 +43,17 @@ class LinkTier(StrEnum):
 
     SCALE_UP = "scale_up"
     SCALE_OUT = "scale_out"
+
+
+def dimension_strides(order: str, sizes: dict[str, int]) -> dict[str, int]:
+    """Rank distance between neighbours of each dimension: the product of the sizes of the
+    dimensions before it in ``order`` ('-' separated, innermost first; Megatron-LM
+    ``RankGenerator``). Dimensions missing from ``sizes`` have size 1."""
+    strides, stride = {}, 1
+    for dim in order.split("-"):
+        strides[dim] = stride
+        stride *= sizes.get(dim, 1)
+    return strides
 
 
 def group_span_gpus(group_size: Floats, stride: Floats) -> Floats:

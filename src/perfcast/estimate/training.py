@@ -128,9 +128,9 @@ def estimate_training(
             "model FLOPs per token = 6*N_active_matmul + causal attention (3 passes); "
             "MTP modules cost time but are not model FLOPs",
             "MFU against the dense BF16 peak of the GPU",
-            f"kernel backend {getattr(backend, 'name', kernel_backend)}; collectives alpha-beta",
+            f"kernel backend {getattr(backend, 'name', kernel_backend)}; collectives as NCCL picks them",
             "DP gradient reduction overlapped with the last micro-batch's backward",
-            "TP and EP collectives exposed; CP exchange overlapped with attention",
+            "TP/EP collectives exposed unless --tp-comm-overlap/--ep-overlap; CP under attention",
         ),
     )
 

@@ -64,6 +64,8 @@ def render_summary(report: ValidationReport, console) -> None:
     for source, stats in report.summary.by_source:
         table.add_row(*_stats_row(source, stats))
     table.add_section()
+    for scale, stats in report.summary.by_scale:
+        table.add_row(*_stats_row(scale, stats))
     table.add_row(*_stats_row("overall", report.summary.overall), style="bold")
     console.print(table)
 

@@ -11,6 +11,8 @@
   layer, an all-gather of the layer's parameters in forward and again in backward, and a
   reduce-scatter of its gradients; each is prefetched under the neighbouring layer's compute,
   so per layer exposed = max(0, comm − that layer's compute); the first gather is exposed.
+
+Every hidden part also pays the SM-sharing slowdown of ``schedule.overlap.exposed_comm_s``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from perfcast.graph.ops import Collective, CommOp, Group, Phase
 from perfcast.graph.param_sharding import StageParams
 from perfcast.memory.states import WEIGHT_BYTES_16BIT, grad_bytes_per_param
 from perfcast.schedule.op_time import comm_op_time_s
+from perfcast.schedule.overlap import compute_slowdown, exposed_comm_s
 from perfcast.schedule.stage_time import StageTime
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.strategy import Strategy
@@ -48,6 +51,7 @@ def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec
     """DP communication seconds of one stage per step, and how much of it is exposed."""
     grad_b = grad_bytes_per_param(strategy)
     stage = strategy.sharding_stage
+    slow = compute_slowdown(system)
     if stage >= 3:
         layers = max(params.num_layers, 1)
         dense_layer = params.dense / layers
@@ -60,8 +64,8 @@ def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec
                          grad_b * dense_layer, system, strategy)
                    + _time("fsdp_expert_reduce_scatter", Collective.REDUCE_SCATTER, Group.EDP,
                            grad_b * expert_layer, system, strategy))
-        exposed_fwd = max(0.0, gather - times.layer_forward_s) * (layers - 1) + gather
-        exposed_bwd = max(0.0, gather + scatter - times.layer_backward_s) * layers
+        exposed_fwd = float(exposed_comm_s(gather, times.layer_forward_s, slow)) * (layers - 1) + gather
+        exposed_bwd = float(exposed_comm_s(gather + scatter, times.layer_backward_s, slow)) * layers
         per_mb_total = layers * (2 * gather + scatter)
         return DataParallelTime(total_s=per_mb_total, exposed_step_s=0.0,
                                 exposed_per_micro_batch_s=exposed_fwd + exposed_bwd)
@@ -83,6 +87,6 @@ def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec
     layers = max(params.num_layers, 1)
     window_bwd = times.backward_compute_s * (1 - 1 / layers)
     window_fwd = times.layer_forward_s * (layers - 1)
-    exposed = max(0.0, reduce - window_bwd) + max(0.0, gather - window_fwd)
+    exposed = float(exposed_comm_s(reduce, window_bwd, slow) + exposed_comm_s(gather, window_fwd, slow))
     return DataParallelTime(total_s=reduce + gather, exposed_step_s=exposed,
                             exposed_per_micro_batch_s=0.0)

@@ -1,12 +1,15 @@
 """Seconds of one operator record on one GPU or one parallel group.
 
-Compute ops go to a kernel backend (``perfcast.kernels``); collectives go to the two-tier
-alpha-beta model (``perfcast.comm.hierarchical``) over the ranks their group actually spans
-(``comm.placement``; rank order tp innermost, then cp, dp, pp; experts carved as etp, ep,
-edp inside tp·cp·dp as in Megatron-Core).
+Compute ops go to a kernel backend (``perfcast.kernels``); collectives go to the algorithm
+NCCL would pick on the tiers their group actually crosses (``perfcast.comm.select``), placed
+by ``Strategy.placement_order`` (``comm.placement.dimension_strides``; default Megatron-LM
+'tp-cp-ep-dp-pp'). Dense groups use sizes tp, cp, dp, pp; expert groups are carved as etp, ep,
+edp, pp in the same order (Megatron-Core's expert rank generator: tp→etp, dp→edp, cp folded).
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 from perfcast.graph.ops import AttentionOp, CommOp, ComputeOp, GemmOp, Group, MemoryOp
 from perfcast.kernels.backend import KernelBackend
@@ -34,27 +37,38 @@ def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
 
 
 def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:
-    """Size of ``group`` and the rank distance between its members."""
-    tp, cp, dp = strategy.tp, strategy.cp, strategy.dp
-    etp, ep = strategy.expert_tp, strategy.ep
+    """Size of ``group`` and the rank distance between its members (placement order)."""
+    from perfcast.comm.placement import dimension_strides
+
+    order = strategy.placement_order
+    tp, cp, dp, pp = strategy.tp, strategy.cp, strategy.dp, strategy.pp
+    dense = dimension_strides(order, {"tp": tp, "cp": cp, "dp": dp, "pp": pp})
+    expert = dimension_strides(order, {"tp": strategy.expert_tp, "ep": strategy.ep,
+                                       "dp": strategy.expert_dp, "pp": pp})
     return {
-        Group.TP: (tp, 1),
-        Group.CP: (cp, tp),
-        Group.DP: (dp, tp * cp),
-        Group.DP_CP: (dp * cp, tp),
-        Group.PP: (strategy.pp, tp * cp * dp),
-        Group.EP: (ep, etp),
-        Group.EDP: (strategy.expert_dp, etp * ep),
+        Group.TP: (tp, dense["tp"]),
+        Group.CP: (cp, dense["cp"]),
+        Group.DP: (dp, dense["dp"]),
+        Group.DP_CP: (dp * cp, min(dense["dp"], dense["cp"]) if cp > 1 else dense["dp"]),
+        Group.PP: (pp, dense["pp"]),
+        Group.EP: (strategy.ep, expert["ep"]),
+        Group.EDP: (strategy.expert_dp, expert["dp"]),
     }[group]
 
 
-def comm_op_time_s(op: CommOp, system: SystemSpec, strategy: Strategy):
-    """Seconds for ``op`` (all repetitions) on its group's link."""
-    from perfcast.comm import Collective, hierarchical_collective_time_s
+@lru_cache(maxsize=8192)
+def _collective_s(kind: str, size_bytes: float, system: SystemSpec, size: int, stride: int
+                  ) -> float:
+    """One collective's seconds (scalar, memoized: a step repeats the same few collectives)."""
+    from perfcast.comm import group_collective_time_s
 
+    return float(group_collective_time_s(kind, size_bytes, system, size, stride))
+
+
+def comm_op_time_s(op: CommOp, system: SystemSpec, strategy: Strategy):
+    """Seconds for ``op`` (all repetitions) with the algorithm NCCL would pick on its group."""
     size, stride = group_size_and_stride(op.group, strategy)
     if size <= 1:
         return 0.0
-    kind = Collective(op.collective.value)
-    return op.count * float(
-        hierarchical_collective_time_s(kind, op.size_bytes, system, size, stride))
+    return op.count * _collective_s(op.collective.value, float(op.size_bytes), system, size,
+                                    stride)

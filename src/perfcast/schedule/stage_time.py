@@ -1,10 +1,18 @@
 """Time of one pipeline stage for one micro-batch: compute by kind, recompute, exposed comm.
 
-Exposure rules per micro-batch (what Megatron-LM / PyTorch do by default):
+Exposure rules per micro-batch (``schedule.overlap.exposed_comm_s``: max(0, comm − window)
+plus the SM-sharing slowdown over the hidden part):
 - TP collectives sit between dependent GEMMs: fully exposed (Korthikanti et al. 2022 §4.2.2);
-- CP K/V exchange runs under the attention kernel: exposed part max(0, comm − attention)
+  with ``tp_comm_overlap`` (Megatron ``--tp-comm-overlap``, Transformer Engine userbuffers:
+  the all-gather / reduce-scatter is split into chunks pipelined with the GEMM that consumes
+  or produces them; Wang et al. 2023 "Overlap communication with dependent computation via
+  decomposition", ASPLOS) the window is the layer's GEMM time of the same pass;
+- CP K/V exchange runs under the attention kernel: window = attention of the same pass
   (Liu et al. 2023, Ring Attention §3; Megatron-Core CP overlaps the P2P ring with compute);
-- EP all-to-all dispatch/combine sits between router and experts: fully exposed;
+- EP all-to-all dispatch/combine sits between router and experts: fully exposed; with
+  ``ep_overlap`` (Megatron-Core ``--overlap-moe-expert-parallel-comm``, DeepSeek-V3 §3.2.1
+  DualPipe) one micro-batch's all-to-all runs under another's forward+backward compute of the
+  layer, the window;
 - recompute: full = re-run the forward of the recomputed layers (with its TP and EP
   collectives); selective = re-run the attention core forward (Korthikanti et al. 2022 §5).
 """
@@ -17,6 +25,11 @@ from perfcast.graph.ops import AttentionOp, GemmOp, Group, MemoryOp, Phase
 from perfcast.graph.stage import LayerGroup, StageGraph
 from perfcast.kernels.backend import KernelBackend
 from perfcast.schedule.op_time import comm_op_time_s, compute_op_time_s
+from perfcast.schedule.overlap import (
+    compute_slowdown,
+    exposed_comm_s,
+    tp_overlap_hideable_fraction,
+)
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.strategy import Strategy
 
@@ -70,25 +83,36 @@ class StageTime:
 
 def _layer_time(group: LayerGroup, system, strategy, backend) -> LayerTime:
     kind_s = {GemmOp: 0.0, AttentionOp: 0.0, MemoryOp: 0.0}
-    fwd = bwd = attn_fwd = attn_bwd = 0.0
+    by_pass = {(kind, forward): 0.0 for kind in (GemmOp, AttentionOp, MemoryOp)
+               for forward in (True, False)}
     for op in group.compute:
         t = compute_op_time_s(op, system, strategy, backend)
         kind_s[type(op)] += t
-        is_attention = isinstance(op, AttentionOp)
-        if op.phase == Phase.FORWARD:
-            fwd, attn_fwd = fwd + t, attn_fwd + (t if is_attention else 0.0)
-        else:
-            bwd, attn_bwd = bwd + t, attn_bwd + (t if is_attention else 0.0)
+        by_pass[(type(op), op.phase == Phase.FORWARD)] += t
+    fwd = sum(t for (_, forward), t in by_pass.items() if forward)
+    bwd = sum(t for (_, forward), t in by_pass.items() if not forward)
     comm = {(g, forward): 0.0 for g in (Group.TP, Group.CP, Group.EP) for forward in (True, False)}
     for op in group.comm:
         comm[(op.group, op.phase == Phase.FORWARD)] += comm_op_time_s(op, system, strategy)
+    slow = compute_slowdown(system)
+    tp_fwd, tp_bwd = comm[(Group.TP, True)], comm[(Group.TP, False)]
+    if strategy.tp_comm_overlap:
+        hideable = tp_overlap_hideable_fraction()
+        tp_fwd = float(exposed_comm_s(tp_fwd, by_pass[(GemmOp, True)], slow, hideable))
+        tp_bwd = float(exposed_comm_s(tp_bwd, by_pass[(GemmOp, False)], slow, hideable))
+    ep_fwd, ep_bwd = comm[(Group.EP, True)], comm[(Group.EP, False)]
+    if strategy.ep_overlap and ep_fwd + ep_bwd > 0:
+        share = float(exposed_comm_s(ep_fwd + ep_bwd, fwd + bwd, slow)) / (ep_fwd + ep_bwd)
+        ep_fwd, ep_bwd = ep_fwd * share, ep_bwd * share
     return LayerTime(
         gemm_s=kind_s[GemmOp], attention_s=kind_s[AttentionOp], memory_bound_s=kind_s[MemoryOp],
-        forward_compute_s=fwd, backward_compute_s=bwd, attention_forward_s=attn_fwd,
-        tp_forward_s=comm[(Group.TP, True)], tp_backward_s=comm[(Group.TP, False)],
-        cp_s=(max(0.0, comm[(Group.CP, True)] - attn_fwd)
-              + max(0.0, comm[(Group.CP, False)] - attn_bwd)),
-        ep_forward_s=comm[(Group.EP, True)], ep_backward_s=comm[(Group.EP, False)],
+        forward_compute_s=fwd, backward_compute_s=bwd,
+        attention_forward_s=by_pass[(AttentionOp, True)],
+        tp_forward_s=tp_fwd, tp_backward_s=tp_bwd,
+        cp_s=float(exposed_comm_s(comm[(Group.CP, True)], by_pass[(AttentionOp, True)], slow)
+                   + exposed_comm_s(comm[(Group.CP, False)], by_pass[(AttentionOp, False)],
+                                    slow)),
+        ep_forward_s=ep_fwd, ep_backward_s=ep_bwd,
     )
 
 

@@ -16,6 +16,10 @@ Generation = Literal[
     "volta", "ampere", "hopper", "blackwell", "blackwell-ultra",
     "cdna2", "cdna3", "cdna4", "tpu", "gaudi",
 ]
+ScaleUpTopology = Literal["switch", "mesh", "pcie"]
+"""How the scale-up domain joins its GPUs: ``switch`` (NVSwitch: every GPU reaches any peer at
+its full per-GPU bandwidth), ``mesh`` (AMD xGMI fully connected: one link per pair of GPUs, so a
+group of r GPUs uses r−1 links per GPU), ``pcie`` (through PCIe switches / the host)."""
 
 
 class GPUSpec(BaseModel):
@@ -137,6 +141,35 @@ class SystemSpec(BaseModel):
     scale_out_latency_s: float = Field(
         default=10e-6, ge=0, description="Per-hop latency of a scale-out transfer, seconds."
     )
+    scale_up_topology: ScaleUpTopology = Field(
+        default="switch", description="Scale-up fabric: NVSwitch-like switch, xGMI mesh or PCIe."
+    )
+    scale_up_link_bandwidth_Bps: float | None = Field(
+        default=None, gt=0,
+        description="Mesh only: unidirectional bandwidth of the one link joining a pair of GPUs.",
+    )
+    nvls: bool = Field(
+        default=False,
+        description="The scale-up switch reduces in the network (NVLink SHARP, NVSwitch gen3+).",
+    )
+    scale_out_nics_per_node: int | None = Field(
+        default=None, gt=0,
+        description="Compute NICs (rails) per node; scale_out_bandwidth_Bps is their sum / GPUs.",
+    )
+    pod_gpus: int | None = Field(
+        default=None, gt=0,
+        description="Third tier: GPUs under one non-blocking scale-out pod (leaf/rail group); "
+        "None = the scale-out network is non-blocking at any size.",
+    )
+    pod_oversubscription: float = Field(
+        default=1.0, ge=1.0,
+        description="Third tier: downlink/uplink ratio above a pod; traffic leaving a pod sees "
+        "scale-out bandwidth divided by it.",
+    )
+    pod_latency_s: float | None = Field(
+        default=None, ge=0,
+        description="Third tier: per-hop latency between pods, seconds; None = scale_out_latency_s.",
+    )
     num_gpus: int | None = Field(
         default=None, gt=0, description="Total GPUs in the cluster; None = as many as asked."
     )
@@ -151,6 +184,12 @@ class SystemSpec(BaseModel):
                 f"gpus_per_node={self.gpus_per_node} is not a multiple of "
                 f"scale_up_domain_gpus={self.scale_up_domain_gpus}"
             )
+        if self.scale_up_topology == "mesh" and self.scale_up_link_bandwidth_Bps is None:
+            raise ValueError(f"system {self.name!r}: scale_up_topology='mesh' needs "
+                             "scale_up_link_bandwidth_Bps (per-peer link)")
+        if self.nvls and self.scale_up_topology != "switch":
+            raise ValueError(f"system {self.name!r}: nvls=True needs scale_up_topology='switch' "
+                             f"(got {self.scale_up_topology!r})")
         return self
 
     def with_num_gpus(self, num_gpus: int) -> SystemSpec:

@@ -16,6 +16,9 @@ TrainPrecision = Literal["bf16", "fp16", "fp8"]
 FP8Recipe = Literal["tensorwise", "delayed", "rowwise", "rowwise-hp-wgrad", "blockwise", "mxfp8"]
 GradReduceDtype = Literal["fp32", "bf16"]
 PipelineSchedule = Literal["1f1b", "interleaved", "gpipe"]
+PARALLEL_DIMS = ("tp", "cp", "ep", "dp", "pp")
+DEFAULT_PLACEMENT_ORDER = "tp-cp-ep-dp-pp"
+"""Megatron-LM's rank order (``parallel_state.RankGenerator``): tp innermost, pp outermost."""
 
 
 class Strategy(BaseModel):
@@ -77,6 +80,18 @@ class Strategy(BaseModel):
         description="Expert capacity over the balanced load (--moe-expert-capacity-factor); "
                     "tokens beyond it are dropped. None = dropless.",
     )
+    placement_order: str = Field(
+        default=DEFAULT_PLACEMENT_ORDER,
+        description="Rank order of the parallel dimensions, innermost first (Megatron --order).",
+    )
+    tp_comm_overlap: bool = Field(
+        default=False, description="Overlap TP collectives with the GEMMs (--tp-comm-overlap)."
+    )
+    ep_overlap: bool = Field(
+        default=False,
+        description="Overlap EP all-to-all with another micro-batch's compute "
+        "(--overlap-moe-expert-parallel-comm).",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Strategy:
@@ -98,6 +113,10 @@ class Strategy(BaseModel):
                 f"ep*etp={expert_group} (ep={self.ep}, etp={self.expert_tp}) does not divide "
                 f"tp*cp*dp={self.tp * self.cp * self.dp}"
             )
+        dims = self.placement_order.split("-")
+        if sorted(dims) != sorted(PARALLEL_DIMS):
+            raise ValueError(f"placement_order={self.placement_order!r} is not an order of "
+                             f"{'-'.join(PARALLEL_DIMS)} (each once, '-' separated)")
         if self.fsdp and self.zero_stage not in (0, 3):
             raise ValueError(f"fsdp=True conflicts with zero_stage={self.zero_stage}")
         if self.recompute_num_layers is not None and self.recompute != "full":

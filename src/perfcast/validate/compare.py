@@ -50,6 +50,8 @@ class RowResult:
     measured_from: str = "tokens_per_s_per_gpu"
     predicted_step_time_s: float | None = None
     predicted_mfu: float | None = None
+    num_nodes: int | None = None
+    """Nodes the run spans: ceil(num_gpus / the system's GPUs per node)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -58,7 +60,7 @@ class RowResult:
             "predicted": self.predicted, "measured": self.measured, "error": self.error,
             "measured_from": self.measured_from,
             "predicted_step_time_s": self.predicted_step_time_s,
-            "predicted_mfu": self.predicted_mfu,
+            "predicted_mfu": self.predicted_mfu, "num_nodes": self.num_nodes,
         }
 
 
@@ -118,6 +120,7 @@ def compare_row(parsed: ParsedRow, estimator: Estimator) -> RowResult | SkippedR
         arch_type=parsed.arch_type, measured_from=parsed.measured_from,
         predicted_step_time_s=_optional_float(report, "step_time_s"),
         predicted_mfu=_optional_float(report, "mfu"),
+        num_nodes=-(-parsed.strategy.num_gpus // parsed.system.gpus_per_node),
     )
 
 

@@ -58,10 +58,12 @@ class ErrorStats:
 
 @dataclass(frozen=True)
 class ValidationSummary:
-    """Statistics over all rows and per ``source_id`` (sources sorted by name)."""
+    """Statistics over all rows, per ``source_id`` (sources sorted by name) and per scale
+    (``single-node`` / ``multi-node`` for rows that say how many nodes they span)."""
 
     overall: ErrorStats
     by_source: tuple[tuple[str, ErrorStats], ...]
+    by_scale: tuple[tuple[str, ErrorStats], ...] = ()
 
     def source(self, source_id: str) -> ErrorStats | None:
         return dict(self.by_source).get(source_id)
@@ -70,6 +72,7 @@ class ValidationSummary:
         return {
             "overall": self.overall.to_dict(),
             "by_source": {source: stats.to_dict() for source, stats in self.by_source},
+            "by_scale": {scale: stats.to_dict() for scale, stats in self.by_scale},
         }
 
 
@@ -96,9 +99,14 @@ def summarize(results: Iterable[HasError], worst_n: int = WORST_N) -> Validation
     """Overall and per-source statistics of ``results``."""
     rows = list(results)
     groups: dict[str, list[HasError]] = {}
+    scales: dict[str, list[HasError]] = {}
     for row in rows:
         groups.setdefault(row.source_id, []).append(row)
+        nodes = getattr(row, "num_nodes", None)
+        if nodes is not None:
+            scales.setdefault("multi-node" if nodes > 1 else "single-node", []).append(row)
     return ValidationSummary(
         overall=error_stats(rows, worst_n),
         by_source=tuple((s, error_stats(groups[s], worst_n)) for s in sorted(groups)),
+        by_scale=tuple((s, error_stats(scales[s], worst_n)) for s in sorted(scales)),
     )

@@ -26,6 +26,7 @@ framework or per source and are recorded in the row's ``notes`` when used.
   number of stages); else 1.
 - global batch: ``global_batch_seqs``; else ``global_batch_tokens``/``seq_len``; else
   micro_batch·dp·grad_accum.
+- ``tp_comm_overlap``: on for torchtitan rows whose framework says "async TP".
 - FlashAttention: off for Megatron-LM 2021/2022 runs (megatron_sc21, korthikanti2022, which
   predate it); on otherwise.
 """
@@ -134,6 +135,15 @@ def sequence_parallel(row: Mapping[str, str | None], tp: int, notes: list[str]) 
         raise RowError(f"sequence_parallel={cell_text(row, 'sequence_parallel')!r} not understood")
     if tp > 1 and (is_megatron_core(row) or is_torchtitan(row)):
         notes.append("sequence_parallel not stated: on (framework pairs TP with SP)")
+        return True
+    return False
+
+
+def tp_comm_overlap(row: Mapping[str, str | None], tp: int, notes: list[str]) -> bool:
+    """TP communication overlap: torchtitan rows that say "async TP" (its TP overlap)."""
+    framework = _framework(row).replace(" ", "")
+    if tp > 1 and "asynctp" in framework:
+        notes.append("async TP: TP communication overlapped with GEMMs")
         return True
     return False
 

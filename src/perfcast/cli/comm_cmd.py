@@ -1,0 +1,65 @@
+"""``perfcast comm``: time, algbw, busbw and algorithm of one collective on a catalog system."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from perfcast.cli.errors import handle_input_errors
+
+
+class CollectiveOpt(str, Enum):
+    all_reduce = "all-reduce"
+    all_gather = "all-gather"
+    reduce_scatter = "reduce-scatter"
+    all_to_all = "all-to-all"
+    send_recv = "send-recv"
+
+
+class AlgorithmOpt(str, Enum):
+    ring = "ring"
+    tree = "tree"
+    nvls = "nvls"
+    hierarchical = "hierarchical"
+    direct = "direct"
+    pxn = "pxn"
+    p2p = "p2p"
+
+
+@handle_input_errors
+def comm_command(
+    collective: Annotated[CollectiveOpt, typer.Argument(help="Collective operation.")],
+    size_bytes: Annotated[float, typer.Option(
+        "--size-bytes", help="Bytes (nccl-tests size: the full buffer).")],
+    gpus: Annotated[int, typer.Option("--gpus", "-g", help="GPUs in the group.")],
+    system: Annotated[str, typer.Option("--system", "-s", help="Catalog system name.")
+                      ] = "dgx-h100",
+    stride: Annotated[int, typer.Option(
+        "--stride", help="Rank distance between group members (1 = consecutive GPUs).")] = 1,
+    algorithm: Annotated[AlgorithmOpt | None, typer.Option(
+        "--algorithm", help="Force an algorithm (default: what NCCL would pick).")] = None,
+    json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Forecast one collective: time, algbw, busbw, algorithm and tiers crossed."""
+    from perfcast.catalog.systems import load_system
+    from perfcast.comm import estimate_collective
+    from perfcast.errors import InputError
+
+    if size_bytes < 0:
+        raise InputError("size_bytes", size_bytes, "must be >= 0")
+    if stride < 1:
+        raise InputError("stride", stride, "must be a positive integer")
+    spec = load_system(system)
+    estimate = estimate_collective(collective.value.replace("-", "_"), size_bytes, spec, gpus,
+                                   stride, algorithm.value if algorithm else None)
+    if json:
+        from perfcast.report.json_out import to_json
+
+        print(to_json(estimate.to_dict()))
+        return
+    from perfcast.report.comm_text import render_collective
+    from perfcast.report.console import make_console
+
+    render_collective(estimate, make_console())
