@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
 from perfcast.graph.param_sharding import StageParams
 from perfcast.memory.states import WEIGHT_BYTES_16BIT, grad_bytes_per_param
@@ -45,7 +47,9 @@ def _time(name, collective, group, size_bytes, system, strategy) -> float:
 
 def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec,
                        strategy: Strategy) -> DataParallelTime:
-    """DP communication seconds of one stage per step, and how much of it is exposed."""
+    """DP communication seconds of one stage per step, and how much of it is exposed.
+
+    Array-friendly in ``params``/``times`` fields and the strategy's group sizes."""
     grad_b = grad_bytes_per_param(strategy)
     stage = strategy.sharding_stage
     if stage >= 3:
@@ -60,8 +64,8 @@ def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec
                          grad_b * dense_layer, system, strategy)
                    + _time("fsdp_expert_reduce_scatter", Collective.REDUCE_SCATTER, Group.EDP,
                            grad_b * expert_layer, system, strategy))
-        exposed_fwd = max(0.0, gather - times.layer_forward_s) * (layers - 1) + gather
-        exposed_bwd = max(0.0, gather + scatter - times.layer_backward_s) * layers
+        exposed_fwd = np.maximum(0.0, gather - times.layer_forward_s) * (layers - 1) + gather
+        exposed_bwd = np.maximum(0.0, gather + scatter - times.layer_backward_s) * layers
         per_mb_total = layers * (2 * gather + scatter)
         return DataParallelTime(total_s=per_mb_total, exposed_step_s=0.0,
                                 exposed_per_micro_batch_s=exposed_fwd + exposed_bwd)
@@ -83,6 +87,6 @@ def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec
     layers = max(params.num_layers, 1)
     window_bwd = times.backward_compute_s * (1 - 1 / layers)
     window_fwd = times.layer_forward_s * (layers - 1)
-    exposed = max(0.0, reduce - window_bwd) + max(0.0, gather - window_fwd)
+    exposed = np.maximum(0.0, reduce - window_bwd) + np.maximum(0.0, gather - window_fwd)
     return DataParallelTime(total_s=reduce + gather, exposed_step_s=exposed,
                             exposed_per_micro_batch_s=0.0)

@@ -8,6 +8,8 @@ edp inside tp·cp·dp as in Megatron-Core).
 
 from __future__ import annotations
 
+import numpy as np
+
 from perfcast.graph.ops import AttentionOp, CommOp, ComputeOp, GemmOp, Group, MemoryOp
 from perfcast.kernels.backend import KernelBackend
 from perfcast.specs.hardware import SystemSpec
@@ -49,12 +51,13 @@ def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:
 
 
 def comm_op_time_s(op: CommOp, system: SystemSpec, strategy: Strategy):
-    """Seconds for ``op`` (all repetitions) on its group's link."""
+    """Seconds for ``op`` (all repetitions) on its group's link (array-friendly: the group
+    sizes and ``op.size_bytes`` may be numpy arrays; a group of one costs 0)."""
     from perfcast.comm import Collective, hierarchical_collective_time_s
 
     size, stride = group_size_and_stride(op.group, strategy)
-    if size <= 1:
+    if np.ndim(size) == 0 and size <= 1:
         return 0.0
     kind = Collective(op.collective.value)
-    return op.count * float(
-        hierarchical_collective_time_s(kind, op.size_bytes, system, size, stride))
+    seconds = hierarchical_collective_time_s(kind, op.size_bytes, system, size, stride)
+    return op.count * (float(seconds) if np.ndim(seconds) == 0 else seconds)
