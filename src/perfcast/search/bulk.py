@@ -74,22 +74,32 @@ def _gather(table, index: np.ndarray):
 def layer_tables(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_length: int,
                  backend) -> LayerTables:
     """Scalar layer and extra-op times for every ``LayerKey`` of ``space``."""
-    dense, moe, extras = [], [], {key: [] for key in ((True, False), (False, True), (True, True))}
-    for key in space.layer_keys:
-        strategy = _key_strategy(key, space.num_gpus)
-        for is_moe, out in ((False, dense), (True, moe)):
-            if is_moe and not model.is_moe:
-                out.append(dense[-1])
-                continue
-            compute, comm = layer_ops(model, layer_shape(model, strategy, seq_length, is_moe))
-            group = LayerGroup(1, is_moe, tuple(compute), tuple(comm))
-            out.append(layer_time(group, system, strategy, backend))
+    roles = ((True, False), (False, True), (True, True))
+
+    def timed_layer(strategy: Strategy, is_moe: bool) -> LayerTime:
+        compute, comm = layer_ops(model, layer_shape(model, strategy, seq_length, is_moe))
+        group = LayerGroup(1, is_moe, tuple(compute), tuple(comm))
+        return layer_time(group, system, strategy, backend)
+
+    @functools.cache
+    def without_experts(tp, cp, mbs, sp, precision):
+        """Dense layer and embedding/head times: experts (ep, etp) play no part."""
+        strategy = _key_strategy(LayerKey(tp, cp, 1, tp, mbs, sp, precision), space.num_gpus)
         shape = layer_shape(model, strategy, seq_length, False)
         emb, head = embedding_ops(model, shape), head_ops(model, shape)
-        for (first, last), out in extras.items():
-            ops = (emb if first else []) + (head if last else [])
-            out.append(extra_time(ops, system, strategy, backend))
-    extra = {k: _stack(ExtraTime, v) for k, v in extras.items()}
+        extras = [extra_time((emb if first else []) + (head if last else []), system, strategy,
+                             backend) for first, last in roles]
+        return timed_layer(strategy, False), extras
+
+    dense, moe, extras = [], [], []
+    for key in space.layer_keys:
+        layer, extra = without_experts(key.tp, key.cp, key.micro_batch_size,
+                                       key.sequence_parallel, key.precision)
+        dense.append(layer)
+        extras.append(extra)
+        moe.append(timed_layer(_key_strategy(key, space.num_gpus), True) if model.is_moe
+                   else layer)
+    extra = {role: _stack(ExtraTime, [e[i] for e in extras]) for i, role in enumerate(roles)}
     extra[(False, False)] = ExtraTime(0.0, 0.0, 0.0)
     return LayerTables(dense=_stack(LayerTime, dense), moe=_stack(LayerTime, moe), extra=extra)
 
