@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from perfcast.errors import InputError
 from perfcast.estimate.training import estimate_training
 from perfcast.search.bulk import BulkEvaluator
 from perfcast.search.enumerate import enumerate_strategies
@@ -48,12 +49,12 @@ def search_strategies(
     """
     objective = Objective(objective)
     if objective is Objective.COST and price_per_gpu_hour is None:
-        from perfcast.errors import InputError
-
         raise InputError("price_per_gpu_hour", None, "is needed for objective 'cost'")
     system = system.with_num_gpus(num_gpus)
     space = enumerate_strategies(model, system, num_gpus, workload, constraints)
     total = len(space)
+    if total == 0:
+        raise InputError("gpus", num_gpus, "no valid strategy under the search constraints")
     start = time.perf_counter()
     evaluator = BulkEvaluator.for_space(model, system, workload, space)
     done, kept, front = 0, [], []
