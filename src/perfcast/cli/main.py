@@ -11,6 +11,7 @@ import typer
 from perfcast.cli.catalog_cmd import models_command, systems_command
 from perfcast.cli.memory_cmd import memory_command
 from perfcast.cli.search_cmd import search_command
+from perfcast.cli.sweep_cmd import sweep_command
 from perfcast.cli.train_cmd import train_command
 from perfcast.cli.validate_cmd import validate_command
 
@@ -33,6 +34,9 @@ app.command("validate", help="Forecast every row of a measured-training CSV and 
 )
 app.command("search", help="Best parallel strategies: enumerate, evaluate in bulk, rank.")(
     search_command
+)
+app.command("sweep", help="Best strategy over GPU counts, systems and hardware parameters.")(
+    sweep_command
 )
 app.command("models", help="List catalog models.")(models_command)
 app.command("systems", help="List catalog systems and GPUs.")(systems_command)
