@@ -13,6 +13,8 @@ from perfcast.cli.comm_cmd import comm_command
 from perfcast.cli.kernels_cmd import kernels_app
 from perfcast.cli.memory_cmd import memory_command
 from perfcast.cli.profile_cmd import profile_command
+from perfcast.cli.search_cmd import search_command
+from perfcast.cli.sweep_cmd import sweep_command
 from perfcast.cli.train_cmd import train_command
 from perfcast.cli.validate_cmd import validate_command
 
@@ -39,6 +41,12 @@ app.command("profile", help="Measure kernels on this machine's GPU into a kernel
 )
 app.command("comm", help="Time, algbw and busbw of one collective; the algorithm NCCL picks.")(
     comm_command
+)
+app.command("search", help="Best parallel strategies: enumerate, evaluate in bulk, rank.")(
+    search_command
+)
+app.command("sweep", help="Best strategy over GPU counts, systems and hardware parameters.")(
+    sweep_command
 )
 app.command("models", help="List catalog models.")(models_command)
 app.command("systems", help="List catalog systems and GPUs.")(systems_command)

@@ -52,7 +52,7 @@ def dimension_strides(order: str, sizes: dict[str, int]) -> dict[str, int]:
     strides, stride = {}, 1
     for dim in order.split("-"):
         strides[dim] = stride
-        stride *= sizes.get(dim, 1)
+        stride = stride * sizes.get(dim, 1)  # not *=: numpy arrays would alias
     return strides
 
 

@@ -8,12 +8,27 @@ critical path (``schedule.pipeline``) → optimizer → calibrated per-step over
 
 from __future__ import annotations
 
-from perfcast.calibration.training_overheads import TrainingOverheads, load_training_overheads
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfcast.arrays import Floats
+from perfcast.calibration.training_overheads import (
+    TrainingOverhead,
+    TrainingOverheads,
+    load_training_overheads,
+)
 from perfcast.estimate.training_report import StepBreakdown, TrainingReport
 from perfcast.graph.flops import model_flops_per_token, recompute_flops_per_token
 from perfcast.graph.layer import ACT_BYTES
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
-from perfcast.graph.param_sharding import layers_per_stage, stage_params
+from perfcast.graph.param_sharding import (
+    is_moe_layer,
+    layers_per_stage,
+    stage_layer_ranges,
+    stage_params,
+)
 from perfcast.graph.stage import stage_graph
 from perfcast.kernels.backend import KernelBackend, KernelBackendName, get_backend
 from perfcast.memory.estimate import estimate_memory
@@ -29,14 +44,85 @@ from perfcast.specs.strategy import Strategy
 from perfcast.specs.workload import Workload
 
 
-def _p2p_time_s(model: ModelSpec, system: SystemSpec, strategy: Strategy, seq_length: int):
-    """One activation send/recv between stages: b·(s/cp)·h·2 bytes (/tp with SP)."""
+def pipeline_comm_time_s(model: ModelSpec, system: SystemSpec, strategy: Strategy,
+                         seq_length: int):
+    """Exposed stage-to-stage activation transfers per step (array-friendly).
+
+    One send/recv moves b·(s/cp)·h·2 bytes (/tp with SP). Fill and drain cross each of the
+    p−1 boundaries forward and backward (v times more boundaries per chunk with interleaving,
+    each v times shorter in compute but not in bytes): 2·(p−1)·v transfers exposed.
+    """
+    if strategy.pp == 1:
+        return 0.0
     tokens = strategy.micro_batch_size * seq_length / strategy.cp
     if strategy.sequence_parallel:
         tokens /= strategy.tp
     op = CommOp("pp_send_recv", Phase.FORWARD, Group.PP, Collective.SEND_RECV,
                 ACT_BYTES * tokens * model.hidden_size)
-    return comm_op_time_s(op, system, strategy)
+    chunks = strategy.vpp if strategy.schedule == "interleaved" else 1
+    return 2 * (strategy.pp - 1) * comm_op_time_s(op, system, strategy) * chunks
+
+
+def distinct_stages(model: ModelSpec, pp: int) -> list[tuple[int, int]]:
+    """(first stage index, number of stages) of each kind of pipeline stage, in stage order.
+
+    Stages with the same layer mix and the same embedding/head role cost the same time and
+    hold the same states; the first of a kind holds the most in-flight micro-batches.
+    """
+    kinds: dict[tuple, tuple[int, int]] = {}
+    for stage, layers in enumerate(stage_layer_ranges(model.num_hidden_layers, pp)):
+        key = (len(layers), sum(1 for i in layers if is_moe_layer(model, i)), stage == 0,
+               stage == pp - 1)
+        first, count = kinds.get(key, (stage, 0))
+        kinds[key] = (first, count + 1)
+    return list(kinds.values())
+
+
+@dataclass(frozen=True)
+class StepParts:
+    """The parts of one step shared by ``estimate_training`` and the bulk search (seconds;
+    floats, or numpy arrays over many strategies)."""
+
+    stage_totals_s: list
+    """Per-micro-batch time of each distinct stage (compute, exposed comm, FSDP exposure)."""
+    pipeline_s: Floats
+    pp_comm_s: Floats
+    dp_exposed_s: Floats
+    optimizer_s: Floats
+    other_s: Floats
+
+    @property
+    def step_time_s(self) -> Floats:
+        return self.pipeline_s + self.pp_comm_s + self.dp_exposed_s + self.optimizer_s + self.other_s
+
+
+def assemble_step(model: ModelSpec, system: SystemSpec, strategy: Strategy, seq_length: int,
+                  num_micro_batches, stages: list, stage_counts: list[int],
+                  backend: KernelBackend, calib: TrainingOverhead) -> StepParts:
+    """Step time from the distinct stages' ``(StageTime, DataParallelTime, StageParams)``:
+    pipeline critical path, exposed P2P, exposed DP, optimizer (the slowest stage's) and the
+    calibrated overhead ``step_overhead_s + compute_overhead_fraction · kernel time on the
+    critical path``.
+    Array-friendly (the bulk search passes numpy arrays)."""
+    totals = [times.total_s + dp.exposed_per_micro_batch_s for times, dp, _ in stages]
+    pipeline_s = pipeline_time_s(totals, num_micro_batches, strategy.schedule, strategy.vpp,
+                                 stage_counts)
+    pp_comm = pipeline_comm_time_s(model, system, strategy, seq_length)
+    dp_exposed = functools.reduce(np.maximum, [dp.exposed_step_s for _, dp, _ in stages])
+    optimizer_s = functools.reduce(
+        np.maximum, [optimizer_time_s(p, system, strategy, backend) for _, _, p in stages])
+    # The calibrated overhead stretches kernels only (gaps, sustained clocks, SM contention),
+    # not exposed collectives: the critical (first slowest) stage's kernel share of the
+    # pipeline time, plus the optimizer's kernels.
+    slowest, kernel_share = totals[0], stages[0][0].compute_s / totals[0]
+    for (times, _, _), total in zip(stages[1:], totals[1:], strict=True):
+        slower = total > slowest
+        kernel_share = np.where(slower, times.compute_s / total, kernel_share)
+        slowest = np.maximum(slowest, total)
+    kernel_path_s = pipeline_s * kernel_share + optimizer_s
+    other = calib.step_overhead_s + calib.compute_overhead_fraction * kernel_path_s
+    return StepParts(stage_totals_s=totals, pipeline_s=pipeline_s, pp_comm_s=pp_comm,
+                     dp_exposed_s=dp_exposed, optimizer_s=optimizer_s, other_s=other)
 
 
 def estimate_training(
@@ -55,38 +141,19 @@ def estimate_training(
     backend = get_backend(kernel_backend)
     m = num_micro_batches(workload, strategy)
     s = workload.seq_length
-    per_stage, stage_totals = [], []
-    seen: dict[tuple, tuple] = {}
-    for stage in range(strategy.pp):
+    kinds = distinct_stages(model, strategy.pp)
+    stages = []
+    for stage, _ in kinds:
         params = stage_params(model, strategy, stage)
-        # Stages with the same layer mix and the same embedding/head role cost the same.
-        key = (params.num_layers, params.num_moe_layers, stage == 0, stage == strategy.pp - 1)
-        if key not in seen:
-            graph = stage_graph(model, strategy, s, stage)
-            times = stage_time(graph, system, strategy, backend)
-            dp = data_parallel_time(params, times, system, strategy)
-            seen[key] = (times, dp)
-        times, dp = seen[key]
-        per_stage.append((times, dp, params))
-        stage_totals.append(times.total_s + dp.exposed_per_micro_batch_s)
-
-    pipeline_s = pipeline_time_s(stage_totals, m, strategy.schedule, strategy.vpp)
-    critical = max(range(strategy.pp), key=lambda i: stage_totals[i])
-    times, dp, params = per_stage[critical]
-    p2p = _p2p_time_s(model, system, strategy, s) if strategy.pp > 1 else 0.0
-    chunks = strategy.vpp if strategy.schedule == "interleaved" else 1
-    # Fill and drain cross each of the p−1 boundaries forward and backward (v times more
-    # boundaries per chunk with interleaving, each v times shorter in compute but not in bytes).
-    pp_comm = 2 * (strategy.pp - 1) * p2p * chunks
-    dp_exposed = max(stage_dp.exposed_step_s for _, stage_dp, _ in per_stage)
-    optimizer_s = max(optimizer_time_s(p, system, strategy, backend) for _, _, p in per_stage)
+        times = stage_time(stage_graph(model, strategy, s, stage), system, strategy, backend)
+        stages.append((times, data_parallel_time(params, times, system, strategy), params))
     calib = (overheads or load_training_overheads()).for_generation(system.gpu.generation)
-    compute_like = pipeline_s + pp_comm + dp_exposed + optimizer_s
-    # The calibrated overhead stretches kernels only (gaps, sustained clocks, SM contention),
-    # not the exposed collectives: the critical stage's kernel share of the pipeline time.
-    kernel_path_s = pipeline_s * times.compute_s / stage_totals[critical] + optimizer_s
-    other = calib.step_overhead_s + calib.compute_overhead_fraction * kernel_path_s
-
+    parts = assemble_step(model, system, strategy, s, m, stages, [n for _, n in kinds], backend,
+                          calib)
+    worst = max(range(len(kinds)), key=lambda i: parts.stage_totals_s[i])
+    critical = kinds[worst][0]
+    times, dp, params = stages[worst]
+    chunks = strategy.vpp if strategy.schedule == "interleaved" else 1
     breakdown = StepBreakdown(
         compute_gemm_s=m * times.gemm_s,
         compute_attention_s=m * times.attention_s,
@@ -95,13 +162,13 @@ def estimate_training(
         tp_comm_s=m * times.tp_comm_s,
         cp_comm_s=m * times.cp_comm_s,
         ep_comm_s=m * times.ep_comm_s,
-        pp_comm_s=pp_comm,
-        dp_comm_s=dp_exposed + m * dp.exposed_per_micro_batch_s,
-        pipeline_bubble_s=pipeline_s - m * stage_totals[critical],
-        optimizer_s=optimizer_s,
-        other_s=other,
+        pp_comm_s=parts.pp_comm_s,
+        dp_comm_s=parts.dp_exposed_s + m * dp.exposed_per_micro_batch_s,
+        pipeline_bubble_s=parts.pipeline_s - m * parts.stage_totals_s[worst],
+        optimizer_s=parts.optimizer_s,
+        other_s=parts.other_s,
     )
-    step = compute_like + other
+    step = parts.step_time_s
     model_flops = model_flops_per_token(model, s)
     hardware_flops = model_flops + recompute_flops_per_token(
         model, s, strategy.recompute, _recomputed_fraction(model, strategy))

@@ -159,5 +159,6 @@ def output_activation_bytes(model: ModelSpec, s, b, opts: ActivationOptions):
     """
     t = opts.tp
     head_input = ACT_BYTES * s * b * model.hidden_size / (t if opts.sequence_parallel else 1)
-    logits = 4 * s * b * (opts.vocab_size_padded or model.vocab_size) / t
+    vocab = model.vocab_size if opts.vocab_size_padded is None else opts.vocab_size_padded
+    logits = 4 * s * b * vocab / t
     return head_input + logits

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from perfcast.calibration.memory_overheads import MemoryOverheads, load_memory_overheads
-from perfcast.graph.param_sharding import stage_params
+from perfcast.graph.param_sharding import StageParams, stage_params
 from perfcast.graph.params import count_params
 from perfcast.memory import activations as A
 from perfcast.memory.inflight import inflight_layer_units
@@ -58,6 +58,58 @@ def _stage_layer_activations(model, strategy, num_layers, num_moe, s, b):
     return per_mb, working
 
 
+def num_process_groups(strategy: Strategy):
+    """Process groups with more than one rank among tp, cp, dp, pp, ep (each holds NCCL
+    buffers). Array-friendly."""
+    return sum(size > 1 for size in (strategy.tp, strategy.cp, strategy.dp, strategy.pp,
+                                      strategy.ep))
+
+
+def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_length: int,
+                 num_micro_batches, overheads: MemoryOverheads) -> StageMemory:
+    """Peak bytes per GPU of pipeline stage ``params.stage``: states, stored activations of
+    the in-flight micro-batches, embedding/loss buffers and calibrated allowances.
+
+    Array-friendly: ``params`` fields, ``num_micro_batches`` and the strategy's sizes may be
+    numpy arrays (the bulk search); the result's fields are then arrays.
+    """
+    stage, cal = params.stage, overheads
+    s = seq_length / strategy.cp
+    b = strategy.micro_batch_size
+    opts = activation_options(model, strategy)
+    states = state_bytes(params, strategy)
+    per_mb, working = _stage_layer_activations(
+        model, strategy, params.num_layers, params.num_moe_layers, s, b
+    )
+    units = inflight_layer_units(strategy.schedule, stage, strategy.pp, strategy.vpp,
+                                 num_micro_batches)
+    layer_acts = per_mb * units
+    acts = layer_acts + working
+    if stage == 0:
+        acts += units * A.embedding_activation_bytes(model, s, b, opts)
+    if stage == strategy.pp - 1:
+        # Logits of the main head and of each MTP module's pass through the shared head.
+        acts += (1 + params.num_mtp_layers) * A.output_activation_bytes(model, s, b, opts)
+    other = (
+        cal.cuda_context_bytes
+        + num_process_groups(strategy) * cal.nccl_bytes_per_group
+        + cal.allocator_fragmentation_fraction * (acts + states.grads)
+    )
+    return StageMemory(
+        stage=stage,
+        num_layers=params.num_layers,
+        params=params.total,
+        embedding_params=params.embedding,
+        weights_bytes=states.weights,
+        grads_bytes=states.grads,
+        optimizer_bytes=states.optimizer,
+        activations_bytes=acts,
+        layer_activations_bytes=layer_acts,
+        inflight_micro_batches=units,
+        other_bytes=other,
+    )
+
+
 def estimate_memory(
     model: ModelSpec,
     system: SystemSpec,
@@ -72,47 +124,11 @@ def estimate_memory(
     cal = overheads or load_memory_overheads()
     counts = count_params(model)
     m = num_micro_batches(workload, strategy)
-    s = workload.seq_length / strategy.cp
-    b = strategy.micro_batch_size
-    opts = activation_options(model, strategy)
-    groups = sum(
-        1 for size in (strategy.tp, strategy.cp, strategy.dp, strategy.pp, strategy.ep) if size > 1
+    stages = tuple(
+        stage_memory(model, strategy, stage_params(model, strategy, stage), workload.seq_length,
+                     m, cal)
+        for stage in range(strategy.pp)
     )
-    stages = []
-    for stage in range(strategy.pp):
-        params = stage_params(model, strategy, stage)
-        states = state_bytes(params, strategy)
-        per_mb, working = _stage_layer_activations(
-            model, strategy, params.num_layers, params.num_moe_layers, s, b
-        )
-        units = inflight_layer_units(strategy.schedule, stage, strategy.pp, strategy.vpp, m)
-        layer_acts = per_mb * units
-        acts = layer_acts + working
-        if stage == 0:
-            acts += units * A.embedding_activation_bytes(model, s, b, opts)
-        if stage == strategy.pp - 1:
-            # Logits of the main head and of each MTP module's pass through the shared head.
-            acts += (1 + params.num_mtp_layers) * A.output_activation_bytes(model, s, b, opts)
-        other = (
-            cal.cuda_context_bytes
-            + groups * cal.nccl_bytes_per_group
-            + cal.allocator_fragmentation_fraction * (acts + states.grads)
-        )
-        stages.append(
-            StageMemory(
-                stage=stage,
-                num_layers=params.num_layers,
-                params=params.total,
-                embedding_params=params.embedding,
-                weights_bytes=states.weights,
-                grads_bytes=states.grads,
-                optimizer_bytes=states.optimizer,
-                activations_bytes=acts,
-                layer_activations_bytes=layer_acts,
-                inflight_micro_batches=units,
-                other_bytes=other,
-            )
-        )
     assumptions = (
         "Adam optimizer with fp32 master weights, momentum and variance (12 B/param)",
         f"main gradients in {strategy.grad_reduce_dtype}",
@@ -129,6 +145,6 @@ def estimate_memory(
         params_active=counts.active,
         capacity_bytes=system.gpu.hbm_capacity_bytes,
         num_micro_batches=m,
-        stages=tuple(stages),
+        stages=stages,
         assumptions=assumptions,
     )

@@ -10,16 +10,19 @@ Korthikanti et al. 2022 §4.2.3. GPipe holds all m micro-batches.
 
 from __future__ import annotations
 
+import numpy as np
+
 
 def inflight_layer_units(schedule: str, stage: int, pp: int, vpp: int, num_micro_batches: int):
     """Stage-activation units held at the peak, in units of "all of this stage's layers for one
-    micro-batch" (so memory = units × per-micro-batch stage activations)."""
+    micro-batch" (so memory = units × per-micro-batch stage activations). Array-friendly in
+    ``vpp`` and ``num_micro_batches``."""
     m = num_micro_batches
     if pp == 1:
         return 1.0
     if schedule == "gpipe":
-        return float(m)
+        return 1.0 * m
     if schedule == "interleaved":
-        chunks = min((pp - stage - 1) * 2 + (vpp - 1) * pp + 1, m * vpp)
+        chunks = np.minimum((pp - stage - 1) * 2 + (vpp - 1) * pp + 1, m * vpp)
         return chunks / vpp
-    return float(min(pp - stage, m))
+    return 1.0 * np.minimum(pp - stage, m)

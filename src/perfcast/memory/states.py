@@ -63,9 +63,10 @@ def state_bytes(params: StageParams, strategy: Strategy) -> StateBytes:
         return dense + expert
 
     weights = sharded(WEIGHT_BYTES_16BIT, 3)
-    if stage >= 3 and params.num_layers > 0 and dense_dp > 1:
+    if stage >= 3 and params.num_layers > 0:
         per_layer_full = (params.total - params.embedding) / params.num_layers
-        weights += min(2, params.num_layers) * per_layer_full * WEIGHT_BYTES_16BIT
+        gathered = min(2, params.num_layers) * per_layer_full * WEIGHT_BYTES_16BIT
+        weights += (dense_dp > 1) * gathered  # (array-friendly "if dense_dp > 1")
     if strategy.precision == "fp8":
         gemm_params = params.total - params.embedding
         weights += gemm_params * FP8_WEIGHT_CACHE_BYTES

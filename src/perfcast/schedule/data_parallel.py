@@ -48,7 +48,9 @@ def _time(name, collective, group, size_bytes, system, strategy) -> float:
 
 def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec,
                        strategy: Strategy) -> DataParallelTime:
-    """DP communication seconds of one stage per step, and how much of it is exposed."""
+    """DP communication seconds of one stage per step, and how much of it is exposed.
+
+    Array-friendly in ``params``/``times`` fields and the strategy's group sizes."""
     grad_b = grad_bytes_per_param(strategy)
     stage = strategy.sharding_stage
     slow = compute_slowdown(system)
@@ -64,8 +66,8 @@ def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec
                          grad_b * dense_layer, system, strategy)
                    + _time("fsdp_expert_reduce_scatter", Collective.REDUCE_SCATTER, Group.EDP,
                            grad_b * expert_layer, system, strategy))
-        exposed_fwd = float(exposed_comm_s(gather, times.layer_forward_s, slow)) * (layers - 1) + gather
-        exposed_bwd = float(exposed_comm_s(gather + scatter, times.layer_backward_s, slow)) * layers
+        exposed_fwd = exposed_comm_s(gather, times.layer_forward_s, slow) * (layers - 1) + gather
+        exposed_bwd = exposed_comm_s(gather + scatter, times.layer_backward_s, slow) * layers
         per_mb_total = layers * (2 * gather + scatter)
         return DataParallelTime(total_s=per_mb_total, exposed_step_s=0.0,
                                 exposed_per_micro_batch_s=exposed_fwd + exposed_bwd)
@@ -87,6 +89,6 @@ def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec
     layers = max(params.num_layers, 1)
     window_bwd = times.backward_compute_s * (1 - 1 / layers)
     window_fwd = times.layer_forward_s * (layers - 1)
-    exposed = float(exposed_comm_s(reduce, window_bwd, slow) + exposed_comm_s(gather, window_fwd, slow))
+    exposed = exposed_comm_s(reduce, window_bwd, slow) + exposed_comm_s(gather, window_fwd, slow)
     return DataParallelTime(total_s=reduce + gather, exposed_step_s=exposed,
                             exposed_per_micro_batch_s=0.0)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
+
 from perfcast.graph.ops import AttentionOp, CommOp, ComputeOp, GemmOp, Group, MemoryOp
 from perfcast.kernels.backend import KernelBackend
 from perfcast.specs.hardware import SystemSpec
@@ -49,7 +51,8 @@ def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:
         Group.TP: (tp, dense["tp"]),
         Group.CP: (cp, dense["cp"]),
         Group.DP: (dp, dense["dp"]),
-        Group.DP_CP: (dp * cp, min(dense["dp"], dense["cp"]) if cp > 1 else dense["dp"]),
+        Group.DP_CP: (dp * cp, np.where(np.asarray(cp) > 1,
+                                         np.minimum(dense["dp"], dense["cp"]), dense["dp"])[()]),
         Group.PP: (pp, dense["pp"]),
         Group.EP: (strategy.ep, expert["ep"]),
         Group.EDP: (strategy.expert_dp, expert["dp"]),
@@ -66,9 +69,17 @@ def _collective_s(kind: str, size_bytes: float, system: SystemSpec, size: int, s
 
 
 def comm_op_time_s(op: CommOp, system: SystemSpec, strategy: Strategy):
-    """Seconds for ``op`` (all repetitions) with the algorithm NCCL would pick on its group."""
+    """Seconds for ``op`` (all repetitions) with the algorithm NCCL would pick on its group.
+
+    Array-friendly: group sizes and ``op.size_bytes`` may be numpy arrays (the bulk search);
+    scalars take the memoized path. A group of one costs 0."""
+    from perfcast.comm import group_collective_time_s
+
     size, stride = group_size_and_stride(op.group, strategy)
-    if size <= 1:
-        return 0.0
-    return op.count * _collective_s(op.collective.value, float(op.size_bytes), system, size,
-                                    stride)
+    if all(np.ndim(x) == 0 for x in (size, stride, op.size_bytes)):
+        if size <= 1:
+            return 0.0
+        return op.count * _collective_s(op.collective.value, float(op.size_bytes), system,
+                                        int(size), int(stride))
+    return op.count * group_collective_time_s(op.collective.value, op.size_bytes, system, size,
+                                              stride)

@@ -9,13 +9,23 @@ uniform stages). Interleaved 1F1B with v chunks shrinks fill/drain by v: bubble 
 
 from __future__ import annotations
 
+import functools
 
-def pipeline_time_s(stage_times: list[float], num_micro_batches: int, schedule: str,
-                    vpp: int = 1) -> float:
-    """Seconds for ``num_micro_batches`` through the pipeline (compute critical path)."""
-    slowest = max(stage_times)
+import numpy as np
+
+
+def pipeline_time_s(stage_times, num_micro_batches, schedule: str, vpp=1,
+                    stage_counts=None):
+    """Seconds for ``num_micro_batches`` through the pipeline (compute critical path).
+
+    ``stage_times`` lists per-stage times, or distinct stage times repeated ``stage_counts``
+    times each. Array-friendly: times, ``num_micro_batches`` and ``vpp`` may be numpy arrays.
+    """
+    counts = [1] * len(stage_times) if stage_counts is None else stage_counts
+    slowest = functools.reduce(np.maximum, stage_times)
+    total = sum(count * t for count, t in zip(counts, stage_times, strict=True))
     chunks = vpp if schedule == "interleaved" else 1
-    return num_micro_batches * slowest + (sum(stage_times) - slowest) / chunks
+    return num_micro_batches * slowest + (total - slowest) / chunks
 
 
 def bubble_fraction(num_stages: int, num_micro_batches: int, vpp: int = 1) -> float:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from perfcast.graph.ops import AttentionOp, GemmOp, Group, MemoryOp, Phase
 from perfcast.graph.stage import LayerGroup, StageGraph
 from perfcast.kernels.backend import KernelBackend
@@ -81,7 +83,8 @@ class StageTime:
                 + self.tp_comm_s + self.cp_comm_s + self.ep_comm_s)
 
 
-def _layer_time(group: LayerGroup, system, strategy, backend) -> LayerTime:
+def layer_time(group: LayerGroup, system, strategy, backend) -> LayerTime:
+    """Seconds of one layer of ``group`` for one micro-batch, by part."""
     kind_s = {GemmOp: 0.0, AttentionOp: 0.0, MemoryOp: 0.0}
     by_pass = {(kind, forward): 0.0 for kind in (GemmOp, AttentionOp, MemoryOp)
                for forward in (True, False)}
@@ -116,14 +119,41 @@ def _layer_time(group: LayerGroup, system, strategy, backend) -> LayerTime:
     )
 
 
-def stage_time(graph: StageGraph, system: SystemSpec, strategy: Strategy,
-               backend: KernelBackend) -> StageTime:
-    """Seconds of ``graph`` for one micro-batch on one GPU, by part."""
+@dataclass(frozen=True)
+class ExtraTime:
+    """Seconds of a stage's non-layer ops (embedding, LM head, loss) for one micro-batch."""
+
+    gemm_s: float
+    memory_bound_s: float
+    backward_s: float
+
+
+def extra_time(ops, system: SystemSpec, strategy: Strategy, backend: KernelBackend) -> ExtraTime:
+    """Seconds of the embedding / head ops ``ops`` (never recomputed), by part."""
+    gemm = memory_bound = backward = 0.0
+    for op in ops:
+        t = compute_op_time_s(op, system, strategy, backend)
+        if isinstance(op, GemmOp):
+            gemm += t
+        else:
+            memory_bound += t
+        if op.phase != Phase.FORWARD:
+            backward += t
+    return ExtraTime(gemm_s=gemm, memory_bound_s=memory_bound, backward_s=backward)
+
+
+def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTime:
+    """A stage's per-micro-batch time from ``layers`` — (count, LayerTime) pairs in stage
+    order — and its ``extra`` ops, with the strategy's recomputation.
+
+    Array-friendly: LayerTime/ExtraTime fields and ``strategy.recompute_num_layers`` may be
+    numpy arrays (the bulk search evaluates many strategies at once); counts are integers.
+    """
     gemm = attention = memory_bound = recompute = tp = cp = ep = 0.0
     layer_fwd = layer_bwd = 0.0
-    to_recompute = strategy.recomputed_layers(graph.num_layers)
-    for group in graph.layers:
-        lt, n = _layer_time(group, system, strategy, backend), group.count
+    num_layers = sum(n for n, _ in layers)
+    to_recompute = strategy.recomputed_layers(num_layers)
+    for n, lt in layers:
         gemm += n * lt.gemm_s
         attention += n * lt.attention_s
         memory_bound += n * lt.memory_bound_s
@@ -134,22 +164,22 @@ def stage_time(graph: StageGraph, system: SystemSpec, strategy: Strategy,
         layer_bwd += n * lt.backward_compute_s
         if strategy.recompute == "selective":
             recompute += n * lt.attention_forward_s
-        redo = min(n, to_recompute)
+        redo = np.minimum(n, to_recompute)
         to_recompute -= redo
         recompute += redo * (lt.forward_compute_s + lt.tp_forward_s + lt.ep_forward_s)
-    extra_bwd = 0.0
-    for op in graph.extra_compute:
-        t = compute_op_time_s(op, system, strategy, backend)
-        if isinstance(op, GemmOp):
-            gemm += t
-        else:
-            memory_bound += t
-        if op.phase != Phase.FORWARD:
-            extra_bwd += t
-    layers = max(graph.num_layers, 1)
+    layers_or_one = max(num_layers, 1)
     return StageTime(
-        gemm_s=gemm, attention_s=attention, memory_bound_s=memory_bound, recompute_s=recompute,
+        gemm_s=gemm + extra.gemm_s, attention_s=attention,
+        memory_bound_s=memory_bound + extra.memory_bound_s, recompute_s=recompute,
         tp_comm_s=tp, cp_comm_s=cp, ep_comm_s=ep,
-        layer_forward_s=layer_fwd / layers, layer_backward_s=layer_bwd / layers,
-        backward_compute_s=layer_bwd + extra_bwd,
+        layer_forward_s=layer_fwd / layers_or_one, layer_backward_s=layer_bwd / layers_or_one,
+        backward_compute_s=layer_bwd + extra.backward_s,
     )
+
+
+def stage_time(graph: StageGraph, system: SystemSpec, strategy: Strategy,
+               backend: KernelBackend) -> StageTime:
+    """Seconds of ``graph`` for one micro-batch on one GPU, by part."""
+    layers = [(group.count, layer_time(group, system, strategy, backend)) for group in graph.layers]
+    return assemble_stage_time(layers, extra_time(graph.extra_compute, system, strategy, backend),
+                               strategy)

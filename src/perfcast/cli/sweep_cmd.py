@@ -1,0 +1,99 @@
+"""``perfcast sweep``: the best strategy over GPU counts, systems and hardware parameters."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from perfcast.cli.errors import handle_input_errors
+
+
+class EngineOpt(str, Enum):
+    local = "local"
+    dask = "dask"
+
+
+class ScalingOpt(str, Enum):
+    strong = "strong"
+    weak = "weak"
+
+
+def _ints(text: str, name: str) -> list[int]:
+    from perfcast.errors import InputError
+
+    try:
+        return [int(v) for v in text.split(",") if v]
+    except ValueError:
+        raise InputError(name, text, "expected comma-separated integers") from None
+
+
+def _vary(items: list[str]) -> dict[str, list[float]]:
+    """``peak_flops=0.5,1,2`` -> {"peak_flops": [0.5, 1.0, 2.0]}."""
+    from perfcast.errors import InputError
+
+    out = {}
+    for item in items:
+        name, _, values = item.partition("=")
+        try:
+            out[name.strip()] = [float(v) for v in values.split(",") if v]
+        except ValueError:
+            raise InputError("vary", item, "expected NAME=F1,F2,...") from None
+        if not out[name.strip()]:
+            raise InputError("vary", item, "expected NAME=F1,F2,...")
+    return out
+
+
+@handle_input_errors
+def sweep_command(
+    model: Annotated[str, typer.Option("--model", "-m", help="Catalog name, HF config.json or YAML/JSON file.")],
+    gpus: Annotated[str, typer.Option("--gpus", "-g", help="Comma-separated GPU counts, e.g. 64,128,256.")],
+    systems: Annotated[str, typer.Option("--systems", "--system", "-s", help="Comma-separated systems, e.g. dgx-a100,dgx-h100.")] = "dgx-h100",
+    global_batch_size: Annotated[int, typer.Option("--global-batch-size", "--gbs", help="Sequences per step (at the smallest GPU count with --scaling weak).")] = 512,
+    seq_length: Annotated[int, typer.Option("--seq-length", "--seq-len", help="Tokens per sequence.")] = 4096,
+    scaling: Annotated[ScalingOpt, typer.Option("--scaling", help="strong: fixed global batch; weak: batch grows with GPUs.")] = ScalingOpt.strong,
+    vary: Annotated[list[str] | None, typer.Option("--vary", help="Hardware factors, e.g. peak_flops=0.5,1,2 (repeatable): peak_flops, hbm_bandwidth, hbm_capacity, scale_up_bandwidth, scale_out_bandwidth.")] = None,
+    max_cp: Annotated[int, typer.Option("--max-cp", help="Largest CP searched.")] = 16,
+    out: Annotated[Path | None, typer.Option("--out", help="Write rows to FILE.parquet or FILE.csv (re-run to resume).")] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write PNG plots into this directory.")] = None,
+    engine: Annotated[EngineOpt, typer.Option("--engine", help="Run tasks in-process or on Dask.")] = EngineOpt.local,
+    scheduler: Annotated[str | None, typer.Option("--scheduler", help="Dask scheduler address (default: a local cluster).")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Workers of the local Dask cluster.")] = None,
+    json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON object.")] = False,
+) -> None:
+    """Search the best strategy at every point; write a table and plots."""
+    from perfcast.errors import InputError
+    from perfcast.search.space import SearchConstraints
+    from perfcast.search.sweep import run_sweep, sweep_tasks
+
+    if out is not None and out.suffix not in (".csv", ".parquet"):
+        raise InputError("out", str(out), "must end in .csv or .parquet")
+    tasks = sweep_tasks(model, [s.strip() for s in systems.split(",") if s.strip()],
+                        _ints(gpus, "gpus"), global_batch_size, seq_length, scaling.value,
+                        _vary(vary or []), SearchConstraints(max_cp=max_cp))
+    if json:
+        rows = run_sweep(tasks, out, engine.value, scheduler, workers)
+    else:
+        from rich.progress import Progress
+
+        with Progress(transient=True) as bar:
+            task = bar.add_task("sweep", total=len(tasks))
+            rows = run_sweep(tasks, out, engine.value, scheduler, workers,
+                             progress=lambda done, total: bar.update(task, completed=done))
+    written = []
+    if plot is not None:
+        from perfcast.report.sweep_plots import plot_sweep
+
+        written = plot_sweep(rows, plot)
+    if json:
+        from perfcast.report.json_out import to_json
+
+        print(to_json({"rows": rows, "out": str(out) if out else None,
+                       "plots": [str(p) for p in written]}))
+        return
+    from perfcast.report.console import make_console
+    from perfcast.report.sweep_text import render_sweep
+
+    render_sweep(rows, make_console(), out, written)

@@ -1,0 +1,70 @@
+"""Terminal and CSV renderers of a ``SearchResult``."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from perfcast.search.result import SearchCandidate, SearchResult
+from perfcast.units import GiB
+
+CSV_STRATEGY_FIELDS = ("tp", "pp", "vpp", "cp", "ep", "etp", "dp", "micro_batch_size",
+                       "sequence_parallel", "zero_stage", "fsdp", "distributed_optimizer",
+                       "recompute", "recompute_num_layers", "precision")
+CSV_METRICS = ("tokens_per_s_per_gpu", "step_time_s", "memory_bytes", "memory_headroom_bytes",
+               "mfu", "time_to_train_s", "cost_usd")
+
+
+def _sharding(strategy) -> str:
+    if strategy.fsdp:
+        return "fsdp"
+    if strategy.distributed_optimizer:
+        return "dist-opt"
+    return f"zero{strategy.zero_stage}" if strategy.zero_stage else "-"
+
+
+def _recompute(strategy) -> str:
+    if strategy.recompute == "full" and strategy.recompute_num_layers:
+        return f"full:{strategy.recompute_num_layers}"
+    return strategy.recompute
+
+
+def render_search(result: SearchResult, console) -> None:
+    """Counts, then a table of the best strategies and one of the Pareto front."""
+    from rich.table import Table
+
+    console.print(
+        f"[bold]{result.model}[/] on {result.num_gpus} x {result.gpu} ({result.system}), "
+        f"seq {result.seq_length}, global batch {result.global_batch_size}: "
+        f"{result.evaluated:,} evaluated in {result.evaluate_s:.2f} s, "
+        f"{result.feasible:,} fit in memory, {result.infeasible:,} do not, "
+        f"{result.invalid:,} invalid layouts pruned")
+    for title, rows in ((f"best by {result.objective}", result.best),
+                        ("Pareto front: tokens/s/GPU vs memory headroom", result.pareto)):
+        table = Table(title=title)
+        for col in ("#", "tp", "pp", "vpp", "cp", "ep", "dp", "mbs", "sp", "recompute", "shard",
+                    "prec", "tok/s/GPU", "MFU", "step s", "mem GiB"):
+            table.add_column(col, justify="right")
+        for rank, c in enumerate(rows, 1):
+            table.add_row(str(rank), *_cells(c))
+        console.print(table)
+
+
+def _cells(c: SearchCandidate) -> list[str]:
+    s, r = c.report.strategy, c.report
+    return [str(s.tp), str(s.pp), str(s.vpp), str(s.cp), str(s.ep), str(s.dp),
+            str(s.micro_batch_size), "y" if s.sequence_parallel else "-", _recompute(s),
+            _sharding(s), s.precision, f"{r.tokens_per_s_per_gpu:,.0f}", f"{r.mfu:.3f}",
+            f"{r.step_time_s:.3f}", f"{r.memory.peak_bytes / GiB:.1f}"]
+
+
+def search_csv(result: SearchResult) -> str:
+    """One CSV row per best strategy: rank, strategy fields, metrics."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(("rank",) + CSV_STRATEGY_FIELDS + CSV_METRICS)
+    for rank, c in enumerate(result.best, 1):
+        d = c.to_dict()
+        writer.writerow((rank,) + tuple(d["strategy"][f] for f in CSV_STRATEGY_FIELDS)
+                        + tuple(d[m] for m in CSV_METRICS))
+    return out.getvalue()

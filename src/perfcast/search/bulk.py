@@ -1,0 +1,169 @@
+"""Bulk evaluation: step time and peak memory of every strategy of a space, on numpy arrays.
+
+No second implementation of the physics. Two steps:
+
+1. Per distinct ``LayerKey`` (a few hundred per search), the scalar code path times one dense
+   and one MoE layer (``schedule.stage_time.layer_time``) and the embedding / head ops
+   (``extra_time``) — exactly what ``estimate_training`` does per strategy.
+2. Per ``StrategyBlock``, the same array-friendly functions ``estimate_training`` and
+   ``estimate_memory`` call — ``assemble_stage_time``, ``data_parallel_time``,
+   ``stage_memory``, ``assemble_step`` — run once with numpy arrays in place of numbers, for
+   each distinct kind of pipeline stage (``distinct_stages``).
+
+``tests/test_search_bulk.py`` checks the result equals ``estimate_training`` to 1e-9.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from perfcast.calibration.memory_overheads import load_memory_overheads
+from perfcast.calibration.training_overheads import load_training_overheads
+from perfcast.estimate.training import assemble_step, distinct_stages
+from perfcast.graph.layer import layer_ops
+from perfcast.graph.param_sharding import stage_params
+from perfcast.graph.stage import LayerGroup, embedding_ops, head_ops, layer_shape
+from perfcast.kernels.backend import KernelBackendName, get_backend
+from perfcast.memory.estimate import stage_memory
+from perfcast.schedule.data_parallel import data_parallel_time
+from perfcast.schedule.stage_time import (
+    ExtraTime,
+    LayerTime,
+    assemble_stage_time,
+    extra_time,
+    layer_time,
+)
+from perfcast.search.space import LayerKey, StrategyBlock, StrategySpace
+from perfcast.specs.hardware import SystemSpec
+from perfcast.specs.model import ModelSpec
+from perfcast.specs.strategy import Strategy
+from perfcast.specs.workload import Workload
+
+
+@dataclass(frozen=True)
+class BlockMetrics:
+    """Per-strategy results of one block, flattened in the block's row order."""
+
+    step_time_s: np.ndarray
+    memory_bytes: np.ndarray
+    """Peak bytes per GPU over the pipeline stages."""
+
+
+@dataclass(frozen=True)
+class LayerTables:
+    """Layer and extra-op times per ``LayerKey`` index, as arrays (gather by index)."""
+
+    dense: LayerTime
+    moe: LayerTime
+    extra: dict[tuple[bool, bool], ExtraTime]
+    """(first stage, last stage) -> embedding / head op times."""
+
+
+def _stack(cls, rows: list):
+    return cls(**{f.name: np.array([getattr(r, f.name) for r in rows]) for f in fields(cls)})
+
+
+def _gather(table, index: np.ndarray):
+    return type(table)(**{f.name: getattr(table, f.name)[index] for f in fields(table)})
+
+
+def layer_tables(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_length: int,
+                 backend) -> LayerTables:
+    """Scalar layer and extra-op times for every ``LayerKey`` of ``space``."""
+    roles = ((True, False), (False, True), (True, True))
+
+    def timed_layer(strategy: Strategy, is_moe: bool) -> LayerTime:
+        compute, comm = layer_ops(model, layer_shape(model, strategy, seq_length, is_moe))
+        group = LayerGroup(1, is_moe, tuple(compute), tuple(comm))
+        return layer_time(group, system, strategy, backend)
+
+    @functools.cache
+    def without_experts(tp, cp, mbs, sp, precision):
+        """Dense layer and embedding/head times: experts (ep, etp) play no part."""
+        strategy = _key_strategy(LayerKey(tp, cp, 1, tp, mbs, sp, precision), space.num_gpus)
+        shape = layer_shape(model, strategy, seq_length, False)
+        emb, head = embedding_ops(model, shape), head_ops(model, shape)
+        extras = [extra_time((emb if first else []) + (head if last else []), system, strategy,
+                             backend) for first, last in roles]
+        return timed_layer(strategy, False), extras
+
+    dense, moe, extras = [], [], []
+    for key in space.layer_keys:
+        layer, extra = without_experts(key.tp, key.cp, key.micro_batch_size,
+                                       key.sequence_parallel, key.precision)
+        dense.append(layer)
+        extras.append(extra)
+        moe.append(timed_layer(_key_strategy(key, space.num_gpus), True) if model.is_moe
+                   else layer)
+    extra = {role: _stack(ExtraTime, [e[i] for e in extras]) for i, role in enumerate(roles)}
+    extra[(False, False)] = ExtraTime(0.0, 0.0, 0.0)
+    return LayerTables(dense=_stack(LayerTime, dense), moe=_stack(LayerTime, moe), extra=extra)
+
+
+def _key_strategy(key: LayerKey, num_gpus: int) -> Strategy:
+    """A valid strategy with the layer key's choices (pp = 1; layer times ignore dp and pp)."""
+    return Strategy(num_gpus=num_gpus, tp=key.tp, cp=key.cp, ep=key.ep, etp=key.etp,
+                    micro_batch_size=key.micro_batch_size,
+                    sequence_parallel=key.sequence_parallel, precision=key.precision)
+
+
+@dataclass(frozen=True)
+class BulkEvaluator:
+    """Evaluates the blocks of one space (model, system, workload fixed)."""
+
+    model: ModelSpec
+    system: SystemSpec
+    workload: Workload
+    tables: LayerTables
+    backend: object
+
+    @classmethod
+    def for_space(cls, model: ModelSpec, system: SystemSpec, workload: Workload,
+                  space: StrategySpace,
+                  kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE):
+        backend = get_backend(kernel_backend)
+        tables = layer_tables(model, system, space, workload.seq_length, backend)
+        return cls(model, system, workload, tables, backend)
+
+    def evaluate(self, block: StrategyBlock) -> BlockMetrics:
+        """Step time and peak memory per GPU of every strategy in ``block``."""
+        model, system, s = self.model, self.system, self.workload.seq_length
+        m = self.workload.global_batch_size // (block.micro_batch_size * block.dp)
+        dense = _gather(self.tables.dense, block.layer_key)
+        moe = _gather(self.tables.moe, block.layer_key)
+        kinds = distinct_stages(model, block.pp)
+        stages, memory = [], []
+        for stage, _ in kinds:
+            params = stage_params(model, block, stage)
+            num_moe = params.num_moe_layers
+            layers = [(n, lt) for n, lt in ((params.num_layers - num_moe, dense), (num_moe, moe))
+                      if n]
+            extra = self.tables.extra[(stage == 0, stage == block.pp - 1)]
+            if stage == 0 or stage == block.pp - 1:
+                extra = _gather(extra, block.layer_key)
+            times = assemble_stage_time(layers, extra, block)
+            stages.append((times, data_parallel_time(params, times, system, block), params))
+            memory.append(stage_memory(model, block, params, s, m,
+                                       load_memory_overheads()).total_bytes)
+        calib = load_training_overheads().for_generation(system.gpu.generation)
+        parts = assemble_step(model, system, block, s, m, stages, [n for _, n in kinds],
+                              self.backend, calib)
+        shape = block.shape
+        return BlockMetrics(
+            step_time_s=np.broadcast_to(parts.step_time_s, shape).ravel(),
+            memory_bytes=np.broadcast_to(functools.reduce(np.maximum, memory), shape).ravel(),
+        )
+
+    def evaluate_all(self, space: StrategySpace,
+                     progress: Callable[[int], None] | None = None) -> list[BlockMetrics]:
+        """``evaluate`` every block; ``progress(n)`` after each block of n strategies."""
+        out = []
+        for block in space.blocks:
+            out.append(self.evaluate(block))
+            if progress is not None:
+                progress(len(block))
+        return out

@@ -1,0 +1,132 @@
+"""Enumerate every valid training strategy for a model, system, GPU count and workload.
+
+Candidate sizes: tp, pp, cp among the divisors of the GPU count (within the constraints), vpp
+1..max_vpp, ep among the divisors of the expert count, expert tp up to tp, micro-batch
+1..max. Divisibility prunes them before anything is evaluated, with the rules of
+``specs.compat`` and the ``Strategy`` validator applied to each factor (nothing restated
+here): tp must suit the heads, pp·vpp the layers, ep the experts, cp the sequence, the global
+batch whole micro-batches per DP rank, and ep·etp the tp·cp·dp ranks. Each valid layout is
+then crossed with the execution options: sequence parallelism (tp > 1), FP8 (where the GPU
+has it), ZeRO/FSDP sharding (where there is a DP group to shard over), and recompute none /
+selective / full with every distinct number of recomputed layers per stage.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from pydantic import ValidationError
+
+from perfcast.errors import InputError
+from perfcast.graph.param_sharding import layers_per_stage
+from perfcast.search.space import LayerKey, SearchConstraints, StrategyBlock, StrategySpace
+from perfcast.specs.compat import check_strategy_for_model, check_workload_for_strategy
+from perfcast.specs.hardware import SystemSpec
+from perfcast.specs.model import ModelSpec
+from perfcast.specs.strategy import Strategy
+from perfcast.specs.workload import Workload
+
+
+def _valid(check, **strategy_fields) -> bool:
+    """Whether ``Strategy(**strategy_fields)`` exists and passes ``check`` (a compat rule)."""
+    try:
+        check(Strategy(**strategy_fields))
+    except (InputError, ValidationError, ValueError):
+        return False
+    return True
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _bounded(values, fixed, low, high) -> list[int]:
+    return [v for v in values if (fixed is None or v == fixed) and v >= low
+            and (high is None or v <= high)]
+
+
+def _recompute_layers(recompute: str, max_stage_layers: int) -> list[int]:
+    """recompute_num_layers values that give distinct results (0 = all layers)."""
+    if recompute != "full":
+        return [0]
+    return list(range(1, max_stage_layers)) + [0]
+
+
+def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
+                         workload: Workload,
+                         constraints: SearchConstraints | None = None) -> StrategySpace:
+    """All valid strategies on ``num_gpus`` GPUs, as blocks for the bulk evaluator."""
+    c = constraints or SearchConstraints()
+    n = num_gpus
+    divisors = _divisors(n)
+    for_model = lambda s: check_strategy_for_model(model, s)  # noqa: E731
+    for_workload = lambda s: check_workload_for_strategy(workload, s)  # noqa: E731
+
+    tps = _bounded(divisors, c.tp, c.min_tp, c.max_tp)
+    pps = _bounded(divisors, c.pp, c.min_pp, c.max_pp)
+    cps = _bounded(divisors, c.cp, 1, c.max_cp)
+    vpps = _bounded(range(1, c.max_vpp + 1), c.vpp, 1, None)
+    eps = _bounded(divisors, c.ep, 1, c.max_ep) if model.is_moe else [1]
+    mbss = _bounded(range(1, c.max_micro_batch_size + 1), c.micro_batch_size, 1, None)
+    raw = len(tps) * len(pps) * len(vpps) * len(cps) * len(eps) * len(mbss)
+    raw *= len(tps) if model.is_moe else 1  # expert tp candidates
+
+    tps_ok = [t for t in tps if _valid(for_model, num_gpus=t, tp=t)]
+    cps_ok = [x for x in cps if _valid(for_workload, num_gpus=x, cp=x)]
+    eps_ok = [e for e in eps if _valid(for_model, num_gpus=e, ep=e, etp=1)]
+    precisions = ["bf16"] + (["fp8"] if c.fp8 and system.gpu.supports("fp8") else [])
+
+    layer_keys: dict[LayerKey, int] = {}
+    blocks: list[StrategyBlock] = []
+    valid_layouts = 0
+    for pp in pps:
+        vpp_ok = [v for v in vpps if _valid(for_model, num_gpus=pp, pp=pp, vpp=v)]
+        rows = []
+        for tp, cp in itertools.product(tps_ok, cps_ok):
+            if n % (tp * pp * cp):
+                continue
+            dp = n // (tp * pp * cp)
+            mbs_ok = [b for b in mbss
+                      if _valid(for_workload, num_gpus=dp, micro_batch_size=b)]
+            etps = [e for e in tps if e <= tp and tp % e == 0] if model.is_moe else [tp]
+            for ep, etp in itertools.product(eps_ok, etps):
+                if not _valid(lambda s: None, num_gpus=n, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp):
+                    continue
+                rows += [(tp, cp, ep, etp, b) for b in mbs_ok]
+        if not rows or not vpp_ok:
+            continue
+        valid_layouts += len(rows) * len(vpp_ok)
+        table = np.array(rows, dtype=np.int64)
+        tp_, cp_, ep_, etp_, mbs_ = (table[:, i].reshape(-1, 1, 1) for i in range(5))
+        dp_ = n // (tp_ * pp * cp_)
+        has_dp = (dp_ * cp_ > 1) | ((tp_ * cp_ * dp_) // (ep_ * etp_) > 1)
+        keys = {
+            (sp, prec): np.array([
+                layer_keys.setdefault(LayerKey(*map(int, row), sp, prec), len(layer_keys))
+                if row[0] > 1 or not sp else -1 for row in rows]).reshape(-1, 1, 1)
+            for sp in (False, True) for prec in precisions
+        }
+        max_layers = max(layers_per_stage(model.num_hidden_layers, pp))
+        schedules = [("1f1b", [1] if 1 in vpp_ok else []),
+                     ("interleaved", [v for v in vpp_ok if v > 1])]
+        for (schedule, vs), recompute, sharding, prec, sp in itertools.product(
+                schedules, c.recompute, c.sharding, precisions, (False, True)):
+            mask = np.ones(len(rows), dtype=bool)
+            if sp:
+                mask &= tp_.ravel() > 1
+            if sharding != "none":
+                mask &= has_dp.ravel()
+            if not vs or not mask.any():
+                continue
+            blocks.append(StrategyBlock(
+                num_gpus=n, pp=pp, schedule=schedule, recompute=recompute, sharding=sharding,
+                precision=prec, sequence_parallel=sp,
+                tp=tp_[mask], cp=cp_[mask], ep=ep_[mask], etp=etp_[mask],
+                micro_batch_size=mbs_[mask], layer_key=keys[(sp, prec)][mask],
+                vpp=np.array(vs, dtype=np.int64).reshape(1, -1, 1),
+                recompute_num_layers=np.array(
+                    _recompute_layers(recompute, max_layers), dtype=np.int64).reshape(1, 1, -1),
+            ))
+    return StrategySpace(num_gpus=n, blocks=tuple(blocks), layer_keys=tuple(layer_keys),
+                         invalid=raw - valid_layouts)

@@ -1,0 +1,88 @@
+"""Typed, immutable search results. Renderers live in ``perfcast.report``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfcast.estimate.training_report import TrainingReport, strategy_dict
+
+
+@dataclass(frozen=True)
+class SearchCandidate:
+    """One strategy the search kept, with its full forecast."""
+
+    report: TrainingReport
+    time_to_train_s: float
+    """Time to train the search's token budget on its GPUs."""
+    cost_usd: float | None
+    """Cost of that time at the given $/GPU-hour (None when no price was given)."""
+
+    @property
+    def memory_headroom_bytes(self) -> float:
+        return self.report.memory.capacity_bytes - self.report.memory.peak_bytes
+
+    def to_dict(self) -> dict:
+        r = self.report
+        return {
+            "strategy": strategy_dict(r.strategy),
+            "tokens_per_s_per_gpu": r.tokens_per_s_per_gpu,
+            "step_time_s": r.step_time_s,
+            "memory_bytes": r.memory.peak_bytes,
+            "memory_headroom_bytes": self.memory_headroom_bytes,
+            "fits": r.memory.fits,
+            "mfu": r.mfu,
+            "tflops_per_gpu": r.tflops_per_gpu,
+            "num_micro_batches": r.num_micro_batches,
+            "time_to_train_s": self.time_to_train_s,
+            "cost_usd": self.cost_usd,
+            "breakdown_s": r.breakdown.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The outcome of a strategy search: counts, the best strategies, the Pareto front."""
+
+    model: str
+    system: str
+    gpu: str
+    num_gpus: int
+    seq_length: int
+    global_batch_size: int
+    objective: str
+    token_budget: float
+    evaluated: int
+    """Valid strategies evaluated in bulk."""
+    feasible: int
+    """Of which fit in GPU memory."""
+    invalid: int
+    """Candidate layouts rejected by divisibility before evaluation."""
+    best: tuple[SearchCandidate, ...]
+    """Best feasible strategies by the objective, best first."""
+    pareto: tuple[SearchCandidate, ...]
+    """Feasible strategies no other beats in both tokens/s/GPU and memory headroom."""
+    evaluate_s: float
+    """Wall seconds of the bulk evaluation."""
+
+    @property
+    def infeasible(self) -> int:
+        return self.evaluated - self.feasible
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model,
+            "system": self.system,
+            "gpu": self.gpu,
+            "num_gpus": self.num_gpus,
+            "seq_length": self.seq_length,
+            "global_batch_size": self.global_batch_size,
+            "objective": self.objective,
+            "token_budget": self.token_budget,
+            "evaluated": self.evaluated,
+            "feasible": self.feasible,
+            "infeasible": self.infeasible,
+            "invalid": self.invalid,
+            "evaluate_s": self.evaluate_s,
+            "best": [c.to_dict() for c in self.best],
+            "pareto": [c.to_dict() for c in self.pareto],
+        }

@@ -1,0 +1,107 @@
+"""``search_strategies``: enumerate, evaluate in bulk, rank, and forecast the winners in full."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from perfcast.errors import InputError
+from perfcast.estimate.training import estimate_training
+from perfcast.search.bulk import BulkEvaluator
+from perfcast.search.enumerate import enumerate_strategies
+from perfcast.search.rank import (
+    Objective,
+    objective_score,
+    pareto_front,
+    time_to_train_s,
+    top_k,
+    training_cost_usd,
+)
+from perfcast.search.result import SearchCandidate, SearchResult
+from perfcast.search.space import SearchConstraints
+from perfcast.specs.hardware import SystemSpec
+from perfcast.specs.model import ModelSpec
+from perfcast.specs.workload import Workload
+
+DEFAULT_TOKEN_BUDGET = 1e12
+"""Tokens to train for the time and cost objectives (1 T tokens) unless given."""
+MAX_PARETO_POINTS = 50
+"""Pareto points forecast in full (evenly spaced along the front when it is longer)."""
+
+
+def search_strategies(
+    model: ModelSpec,
+    system: SystemSpec,
+    workload: Workload,
+    num_gpus: int,
+    constraints: SearchConstraints | None = None,
+    objective: Objective | str = Objective.THROUGHPUT,
+    top: int = 5,
+    token_budget: float = DEFAULT_TOKEN_BUDGET,
+    price_per_gpu_hour: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SearchResult:
+    """Best strategies for ``model`` on ``num_gpus`` GPUs of ``system`` (no side effects).
+
+    ``progress(done, total)`` is called after each evaluated block.
+    """
+    objective = Objective(objective)
+    if objective is Objective.COST and price_per_gpu_hour is None:
+        raise InputError("price_per_gpu_hour", None, "is needed for objective 'cost'")
+    system = system.with_num_gpus(num_gpus)
+    space = enumerate_strategies(model, system, num_gpus, workload, constraints)
+    total = len(space)
+    if total == 0:
+        raise InputError("gpus", num_gpus, "no valid strategy under the search constraints")
+    start = time.perf_counter()
+    evaluator = BulkEvaluator.for_space(model, system, workload, space)
+    done, kept, front = 0, [], []
+    capacity = system.gpu.hbm_capacity_bytes
+    tokens_per_step = workload.tokens_per_step
+    feasible = 0
+    for b, block in enumerate(space.blocks):
+        metrics = evaluator.evaluate(block)
+        tps = tokens_per_step / metrics.step_time_s / num_gpus
+        fits = metrics.memory_bytes <= capacity
+        feasible += int(fits.sum())
+        score = np.where(fits, objective_score(objective, tps, num_gpus, token_budget,
+                                               price_per_gpu_hour or 0.0), -np.inf)
+        kept += [(score[i], b, i) for i in top_k(score, top)]
+        rows = np.flatnonzero(fits)
+        headroom = capacity - metrics.memory_bytes[rows]
+        front += [(tps[i], capacity - metrics.memory_bytes[i], b, i)
+                  for i in rows[pareto_front(tps[rows], headroom)]]
+        done += len(block)
+        if progress is not None:
+            progress(done, total)
+    evaluate_s = time.perf_counter() - start
+
+    kept.sort(key=lambda item: (-item[0], item[1], item[2]))
+    best = [(b, i) for _, b, i in kept[:top]]
+    if front:
+        xy = np.array([(x, y) for x, y, _, _ in front])
+        on_front = pareto_front(xy[:, 0], xy[:, 1])
+        if len(on_front) > MAX_PARETO_POINTS:
+            on_front = on_front[np.linspace(0, len(on_front) - 1, MAX_PARETO_POINTS).astype(int)]
+        pareto = [front[j][2:] for j in on_front]
+    else:
+        pareto = []
+
+    def candidate(b: int, i: int) -> SearchCandidate:
+        strategy = space.blocks[b].strategy(int(i))
+        report = estimate_training(model, system, strategy, workload)
+        t = float(time_to_train_s(token_budget, report.tokens_per_s_per_gpu, num_gpus))
+        cost = (None if price_per_gpu_hour is None
+                else float(training_cost_usd(t, num_gpus, price_per_gpu_hour)))
+        return SearchCandidate(report=report, time_to_train_s=t, cost_usd=cost)
+
+    return SearchResult(
+        model=model.name, system=system.name, gpu=system.gpu.name, num_gpus=num_gpus,
+        seq_length=workload.seq_length, global_batch_size=workload.global_batch_size,
+        objective=objective.value, token_budget=token_budget, evaluated=total,
+        feasible=feasible, invalid=space.invalid,
+        best=tuple(candidate(b, i) for b, i in best),
+        pareto=tuple(candidate(b, i) for b, i in pareto), evaluate_s=evaluate_s,
+    )

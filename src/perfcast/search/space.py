@@ -1,0 +1,176 @@
+"""Typed inputs of a strategy search and the columnar block of strategies it evaluates.
+
+A ``StrategyBlock`` holds many strategies that share every categorical choice (pipeline size
+and schedule, recompute granularity, ZeRO/FSDP sharding, precision, sequence parallelism) as
+scalars and vary in their sizes (tp, cp, ep, etp, micro-batch, vpp, recompute_num_layers) as
+numpy arrays. It reads like a ``Strategy`` (same attribute names), so the array-friendly cost
+functions of ``schedule``, ``memory`` and ``estimate`` evaluate a whole block in one call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from perfcast.specs.strategy import Strategy
+
+Sharding = Literal["none", "distributed_optimizer", "zero2", "fsdp"]
+SHARDING_STAGE: dict[str, int] = {"none": 0, "distributed_optimizer": 1, "zero2": 2, "fsdp": 3}
+"""Effective ZeRO stage of each sharding option (``Strategy.sharding_stage``)."""
+
+
+class SearchConstraints(BaseModel):
+    """Bounds on the searched space (None = no bound beyond validity)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tp: int | None = Field(default=None, gt=0, description="Fix the tensor-parallel size.")
+    pp: int | None = Field(default=None, gt=0, description="Fix the pipeline-parallel size.")
+    cp: int | None = Field(default=None, gt=0, description="Fix the context-parallel size.")
+    ep: int | None = Field(default=None, gt=0, description="Fix the expert-parallel size.")
+    vpp: int | None = Field(default=None, gt=0, description="Fix the model chunks per rank.")
+    micro_batch_size: int | None = Field(default=None, gt=0, description="Fix the micro-batch.")
+    min_tp: int = Field(default=1, gt=0)
+    max_tp: int | None = Field(default=None, gt=0)
+    min_pp: int = Field(default=1, gt=0)
+    max_pp: int | None = Field(default=None, gt=0)
+    max_cp: int | None = Field(default=16, gt=0, description="Largest context-parallel size.")
+    max_ep: int | None = Field(default=None, gt=0)
+    max_vpp: int = Field(default=8, gt=0, description="Most model chunks per pipeline rank.")
+    max_micro_batch_size: int = Field(default=8, gt=0, description="Largest micro-batch.")
+    recompute: tuple[str, ...] = Field(
+        default=("none", "selective", "full"), description="Recompute granularities to try.")
+    sharding: tuple[Sharding, ...] = Field(
+        default=("none", "distributed_optimizer", "zero2", "fsdp"),
+        description="Optimizer/gradient/weight sharding options to try.")
+    fp8: bool = Field(default=True, description="Also try FP8 where the GPU supports it.")
+
+
+_DEFAULT_OPTIONS = Strategy(num_gpus=1)
+
+
+@dataclass(frozen=True, eq=False)
+class StrategyBlock:
+    """Strategies sharing their categorical choices; sizes as broadcastable int arrays.
+
+    ``recompute_num_layers`` 0 means all layers of the stage (``None`` in ``Strategy``).
+    """
+
+    num_gpus: int
+    pp: int
+    schedule: str
+    recompute: str
+    sharding: Sharding
+    precision: str
+    sequence_parallel: bool
+    tp: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+    etp: np.ndarray
+    micro_batch_size: np.ndarray
+    layer_key: np.ndarray
+    """Index of (tp, cp, ep, etp, micro-batch, sp, precision) into ``StrategySpace.layer_keys``."""
+    vpp: np.ndarray
+    recompute_num_layers: np.ndarray
+    grad_reduce_dtype: str = "fp32"
+    flash_attention: bool = True
+    fp8_recipe: str = "tensorwise"
+    options: Strategy = _DEFAULT_OPTIONS
+    """Execution options the search does not enumerate (MoE, MTP, vocabulary padding,
+    placement, overlap): read from here, so every ``Strategy`` field has a value."""
+    dp: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dp", self.num_gpus // (self.tp * self.pp * self.cp))
+
+    def __getattr__(self, name: str):
+        """Non-enumerated ``Strategy`` fields come from ``options``."""
+        if name in Strategy.model_fields:
+            return getattr(self.__dict__.get("options", _DEFAULT_OPTIONS), name)
+        raise AttributeError(name)
+
+    def padded_vocab_size(self, vocab_size: int):
+        """``Strategy.padded_vocab_size`` over the block's tp."""
+        from perfcast.graph.params import padded_vocab_size
+
+        return padded_vocab_size(vocab_size, self.tp, self.options.make_vocab_size_divisible_by)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return np.broadcast_shapes(self.tp.shape, self.vpp.shape, self.recompute_num_layers.shape)
+
+    def __len__(self) -> int:
+        return int(np.prod(self.shape))
+
+    @property
+    def expert_tp(self) -> np.ndarray:
+        return self.etp
+
+    @property
+    def expert_dp(self) -> np.ndarray:
+        return (self.tp * self.cp * self.dp) // (self.ep * self.etp)
+
+    @property
+    def sharding_stage(self) -> int:
+        return SHARDING_STAGE[self.sharding]
+
+    def recomputed_layers(self, num_layers):
+        """``Strategy.recomputed_layers`` over the block (0 in ``recompute_num_layers`` = all)."""
+        if self.recompute != "full":
+            return 0
+        rnl = self.recompute_num_layers
+        return np.where(rnl == 0, num_layers, np.minimum(rnl, num_layers))
+
+    def column(self, name: str) -> np.ndarray:
+        """Attribute ``name`` broadcast to the block's shape and flattened (row order)."""
+        return np.broadcast_to(getattr(self, name), self.shape).ravel()
+
+    def strategy(self, flat_index: int) -> Strategy:
+        """The ``Strategy`` of row ``flat_index`` (row order of ``column``)."""
+        idx = np.unravel_index(flat_index, self.shape)
+
+        def at(name: str) -> int:
+            return int(np.broadcast_to(getattr(self, name), self.shape)[idx])
+
+        tp, etp, rnl = at("tp"), at("etp"), at("recompute_num_layers")
+        enumerated = dict(
+            num_gpus=self.num_gpus, tp=tp, pp=self.pp, vpp=at("vpp"), cp=at("cp"), ep=at("ep"),
+            etp=None if etp == tp else etp, sequence_parallel=self.sequence_parallel,
+            zero_stage=2 if self.sharding == "zero2" else 0, fsdp=self.sharding == "fsdp",
+            distributed_optimizer=self.sharding == "distributed_optimizer",
+            recompute=self.recompute, recompute_num_layers=rnl or None,
+            micro_batch_size=at("micro_batch_size"), precision=self.precision,
+            fp8_recipe=self.fp8_recipe, grad_reduce_dtype=self.grad_reduce_dtype,
+            flash_attention=self.flash_attention,
+        )
+        return Strategy(**(self.options.model_dump() | enumerated))
+
+
+@dataclass(frozen=True)
+class LayerKey:
+    """The strategy choices that set one layer's per-micro-batch op times."""
+
+    tp: int
+    cp: int
+    ep: int
+    etp: int
+    micro_batch_size: int
+    sequence_parallel: bool
+    precision: str
+
+
+@dataclass(frozen=True)
+class StrategySpace:
+    """Every valid strategy of a search, in blocks, and how many candidates were invalid."""
+
+    num_gpus: int
+    blocks: tuple[StrategyBlock, ...]
+    layer_keys: tuple[LayerKey, ...]
+    invalid: int
+    """Candidate layouts (tp, pp, vpp, cp, ep, etp, micro-batch) rejected by divisibility."""
+
+    def __len__(self) -> int:
+        return sum(len(block) for block in self.blocks)
