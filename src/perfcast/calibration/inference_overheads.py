@@ -19,6 +19,8 @@ class InferenceOverhead(BaseModel):
         ge=0, description="Fixed seconds per forward step (sampling, host sync, scheduling).")
     layer_overhead_s: float = Field(
         ge=0, description="Seconds per layer per step beyond the kernels' own launch overhead.")
+    prefill_layer_overhead_s: float = Field(
+        ge=0, description="Extra seconds per layer in a prefill step (unfused host launches).")
     prefill_overhead_fraction: float = Field(
         ge=0, description="Extra prefill time as a fraction of the modelled compute.")
     bandwidth_efficiency: float = Field(
@@ -35,6 +37,11 @@ class InferenceOverheads(BaseModel):
     dequant_bandwidth_efficiency: dict[str, float] = Field(
         description="Weight-only format -> achieved share of the weight-streaming rate.")
     dequant_source: str = Field(description="Where the dequantization factors come from.")
+    gqa_kv_read_exponent: float = Field(
+        default=0.0, ge=0, le=1,
+        description="Decode attention reads each cached KV head g^x times for a group of g "
+        "query heads (0: once, grouped kernels; 1: once per query head).")
+    gqa_source: str = Field(default="", description="Where the exponent comes from.")
 
     def for_generation(self, generation: str) -> InferenceOverhead:
         """The generation's block, else ``default``."""

@@ -10,7 +10,7 @@ import typer
 from perfcast.cli.errors import handle_input_errors
 
 DataOption = Annotated[
-    Path, typer.Option("--data", help="CSV with the ground_truth/training.csv schema.")
+    Path, typer.Option("--data", help="CSV with the ground_truth training.csv or inference.csv schema.")
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 QualityOption = Annotated[
@@ -29,12 +29,16 @@ def _qualities(text: str | None) -> tuple[str, ...] | None:
 def validate_command(
     data: DataOption, json: JsonFlag = False, quality: QualityOption = None
 ) -> None:
-    """Forecast tokens/s/GPU for every measured row and report the errors per source."""
+    """Forecast every measured row (training tokens/s/GPU, or each inference row's metric in its
+    unit) and report the errors per source."""
     from perfcast.validate.compare import validate_training
+    from perfcast.validate.inference_compare import is_inference_file, validate_inference
 
     if not data.is_file():
         raise FileNotFoundError(f"--data {data}: file not found")
-    report = validate_training(data, qualities=_qualities(quality))
+    inference = is_inference_file(data)
+    report = validate_inference(data) if inference else validate_training(
+        data, qualities=_qualities(quality))
     if json:
         from perfcast.report.json_out import to_json
 
@@ -44,4 +48,9 @@ def validate_command(
 
     from perfcast.report.validation_text import render_validation
 
+    if inference:
+        from perfcast.report.inference_validation_text import render_inference_validation
+
+        render_inference_validation(report, Console())
+        return
     render_validation(report, Console())

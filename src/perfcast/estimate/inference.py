@@ -36,7 +36,12 @@ from perfcast.estimate.inference_phases import (
     bottleneck_stage_time,
     step_time,
 )
-from perfcast.estimate.inference_report import InferenceReport, SpeculationSummary
+from perfcast.estimate.inference_report import (
+    CurvePoint,
+    InferenceCurve,
+    InferenceReport,
+    SpeculationSummary,
+)
 from perfcast.kernels.backend import KernelBackendName, get_backend
 from perfcast.specs.compat import check_strategy_for_model
 from perfcast.specs.hardware import SystemSpec
@@ -76,6 +81,7 @@ def _context(model, system, strategy, precision, attention_dp, offload, backend,
         params=roofline_params(backend, system.gpu),
         overhead=overheads.for_generation(system.gpu.generation),
         dequant_efficiency=overheads.dequant_bandwidth_efficiency.get(precision.weights, 1.0),
+        gqa_kv_read_exponent=overheads.gqa_kv_read_exponent,
         attention_dp=attention_dp, offload=offload, host_io=host_io_for(system.gpu),
         weights_bytes_per_gpu=weights_bytes,
     )
@@ -191,3 +197,20 @@ def _speculative(ctx: ServingContext, w: InferenceWorkload, spec: SpeculativeDec
         num_draft_tokens=k, tokens_per_target_step=tokens,
         draft_step_s=float(draft.total_s), verify_step_s=float(verify.total_s))
     return per_token, summary
+
+
+DEFAULT_CURVE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+"""Batch sizes of a throughput-vs-latency curve (powers of two, as serving benchmarks sweep)."""
+
+
+def inference_curve(model: ModelSpec, system: SystemSpec, strategy: Strategy | None = None,
+                    batch_sizes=DEFAULT_CURVE_BATCHES, **options) -> InferenceCurve:
+    """``estimate_inference`` at each batch size (other options fixed): the throughput-latency
+    trade-off of batching (Pope et al. 2022 Fig. 1)."""
+    reports = [estimate_inference(model, system, strategy, **{**options, "batch_size": b})
+               for b in batch_sizes]
+    points = tuple(CurvePoint(
+        batch_size=r.workload.batch_size, tpot_s=r.tpot_s, ttft_s=r.ttft_s,
+        output_tokens_per_s_per_gpu=r.output_tokens_per_s_per_gpu,
+        tokens_per_s_per_user=r.tokens_per_s_per_user, fits=r.fits) for r in reports)
+    return InferenceCurve(base=reports[0], points=points)

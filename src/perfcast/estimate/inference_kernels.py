@@ -91,9 +91,19 @@ def kv_bytes_per_token_per_layer(model: ModelSpec, strategy: Strategy, kv_format
     return kv_cache_bytes_per_token(model, tp, bytes_per_element(kv_format), num_layers=1)
 
 
+def kv_read_amplification(model: ModelSpec, heads: float, kv_heads: float, exponent: float) -> float:
+    """Times each cached KV head is read per step: g^x for g = query heads per KV head on the
+    GPU. Grouped kernels (FlashInfer, TRT-LLM XQA) read it once (x = 0); per-query-head
+    masked-MHA kernels read it once per query head of the group (x = 1). MLA: once."""
+    if model.is_mla:
+        return 1.0
+    return max(heads / kv_heads, 1.0) ** exponent
+
+
 def decode_attention_time_s(model: ModelSpec, strategy: Strategy, p: AttentionPass, gpu: GPUSpec,
                             params: GenerationKernelCalibration, kv_format: str,
-                            bandwidth_efficiency: float, attention_dp: bool = False):
+                            bandwidth_efficiency: float, attention_dp: bool = False,
+                            gqa_kv_read_exponent: float = 0.0):
     """One decode-attention kernel: ``p.num_seqs`` sequences, ``p.seq_q`` new queries each (1, or
     k + 1 when verifying speculated tokens), reading ``p.seq_kv`` cached tokens once.
 
@@ -108,7 +118,10 @@ def decode_attention_time_s(model: ModelSpec, strategy: Strategy, p: AttentionPa
     else:
         d_qk, d_v = head_dims(model)
     flops = attention_flops(p.num_seqs, heads, p.seq_q, keys, d_qk, d_v, False, False)
-    kv_bytes = p.num_seqs * np.multiply(keys, kv_bytes_per_token_per_layer(
+    tp = 1 if attention_dp else strategy.tp
+    reads = kv_read_amplification(model, heads, max(model.num_kv_heads / tp, 1.0),
+                                  gqa_kv_read_exponent)
+    kv_bytes = reads * p.num_seqs * np.multiply(keys, kv_bytes_per_token_per_layer(
         model, strategy, kv_format, attention_dp))
     qo_bytes = p.num_seqs * p.seq_q * heads * (d_qk + d_v) * 2.0
     curve = params.attention_forward

@@ -46,6 +46,7 @@ class ServingContext:
     params: GenerationKernelCalibration
     overhead: InferenceOverhead
     dequant_efficiency: float
+    gqa_kv_read_exponent: float
     attention_dp: bool
     offload: Offload
     host_io: HostIO
@@ -101,7 +102,7 @@ def _layer_parts(ctx: ServingContext, tokens: float, passes: tuple[AttentionPass
         if p.decode:
             attention = attention + K.decode_attention_time_s(
                 ctx.model, ctx.strategy, p, gpu, params, ctx.precision.kv_cache, bw,
-                ctx.attention_dp)
+                ctx.attention_dp, ctx.gqa_kv_read_exponent)
         else:
             attention = attention + K.prefill_attention_time_s(
                 ctx.model, ctx.strategy, p, gpu, ctx.backend, ctx.precision, ctx.attention_dp)
@@ -156,6 +157,7 @@ def stage_step_times(ctx: ServingContext, tokens: float, passes: tuple[Attention
         kernels = parts["gemm_s"] + parts["attention_s"] + parts["memory_bound_s"]
         overhead = len(layers) * ctx.overhead.layer_overhead_s
         if prefill:
+            overhead = overhead + len(layers) * ctx.overhead.prefill_layer_overhead_s
             overhead = overhead + ctx.overhead.prefill_overhead_fraction * kernels
         gpu_time = kernels + parts["tp_comm_s"] + parts["ep_comm_s"] + overhead
         offload = 0.0

@@ -18,7 +18,12 @@ from typing import Any
 
 from perfcast.validate.catalog_lookup import CatalogLookup
 from perfcast.validate.error_stats import ErrorStats, ValidationSummary, error_stats, summarize
-from perfcast.validate.inference_rows import METRICS, InferenceCase, parse_inference_row
+from perfcast.validate.inference_rows import (
+    METRICS,
+    InferenceCase,
+    is_inference_schema,
+    parse_inference_row,
+)
 from perfcast.validate.training_rows import SkippedRow, read_rows
 
 InferenceEstimator = Callable[..., Any]
@@ -117,6 +122,18 @@ def parse_inference_rows(rows, catalog: CatalogLookup | None = None
         result = parse_inference_row(row, catalog)
         (parsed if isinstance(result, InferenceCase) else skipped).append(result)
     return parsed, skipped
+
+
+def is_inference_file(path: Path | str) -> bool:
+    """Whether the CSV's header has the inference.csv columns (``metric``, ``value``, ``unit``)."""
+    import csv
+
+    try:
+        with Path(path).open(newline="", encoding="utf-8") as handle:
+            header = next(csv.reader(handle), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False
+    return is_inference_schema(header)
 
 
 def validate_inference(path: Path | str, estimator: InferenceEstimator | None = None,

@@ -50,6 +50,11 @@ METRICS: dict[str, tuple[str, float]] = {
 }
 """metric -> (report quantity, factor to the row's unit: ms, tokens/s, GB)."""
 
+PER_GPU_WHEN_UNSTATED = "per-gpu vs total not stated"
+"""Unit text of TensorRT-LLM gptSessionBenchmark tables that do not say per GPU or total: the
+benchmark divides by TP ("out_tps = output_seqlen*batch_size/total_latency/tp", TensorRT-LLM
+performance.md methodology), so such values are compared per GPU."""
+
 GPT_FAST_OUTPUT_LEN = 200
 """gpt-fast generate.py ``--max_new_tokens`` default (the rows' notes say the table uses it)."""
 
@@ -166,6 +171,9 @@ def _parse(row: Row, catalog: CatalogLookup) -> InferenceCase:
     measured = cell_float(row, "value")
     if measured is None or measured <= 0:
         raise RowError(f"value={cell_text(row, 'value')!r} must be a positive number")
+    if metric == "output_throughput" and PER_GPU_WHEN_UNSTATED in unit.lower():
+        metric = "output_throughput_per_gpu"
+        notes.append("throughput unit per-GPU vs total unstated: per GPU (gptSessionBenchmark /tp)")
     options = {"batch_size": batch, "input_len": input_len, "output_len": output_len,
                **_precision(row, notes)}
     return InferenceCase(
