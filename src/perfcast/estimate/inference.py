@@ -75,7 +75,8 @@ def _check(model: ModelSpec, system: SystemSpec, strategy: Strategy,
 
 
 def _context(model, system, strategy, precision, attention_dp, offload, backend,
-             overheads: InferenceOverheads, weights_bytes: float) -> ServingContext:
+             overheads: InferenceOverheads, weights_bytes: float,
+             cuda_graphs: bool = False) -> ServingContext:
     return ServingContext(
         model=model, system=system, strategy=strategy, precision=precision, backend=backend,
         params=roofline_params(backend, system.gpu),
@@ -83,7 +84,7 @@ def _context(model, system, strategy, precision, attention_dp, offload, backend,
         dequant_efficiency=overheads.dequant_bandwidth_efficiency.get(precision.weights, 1.0),
         gqa_kv_read_exponent=overheads.gqa_kv_read_exponent,
         attention_dp=attention_dp, offload=offload, host_io=host_io_for(system.gpu),
-        weights_bytes_per_gpu=weights_bytes,
+        weights_bytes_per_gpu=weights_bytes, cuda_graphs=cuda_graphs,
     )
 
 
@@ -132,6 +133,7 @@ def estimate_inference(
     batching: str = "static",
     prefill_chunk_tokens: int = 2048,
     attention_dp: bool = False,
+    cuda_graphs: bool = False,
     offload: Offload | None = None,
     speculative: SpeculativeDecoding | None = None,
     kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE,
@@ -141,6 +143,7 @@ def estimate_inference(
 
     ``precision`` is the activation/GEMM format (bf16, fp16, fp8, fp4); ``weight_precision``
     defaults to it (int8/int4 = weight-only); ``kv_precision`` defaults to 16-bit.
+    ``cuda_graphs`` replays decode steps as CUDA graphs (no host overhead per layer or step).
     ``strategy`` defaults to one GPU; ``overheads`` replaces the shipped calibration.
     """
     strategy = strategy or Strategy(num_gpus=1)
@@ -155,7 +158,8 @@ def estimate_inference(
     cal = overheads or load_inference_overheads()
     memory, max_batch, weights = serving_memory(model, system, strategy, prec, workload,
                                                 attention_dp, offload, speculative)
-    ctx = _context(model, system, strategy, prec, attention_dp, offload, backend, cal, weights)
+    ctx = _context(model, system, strategy, prec, attention_dp, offload, backend, cal, weights,
+                   cuda_graphs)
     run = _continuous if workload.batching == "continuous" else _static
     prefill, decode, ttft = run(ctx, workload)
     speculation = None
@@ -186,7 +190,7 @@ def _speculative(ctx: ServingContext, w: InferenceWorkload, spec: SpeculativeDec
     k = spec.num_draft_tokens
     check_strategy_for_model(spec.draft_model, ctx.strategy)
     draft_ctx = _context(spec.draft_model, ctx.system, ctx.strategy, ctx.precision,
-                         False, ctx.offload, backend, cal, 0.0)
+                         False, ctx.offload, backend, cal, 0.0, ctx.cuda_graphs)
     kv = float(w.input_len + w.output_len / 2)
     draft = _decode(draft_ctx, w.batch_size, kv)
     verify = _decode(ctx, w.batch_size, kv, queries=k + 1)

@@ -21,6 +21,7 @@ import numpy as np
 from perfcast.calibration.inference_overheads import InferenceOverhead
 from perfcast.calibration.kernel_roofline import GenerationKernelCalibration
 from perfcast.catalog.host_io import HostIO
+from perfcast.comm.one_shot import one_shot_all_reduce_time_s
 from perfcast.estimate import inference_kernels as K
 from perfcast.estimate.inference_ops import AttentionPass, head_step_ops, step_layer_ops
 from perfcast.graph.layer import ACT_BYTES
@@ -52,6 +53,8 @@ class ServingContext:
     host_io: HostIO
     weights_bytes_per_gpu: float
     """Weights one GPU uses per step (heaviest stage), for offload traffic."""
+    cuda_graphs: bool = False
+    """Decode steps replayed as CUDA graphs: no per-layer or per-step host overhead."""
 
 
 @dataclass(frozen=True)
@@ -106,10 +109,21 @@ def _layer_parts(ctx: ServingContext, tokens: float, passes: tuple[AttentionPass
         else:
             attention = attention + K.prefill_attention_time_s(
                 ctx.model, ctx.strategy, p, gpu, ctx.backend, ctx.precision, ctx.attention_dp)
-    tp = sum(comm_op_time_s(op, ctx.system, ctx.strategy) for op in ops.comm if op.group == Group.TP)
+    tp = sum(tp_comm_time_s(op, ctx) for op in ops.comm if op.group == Group.TP)
     ep = sum(comm_op_time_s(op, ctx.system, ctx.strategy) for op in ops.comm if op.group == Group.EP)
     return {"gemm_s": gemm, "attention_s": attention, "memory_bound_s": memory,
             "tp_comm_s": tp, "ep_comm_s": ep}
+
+
+def tp_comm_time_s(op: CommOp, ctx: ServingContext) -> float:
+    """A TP collective of a serving step: the faster of the ring model and, for all-reduce
+    inside the NVLink domain, the one-shot all-reduce serving engines use
+    (``comm.one_shot``)."""
+    ring = comm_op_time_s(op, ctx.system, ctx.strategy)
+    if op.collective != Collective.ALL_REDUCE or ctx.strategy.tp <= 1:
+        return ring
+    one_shot = op.count * one_shot_all_reduce_time_s(op.size_bytes, ctx.system, ctx.strategy.tp)
+    return float(min(ring, one_shot))
 
 
 def _kv_bytes_read(ctx: ServingContext, passes: tuple[AttentionPass, ...], layers: int):
@@ -155,7 +169,8 @@ def stage_step_times(ctx: ServingContext, tokens: float, passes: tuple[Attention
                     K.memory_op_time_s(op, ctx.system.gpu, ctx.params,
                                        ctx.overhead.bandwidth_efficiency))
         kernels = parts["gemm_s"] + parts["attention_s"] + parts["memory_bound_s"]
-        overhead = len(layers) * ctx.overhead.layer_overhead_s
+        graphed = ctx.cuda_graphs and not prefill
+        overhead = 0.0 if graphed else len(layers) * ctx.overhead.layer_overhead_s
         if prefill:
             overhead = overhead + len(layers) * ctx.overhead.prefill_layer_overhead_s
             overhead = overhead + ctx.overhead.prefill_overhead_fraction * kernels
@@ -165,6 +180,11 @@ def stage_step_times(ctx: ServingContext, tokens: float, passes: tuple[Attention
             offload = np.maximum(_offload_io_s(ctx, tokens, passes, len(layers)) - gpu_time, 0.0)
         stages.append(StepTime(**parts, pp_comm_s=0.0, offload_s=offload, overhead_s=overhead))
     return stages
+
+
+def _step_overhead_s(ctx: ServingContext, prefill: bool) -> float:
+    """Host time per step (sampling, scheduling, launches); none for a graphed decode step."""
+    return 0.0 if (ctx.cuda_graphs and not prefill) else ctx.overhead.step_overhead_s
 
 
 def pp_send_s(ctx: ServingContext, tokens: float) -> float:
@@ -186,7 +206,7 @@ def step_time(ctx: ServingContext, tokens: float, passes: tuple[AttentionPass, .
     return StepTime(
         gemm_s=total.gemm_s, attention_s=total.attention_s, memory_bound_s=total.memory_bound_s,
         tp_comm_s=total.tp_comm_s, ep_comm_s=total.ep_comm_s, pp_comm_s=send,
-        offload_s=total.offload_s, overhead_s=total.overhead_s + ctx.overhead.step_overhead_s)
+        offload_s=total.offload_s, overhead_s=total.overhead_s + _step_overhead_s(ctx, prefill))
 
 
 def bottleneck_stage_time(ctx: ServingContext, tokens: float, passes: tuple[AttentionPass, ...],
@@ -200,4 +220,4 @@ def bottleneck_stage_time(ctx: ServingContext, tokens: float, passes: tuple[Atte
         gemm_s=slowest.gemm_s, attention_s=slowest.attention_s,
         memory_bound_s=slowest.memory_bound_s, tp_comm_s=slowest.tp_comm_s,
         ep_comm_s=slowest.ep_comm_s, pp_comm_s=send, offload_s=slowest.offload_s,
-        overhead_s=slowest.overhead_s + ctx.overhead.step_overhead_s)
+        overhead_s=slowest.overhead_s + _step_overhead_s(ctx, prefill))

@@ -13,6 +13,7 @@ Rules (each a documented default, recorded in ``notes``):
   weight-only; empty = FP16 (the FasterTransformer-era default);
 * output length: empty = 1 for TTFT rows (a single output token) and 200 for gpt-fast
   per-user decode rows (generate.py ``max_new_tokens`` default, stated in the rows' notes);
+* CUDA graphs: when the row's notes say the decode ran under CUDA graphs;
 * metrics timed per layer or per operator, and speculative rows without an acceptance rate,
   are not forecast.
 """
@@ -175,6 +176,7 @@ def _parse(row: Row, catalog: CatalogLookup) -> InferenceCase:
         metric = "output_throughput_per_gpu"
         notes.append("throughput unit per-GPU vs total unstated: per GPU (gptSessionBenchmark /tp)")
     options = {"batch_size": batch, "input_len": input_len, "output_len": output_len,
+               "cuda_graphs": "cuda graphs" in cell_text(row, "notes").lower(),
                **_precision(row, notes)}
     return InferenceCase(
         row_id=cell_text(row, "row_id"), source_id=source_id(cell_text(row, "source")),
