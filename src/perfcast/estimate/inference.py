@@ -101,9 +101,19 @@ def _decode(ctx: ServingContext, batch: float, kv_lens, queries: int = 1,
 
 
 def _static(ctx: ServingContext, w: InferenceWorkload) -> tuple[StepTime, StepTime, float]:
-    prefill = _prefill(ctx, w.batch_size, w.input_len)
+    """Static batch; with pp > 1 it is split into m = min(b, pp) micro-batches that fill the
+    pipeline, each step taking (m + pp − 1) slowest-stage times (GPipe, Huang et al. 2019)."""
+    pp = ctx.strategy.pp
     kv_lens = w.input_len + np.arange(1, max(w.output_len, 2), dtype=float)
-    decode = _decode(ctx, w.batch_size, kv_lens).mean()
+    m = min(w.batch_size, pp)
+    if pp == 1 or m == 1:
+        prefill = _prefill(ctx, w.batch_size, w.input_len)
+        decode = _decode(ctx, w.batch_size, kv_lens).mean()
+        return prefill, decode, float(prefill.total_s)
+    b = w.batch_size / m
+    passes = (AttentionPass(b, w.input_len, w.input_len, causal=True),)
+    prefill = bottleneck_stage_time(ctx, b * w.input_len, passes, b, prefill=True).scaled(m + pp - 1)
+    decode = _decode(ctx, b, kv_lens, bottleneck=True).mean().scaled(m + pp - 1)
     return prefill, decode, float(prefill.total_s)
 
 
