@@ -10,6 +10,7 @@ import typer
 
 from perfcast.cli.catalog_cmd import models_command, systems_command
 from perfcast.cli.comm_cmd import comm_command
+from perfcast.cli.infer_cmd import infer_command
 from perfcast.cli.kernels_cmd import kernels_app
 from perfcast.cli.memory_cmd import memory_command
 from perfcast.cli.profile_cmd import profile_command
@@ -32,6 +33,7 @@ app.command("memory", help="Memory per GPU and per pipeline stage; does the run 
 app.command("train", help="Training step time, tokens/s/GPU, MFU and where the time goes.")(
     train_command
 )
+app.command("infer", help="Serving forecast: TTFT, TPOT, tokens/s/GPU, memory, max batch.")(infer_command)
 app.command("validate", help="Forecast every row of a measured-training CSV and report errors.")(
     validate_command
 )

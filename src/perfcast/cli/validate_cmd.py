@@ -11,7 +11,7 @@ from perfcast.cli.errors import handle_input_errors
 from perfcast.cli.options import KernelBackendOpt, KernelBackendOption, KernelTableOption
 
 DataOption = Annotated[
-    Path, typer.Option("--data", help="CSV with the ground_truth/training.csv schema.")
+    Path, typer.Option("--data", help="CSV with the ground_truth training.csv or inference.csv schema.")
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 QualityOption = Annotated[
@@ -32,18 +32,24 @@ def validate_command(
     kernel_backend: KernelBackendOption = KernelBackendOpt.roofline,
     kernel_table: KernelTableOption = None,
 ) -> None:
-    """Forecast tokens/s/GPU for every measured row and report the errors per source."""
+    """Forecast every measured row (training tokens/s/GPU, or each inference row's metric in its
+    unit) and report the errors per source."""
     from functools import partial
 
     from perfcast.cli.build import kernel_backend as make_backend
     from perfcast.estimate.training import estimate_training
     from perfcast.validate.compare import validate_training
+    from perfcast.validate.inference_compare import is_inference_file, validate_inference
 
     if not data.is_file():
         raise FileNotFoundError(f"--data {data}: file not found")
-    estimator = partial(estimate_training,
-                        kernel_backend=make_backend(kernel_backend.value, kernel_table))
-    report = validate_training(data, estimator=estimator, qualities=_qualities(quality))
+    inference = is_inference_file(data)
+    if inference:
+        report = validate_inference(data)
+    else:
+        estimator = partial(estimate_training,
+                            kernel_backend=make_backend(kernel_backend.value, kernel_table))
+        report = validate_training(data, estimator=estimator, qualities=_qualities(quality))
     if json:
         from perfcast.report.json_out import to_json
 
@@ -53,4 +59,9 @@ def validate_command(
 
     from perfcast.report.validation_text import render_validation
 
+    if inference:
+        from perfcast.report.inference_validation_text import render_inference_validation
+
+        render_inference_validation(report, Console())
+        return
     render_validation(report, Console())

@@ -1,0 +1,133 @@
+"""``perfcast infer``: TTFT, TPOT, throughput, memory and max batch of serving a model."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from perfcast.cli.errors import handle_input_errors
+
+
+class ActPrecisionOpt(str, Enum):
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp8 = "fp8"
+    fp4 = "fp4"
+
+
+class WeightPrecisionOpt(str, Enum):
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp8 = "fp8"
+    fp4 = "fp4"
+    int8 = "int8"
+    int4 = "int4"
+
+
+class KVPrecisionOpt(str, Enum):
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp8 = "fp8"
+
+
+class BatchingOpt(str, Enum):
+    static = "static"
+    continuous = "continuous"
+
+
+def _opt(*names: str, help: str):
+    return typer.Option(*names, help=help)
+
+
+@handle_input_errors
+def infer_command(
+    model: Annotated[str, _opt("--model", "-m", help="Catalog name, HF config.json or YAML/JSON file.")],
+    system: Annotated[str, _opt("--system", "-s", help="Catalog system name.")] = "dgx-h100",
+    gpus: Annotated[int | None, _opt(
+        "--gpus", "-g", help="Total GPUs (default tp*pp; more = DP replicas).")] = None,
+    tp: Annotated[int, _opt("--tp", "--tensor-model-parallel-size", help="Tensor-parallel size.")] = 1,
+    pp: Annotated[int, _opt("--pp", "--pipeline-model-parallel-size", help="Pipeline-parallel size.")] = 1,
+    ep: Annotated[int, _opt(
+        "--ep", "--expert-model-parallel-size", help="Expert-parallel size (inside the TP group).")] = 1,
+    batch_size: Annotated[int, _opt("--batch-size", "-b", help="Concurrent sequences per replica.")] = 1,
+    input_len: Annotated[int, _opt("--input-len", help="Prompt tokens per sequence.")] = 128,
+    output_len: Annotated[int, _opt("--output-len", help="Generated tokens per sequence.")] = 128,
+    precision: Annotated[ActPrecisionOpt, _opt(
+        "--precision", help="Activation/GEMM format (fp8/fp4: W+A).")] = ActPrecisionOpt.bf16,
+    weight_precision: Annotated[WeightPrecisionOpt | None, _opt(
+        "--weight-precision", help="Weight format (int8/int4 = weight-only); default = --precision.")] = None,
+    kv_precision: Annotated[KVPrecisionOpt | None, _opt(
+        "--kv-precision", help="KV-cache format (default 16-bit).")] = None,
+    batching: Annotated[BatchingOpt, _opt(
+        "--batching", help="static or continuous (steady state, chunked prefill).")] = BatchingOpt.static,
+    prefill_chunk: Annotated[int, _opt(
+        "--prefill-chunk", help="Chunked-prefill tokens per step (continuous).")] = 2048,
+    cuda_graphs: Annotated[bool, _opt(
+        "--cuda-graphs", help="Decode steps replayed as CUDA graphs (no host overhead).")] = False,
+    attention_dp: Annotated[bool, _opt(
+        "--attention-dp", help="Attention data-parallel inside the TP group (MLA models).")] = False,
+    offload_weights: Annotated[float, _opt(
+        "--offload-weights", help="Share of weights in host memory.")] = 0.0,
+    offload_kv: Annotated[float, _opt("--offload-kv", help="Share of the KV cache in host memory.")] = 0.0,
+    offload_activations: Annotated[float, _opt(
+        "--offload-activations", help="Share of activations in host memory.")] = 0.0,
+    offload_disk_weights: Annotated[float, _opt(
+        "--offload-disk-weights", help="Share of weights on NVMe.")] = 0.0,
+    draft_model: Annotated[str | None, _opt(
+        "--draft-model", help="Draft model for speculative decoding.")] = None,
+    acceptance_rate: Annotated[float, _opt(
+        "--acceptance-rate", help="Per-token acceptance rate of the draft.")] = 0.7,
+    num_draft_tokens: Annotated[int, _opt("--num-draft-tokens", help="Draft tokens per target step.")] = 4,
+    curve: Annotated[bool, _opt("--curve", help="Throughput vs latency over batch sizes 1..512.")] = False,
+    plot: Annotated[Path | None, _opt(
+        "--plot", help="Write the curve as a PNG/SVG (implies --curve).")] = None,
+    json: Annotated[bool, _opt("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Forecast serving: TTFT, TPOT, throughput per GPU, memory and the largest batch that fits."""
+    from perfcast.catalog.models import load_model
+    from perfcast.catalog.systems import load_system
+    from perfcast.estimate.inference import estimate_inference, inference_curve
+    from perfcast.specs.inference import Offload, SpeculativeDecoding
+    from perfcast.specs.strategy import Strategy
+
+    spec = load_model(model)
+    num_gpus = gpus if gpus is not None else tp * pp
+    strategy = Strategy(num_gpus=num_gpus, tp=tp, pp=pp, ep=ep, etp=tp // ep if ep > 1 else None)
+    options = dict(
+        input_len=input_len, output_len=output_len, precision=precision.value,
+        weight_precision=weight_precision.value if weight_precision else None,
+        kv_precision=kv_precision.value if kv_precision else None, batching=batching.value,
+        prefill_chunk_tokens=prefill_chunk, attention_dp=attention_dp, cuda_graphs=cuda_graphs,
+        offload=Offload(weights_cpu=offload_weights, weights_disk=offload_disk_weights,
+                        kv_cpu=offload_kv, activations_cpu=offload_activations),
+        speculative=SpeculativeDecoding(
+            draft_model=load_model(draft_model), acceptance_rate=acceptance_rate,
+            num_draft_tokens=num_draft_tokens) if draft_model else None,
+    )
+    hardware = load_system(system, num_gpus=num_gpus)
+    if curve or plot is not None:
+        result = inference_curve(spec, hardware, strategy, **options)
+        if plot is not None:
+            from perfcast.report.inference_plot import plot_curve
+
+            plot_curve(result, plot)
+    else:
+        result = estimate_inference(spec, hardware, strategy, batch_size=batch_size, **options)
+    if json:
+        from perfcast.report.json_out import to_json
+
+        print(to_json(result.to_dict()))
+        return
+    from perfcast.report.console import make_console
+    from perfcast.report.inference_text import render_curve, render_inference
+
+    console = make_console()
+    if curve or plot is not None:
+        render_curve(result, console)
+        if plot is not None:
+            console.print(f"plot written to {plot}")
+    else:
+        render_inference(result, console)

@@ -1,0 +1,230 @@
+"""``estimate_inference``: forecast serving a model on a system. Pure.
+
+Phases (Pope et al. 2022, "Efficiently Scaling Transformer Inference" §2):
+
+* static batching: one prefill of b·s_in tokens (compute-bound; TTFT), then s_out − 1 decode
+  steps of b tokens each, the KV length growing from s_in + 1 to s_in + s_out − 1 (TPOT is
+  their mean); e2e = TTFT + (s_out − 1)·TPOT.
+* continuous batching, steady state (Yu et al., Orca, 2022; chunked prefill per Agrawal et al.,
+  Sarathi-Serve, 2024): b sequences in flight at mean KV length s_in + s_out/2; each step
+  decodes b tokens and prefills the b·s_in/s_out prompt tokens of the requests that replace
+  finished ones; TPOT = one mixed step, TTFT = ⌈s_in/chunk⌉ steps.
+* with pp > 1 under continuous batching, pp micro-batches of b/pp keep every stage busy; the
+  slowest stage sets a cycle of pp stage times per generated token.
+* speculative decoding (Leviathan et al. 2023, Eq. 1): k draft steps and one target step that
+  verifies k + 1 tokens yield (1 − α^(k+1))/(1 − α) tokens on average.
+
+Replicas (dp = GPUs/(tp·pp)) multiply throughput; attention data parallelism splits the
+sequences of a TP group for attention (DeepSeek-V3 serving; MLA caches are not split by TP).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from perfcast.calibration.inference_overheads import InferenceOverheads, load_inference_overheads
+from perfcast.catalog.host_io import host_io_for
+from perfcast.errors import InputError
+from perfcast.estimate.inference_kernels import roofline_params
+from perfcast.estimate.inference_memory import serving_memory
+from perfcast.estimate.inference_ops import AttentionPass
+from perfcast.estimate.inference_phases import (
+    ServingContext,
+    StepTime,
+    bottleneck_stage_time,
+    step_time,
+)
+from perfcast.estimate.inference_report import (
+    CurvePoint,
+    InferenceCurve,
+    InferenceReport,
+    SpeculationSummary,
+)
+from perfcast.kernels.backend import KernelBackendName, get_backend
+from perfcast.specs.compat import check_strategy_for_model
+from perfcast.specs.hardware import SystemSpec
+from perfcast.specs.inference import (
+    InferencePrecision,
+    InferenceWorkload,
+    Offload,
+    SpeculativeDecoding,
+)
+from perfcast.specs.model import ModelSpec
+from perfcast.specs.strategy import Strategy
+
+
+def expected_tokens_per_step(acceptance_rate: float, num_draft_tokens: int) -> float:
+    """Expected tokens per target step with k drafts at acceptance α: (1 − α^(k+1))/(1 − α)
+    (Leviathan, Kalman, Matias, "Fast Inference from Transformers via Speculative Decoding",
+    ICML 2023, Eq. 1)."""
+    a = acceptance_rate
+    return (1.0 - a ** (num_draft_tokens + 1)) / (1.0 - a)
+
+
+def _check(model: ModelSpec, system: SystemSpec, strategy: Strategy,
+           precision: InferencePrecision, attention_dp: bool) -> None:
+    check_strategy_for_model(model, strategy)
+    gpu = system.gpu
+    for fmt in {precision.activations, precision.kv_cache} - {"bf16", "fp16"}:
+        if not gpu.supports(fmt):
+            raise InputError("precision", fmt, f"gpu {gpu.name!r} has no {fmt} tensor cores")
+    if attention_dp and strategy.tp == 1:
+        raise InputError("attention_dp", True, "needs tp > 1 (attention is split over the TP group)")
+
+
+def _context(model, system, strategy, precision, attention_dp, offload, backend,
+             overheads: InferenceOverheads, weights_bytes: float,
+             cuda_graphs: bool = False) -> ServingContext:
+    return ServingContext(
+        model=model, system=system, strategy=strategy, precision=precision, backend=backend,
+        params=roofline_params(backend, system.gpu),
+        overhead=overheads.for_generation(system.gpu.generation),
+        dequant_efficiency=overheads.dequant_bandwidth_efficiency.get(precision.weights, 1.0),
+        gqa_kv_read_exponent=overheads.gqa_kv_read_exponent,
+        attention_dp=attention_dp, offload=offload, host_io=host_io_for(system.gpu),
+        weights_bytes_per_gpu=weights_bytes, cuda_graphs=cuda_graphs,
+    )
+
+
+def _prefill(ctx: ServingContext, batch: float, input_len: int) -> StepTime:
+    passes = (AttentionPass(batch, input_len, input_len, causal=True),)
+    return step_time(ctx, batch * input_len, passes, batch, prefill=True)
+
+
+def _decode(ctx: ServingContext, batch: float, kv_lens, queries: int = 1,
+            bottleneck: bool = False) -> StepTime:
+    passes = (AttentionPass(batch, queries, kv_lens, causal=False),)
+    timer = bottleneck_stage_time if bottleneck else step_time
+    return timer(ctx, batch * queries, passes, batch * queries)
+
+
+def _static(ctx: ServingContext, w: InferenceWorkload) -> tuple[StepTime, StepTime, float]:
+    """Static batch; with pp > 1 it is split into m = min(b, pp) micro-batches that fill the
+    pipeline, each step taking (m + pp − 1) slowest-stage times (GPipe, Huang et al. 2019)."""
+    pp = ctx.strategy.pp
+    kv_lens = w.input_len + np.arange(1, max(w.output_len, 2), dtype=float)
+    m = min(w.batch_size, pp)
+    if pp == 1 or m == 1:
+        prefill = _prefill(ctx, w.batch_size, w.input_len)
+        decode = _decode(ctx, w.batch_size, kv_lens).mean()
+        return prefill, decode, float(prefill.total_s)
+    b = w.batch_size / m
+    passes = (AttentionPass(b, w.input_len, w.input_len, causal=True),)
+    prefill = bottleneck_stage_time(ctx, b * w.input_len, passes, b, prefill=True).scaled(m + pp - 1)
+    decode = _decode(ctx, b, kv_lens, bottleneck=True).mean().scaled(m + pp - 1)
+    return prefill, decode, float(prefill.total_s)
+
+
+def _continuous(ctx: ServingContext, w: InferenceWorkload) -> tuple[StepTime, StepTime, float]:
+    pp = ctx.strategy.pp
+    batch = w.batch_size / pp
+    new_prompt_tokens = batch * w.input_len / w.output_len
+    passes = (AttentionPass(batch, 1, w.input_len + w.output_len / 2, causal=False),
+              AttentionPass(new_prompt_tokens / w.input_len, w.input_len, w.input_len, True))
+    step = bottleneck_stage_time(ctx, batch + new_prompt_tokens, passes, batch, prefill=True)
+    cycle = step.scaled(pp)
+    ttft = math.ceil(w.input_len / w.prefill_chunk_tokens) * float(cycle.total_s)
+    return cycle, cycle, ttft
+
+
+def estimate_inference(
+    model: ModelSpec,
+    system: SystemSpec,
+    strategy: Strategy | None = None,
+    *,
+    batch_size: int = 1,
+    input_len: int = 128,
+    output_len: int = 128,
+    precision: str = "bf16",
+    kv_precision: str | None = None,
+    weight_precision: str | None = None,
+    batching: str = "static",
+    prefill_chunk_tokens: int = 2048,
+    attention_dp: bool = False,
+    cuda_graphs: bool = False,
+    offload: Offload | None = None,
+    speculative: SpeculativeDecoding | None = None,
+    kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE,
+    overheads: InferenceOverheads | None = None,
+) -> InferenceReport:
+    """TTFT, TPOT, throughput, memory and max batch of serving ``model`` (no side effects).
+
+    ``precision`` is the activation/GEMM format (bf16, fp16, fp8, fp4); ``weight_precision``
+    defaults to it (int8/int4 = weight-only); ``kv_precision`` defaults to 16-bit.
+    ``cuda_graphs`` replays decode steps as CUDA graphs (no host overhead per layer or step).
+    ``strategy`` defaults to one GPU; ``overheads`` replaces the shipped calibration.
+    """
+    strategy = strategy or Strategy(num_gpus=1)
+    sixteen = "fp16" if precision == "fp16" else "bf16"
+    prec = InferencePrecision(weights=weight_precision or precision, activations=precision,
+                              kv_cache=kv_precision or sixteen)
+    workload = InferenceWorkload(batch_size=batch_size, input_len=input_len, output_len=output_len,
+                                 batching=batching, prefill_chunk_tokens=prefill_chunk_tokens)
+    offload = offload or Offload()
+    _check(model, system, strategy, prec, attention_dp)
+    backend = get_backend(kernel_backend)
+    cal = overheads or load_inference_overheads()
+    memory, max_batch, weights = serving_memory(model, system, strategy, prec, workload,
+                                                attention_dp, offload, speculative)
+    ctx = _context(model, system, strategy, prec, attention_dp, offload, backend, cal, weights,
+                   cuda_graphs)
+    run = _continuous if workload.batching == "continuous" else _static
+    prefill, decode, ttft = run(ctx, workload)
+    speculation = None
+    if speculative is not None:
+        decode, speculation = _speculative(ctx, workload, speculative, backend, cal)
+    tpot = float(decode.total_s)
+    return InferenceReport(
+        model=model.name, system=system.name, gpu=system.gpu.name, strategy=strategy,
+        workload=workload, precision=prec, attention_dp=attention_dp, offload=offload,
+        ttft_s=ttft, tpot_s=tpot, prefill=prefill, decode=decode, memory=memory,
+        max_batch_size=max_batch, speculation=speculation,
+        kernel_backend=str(getattr(backend, "name", kernel_backend)),
+        calibration_default=cal.uses_default(system.gpu.generation),
+        assumptions=(
+            "prefill and decode from the operator graph; roofline kernels with calibrated "
+            "efficiencies; alpha-beta collectives",
+            "decode attention reads the whole KV cache once per step; weights streamed once",
+            "MoE decode reads only the experts hit (uniform routing)",
+            "continuous batching: steady state, chunked prefill mixed into decode steps",
+            "offloaded bytes cross PCIe/NVMe every step, overlapped with compute",
+        ),
+    )
+
+
+def _speculative(ctx: ServingContext, w: InferenceWorkload, spec: SpeculativeDecoding,
+                 backend, cal: InferenceOverheads) -> tuple[StepTime, SpeculationSummary]:
+    """Per-token decode time with a draft model: (k·t_draft + t_verify(k + 1)) / E[tokens]."""
+    k = spec.num_draft_tokens
+    check_strategy_for_model(spec.draft_model, ctx.strategy)
+    draft_ctx = _context(spec.draft_model, ctx.system, ctx.strategy, ctx.precision,
+                         False, ctx.offload, backend, cal, 0.0, ctx.cuda_graphs)
+    kv = float(w.input_len + w.output_len / 2)
+    draft = _decode(draft_ctx, w.batch_size, kv)
+    verify = _decode(ctx, w.batch_size, kv, queries=k + 1)
+    tokens = expected_tokens_per_step(spec.acceptance_rate, k)
+    per_token = draft.scaled(k).plus(verify).scaled(1.0 / tokens)
+    summary = SpeculationSummary(
+        draft_model=spec.draft_model.name, acceptance_rate=spec.acceptance_rate,
+        num_draft_tokens=k, tokens_per_target_step=tokens,
+        draft_step_s=float(draft.total_s), verify_step_s=float(verify.total_s))
+    return per_token, summary
+
+
+DEFAULT_CURVE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+"""Batch sizes of a throughput-vs-latency curve (powers of two, as serving benchmarks sweep)."""
+
+
+def inference_curve(model: ModelSpec, system: SystemSpec, strategy: Strategy | None = None,
+                    batch_sizes=DEFAULT_CURVE_BATCHES, **options) -> InferenceCurve:
+    """``estimate_inference`` at each batch size (other options fixed): the throughput-latency
+    trade-off of batching (Pope et al. 2022 Fig. 1)."""
+    reports = [estimate_inference(model, system, strategy, **{**options, "batch_size": b})
+               for b in batch_sizes]
+    points = tuple(CurvePoint(
+        batch_size=r.workload.batch_size, tpot_s=r.tpot_s, ttft_s=r.ttft_s,
+        output_tokens_per_s_per_gpu=r.output_tokens_per_s_per_gpu,
+        tokens_per_s_per_user=r.tokens_per_s_per_user, fits=r.fits) for r in reports)
+    return InferenceCurve(base=reports[0], points=points)

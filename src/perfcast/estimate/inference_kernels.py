@@ -1,0 +1,142 @@
+"""Kernel times of serving ops with inference number formats (roofline calibration).
+
+Training times every GEMM at one precision; serving mixes formats inside one kernel, so this
+module evaluates the same roofline formulas (``kernels.efficiency``, Williams et al. 2009) with
+the calibrated per-generation parameters of the roofline backend, but with separate byte
+counts for activations, weights and the KV cache:
+
+* GEMM: F = 2·m·n·k·batch at the compute format's peak and GEMM efficiency curve; bytes =
+  batch·(m·k·s_a + k·n·s_w + m·n·max(s_a, 2)). Weight-only int8/int4 (Frantar et al., GPTQ
+  2023; gpt-fast) compute in 16-bit and stream s_w-byte weights, dequantizing in registers at
+  a calibrated share of the streaming rate. FP8/FP4 W+A (Micikevicius et al. 2022, "FP8
+  formats"; NVFP4 on Blackwell) compute at the FP8/FP4 peak.
+* decode attention: reads the sequence's whole KV cache once per step (Pope et al. 2022 §3.1),
+  bytes = seqs·L·(KV bytes per token per layer) + Q and O; FLOPs 2·seqs·heads·L·(d_qk + d_v).
+* prefill attention: the backend's flash-attention forward time (compute-bound).
+
+``bandwidth_efficiency`` scales every HBM rate (calibration/inference_overheads.yaml).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from perfcast.calibration.kernel_roofline import GenerationKernelCalibration
+from perfcast.estimate.inference_ops import AttentionPass, attention_op, head_dims
+from perfcast.graph.ops import GemmOp, MemoryOp
+from perfcast.kernels.backend import KernelBackend
+from perfcast.kernels.counts import attention_flops, attention_keys_per_query, gemm_flops
+from perfcast.kernels.efficiency import attention_roofline_time_s, gemm_efficiency, memory_time_s
+from perfcast.memory.inference import kv_cache_bytes_per_token
+from perfcast.specs.dtypes import bytes_per_element
+from perfcast.specs.hardware import GPUSpec
+from perfcast.specs.inference import InferencePrecision
+from perfcast.specs.model import ModelSpec
+from perfcast.specs.strategy import Strategy
+
+
+def roofline_params(backend: KernelBackend, gpu: GPUSpec) -> GenerationKernelCalibration:
+    """The roofline calibration block of ``gpu`` (serving kernels need its parameters)."""
+    params = getattr(backend, "params", None)
+    if params is None:
+        from perfcast.errors import InputError
+
+        raise InputError("kernel_backend", getattr(backend, "name", backend),
+                         "inference needs a backend with roofline parameters ('roofline')")
+    return params(gpu)
+
+
+def compute_format(precision: InferencePrecision, quantized_op: bool) -> str:
+    """Format the tensor cores run in: FP8/FP4 for quantized W+A ops, else the 16-bit format."""
+    if quantized_op and precision.activations in ("fp8", "fp4"):
+        return precision.activations
+    return "fp16" if precision.activations == "fp16" else "bf16"
+
+
+def gemm_time_s(op: GemmOp, gpu: GPUSpec, params: GenerationKernelCalibration,
+                precision: InferencePrecision, bandwidth_efficiency: float,
+                dequant_efficiency: float = 1.0):
+    """Seconds of ``op`` (all repetitions): max(compute, activation + weight streaming) + launch.
+
+    t = max(F/(P·eff(F)), (A_bytes + W_bytes/dq)/(BW·e_hbm·e_bw)) + t_launch per GEMM, with
+    dq the dequantization efficiency of weight-only formats (1 otherwise).
+    """
+    quantized = op.fp8_eligible
+    fmt = compute_format(precision, quantized)
+    s_a = bytes_per_element(fmt)
+    s_w = bytes_per_element(precision.weights if quantized else fmt)
+    curve = params.gemm_for(fmt)
+    flops = gemm_flops(op.m, op.n, op.k, op.batch)
+    compute = flops / (gpu.peak_flops(fmt) * gemm_efficiency(flops, curve.eff_max, curve.flops_half))
+    act_bytes = op.batch * (op.m * op.k * s_a + op.m * op.n * max(s_a, 2.0))
+    weight_bytes = op.batch * op.k * op.n * s_w
+    dq = dequant_efficiency if (quantized and precision.weight_only) else 1.0
+    rate = params.hbm_efficiency.value * bandwidth_efficiency
+    memory = memory_time_s(act_bytes + weight_bytes / dq, gpu.hbm_bandwidth_Bps, rate)
+    return op.count * (np.maximum(compute, memory) + params.launch_overhead_s.value)
+
+
+def memory_op_time_s(op: MemoryOp, gpu: GPUSpec, params: GenerationKernelCalibration,
+                     bandwidth_efficiency: float):
+    """A memory-bound kernel: bytes/(BW·e_hbm·e_bw) + t_launch, times its count."""
+    rate = params.hbm_efficiency.value * bandwidth_efficiency
+    return op.count * (memory_time_s(op.bytes_moved, gpu.hbm_bandwidth_Bps, rate)
+                       + params.launch_overhead_s.value)
+
+
+def kv_bytes_per_token_per_layer(model: ModelSpec, strategy: Strategy, kv_format: str,
+                                 attention_dp: bool = False) -> float:
+    """KV-cache bytes of one token in one layer on one GPU (``memory.inference`` formula)."""
+    tp = 1 if attention_dp else strategy.tp
+    return kv_cache_bytes_per_token(model, tp, bytes_per_element(kv_format), num_layers=1)
+
+
+def kv_read_amplification(model: ModelSpec, heads: float, kv_heads: float, exponent: float) -> float:
+    """Times each cached KV head is read per step: g^x for g = query heads per KV head on the
+    GPU. Grouped kernels (FlashInfer, TRT-LLM XQA) read it once (x = 0); per-query-head
+    masked-MHA kernels read it once per query head of the group (x = 1). MLA: once."""
+    if model.is_mla:
+        return 1.0
+    return max(heads / kv_heads, 1.0) ** exponent
+
+
+def decode_attention_time_s(model: ModelSpec, strategy: Strategy, p: AttentionPass, gpu: GPUSpec,
+                            params: GenerationKernelCalibration, kv_format: str,
+                            bandwidth_efficiency: float, attention_dp: bool = False,
+                            gqa_kv_read_exponent: float = 0.0):
+    """One decode-attention kernel: ``p.num_seqs`` sequences, ``p.seq_q`` new queries each (1, or
+    k + 1 when verifying speculated tokens), reading ``p.seq_kv`` cached tokens once.
+
+    Sliding windows cap the keys read at the window; MLA reads its compressed latent
+    (absorbed form, DeepSeek-V2 §2.1.2: queries attend to the kv_lora_rank + rope latent).
+    """
+    keys = p.seq_kv if model.sliding_window is None else np.minimum(p.seq_kv, model.sliding_window)
+    heads = model.num_attention_heads / (1 if attention_dp else strategy.tp)
+    if model.is_mla:
+        d_qk = (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
+        d_v = float(model.kv_lora_rank or 0)
+    else:
+        d_qk, d_v = head_dims(model)
+    flops = attention_flops(p.num_seqs, heads, p.seq_q, keys, d_qk, d_v, False, False)
+    tp = 1 if attention_dp else strategy.tp
+    reads = kv_read_amplification(model, heads, max(model.num_kv_heads / tp, 1.0),
+                                  gqa_kv_read_exponent)
+    kv_bytes = reads * p.num_seqs * np.multiply(keys, kv_bytes_per_token_per_layer(
+        model, strategy, kv_format, attention_dp))
+    qo_bytes = p.num_seqs * p.seq_q * heads * (d_qk + d_v) * 2.0
+    curve = params.attention_forward
+    return attention_roofline_time_s(
+        flops, kv_bytes + qo_bytes, attention_keys_per_query(1, keys, False), 0.5 * (d_qk + d_v),
+        gpu.peak_flops("bf16"), gpu.hbm_bandwidth_Bps, curve.eff_max, curve.keys_half,
+        curve.head_dim_half, params.hbm_efficiency.value * bandwidth_efficiency,
+        params.launch_overhead_s.value)
+
+
+def prefill_attention_time_s(model: ModelSpec, strategy: Strategy, p: AttentionPass,
+                             gpu: GPUSpec, backend: KernelBackend, precision: InferencePrecision,
+                             attention_dp: bool = False):
+    """Causal flash-attention forward of a prefill pass (16-bit; backend's own time)."""
+    op = attention_op(model, strategy, p, attention_dp)
+    fmt = "fp16" if precision.activations == "fp16" else "bf16"
+    return backend.attention_time_s(gpu, op.batch, op.heads, op.seq_q, op.kernel_seq_kv,
+                                    op.head_dim_qk, op.head_dim_v, op.kernel_causal, False, fmt)

@@ -1,0 +1,133 @@
+"""Operators of one serving step of one layer on one GPU, built from the training graph.
+
+A serving step runs ``tokens`` new tokens through every layer: a prefill of b sequences of s
+prompt tokens has b·s; a decode step of a batch of B sequences has B (one per sequence); a
+continuous-batching step mixes both (Agrawal et al., Sarathi-Serve, 2024 §4: chunked prefills
+ride along with decodes). The GEMMs, memory-bound ops and collectives of the step are the
+forward ops of ``graph.layer`` at that token count; only attention differs between phases and
+is built here (``AttentionPass``): a prefill pass is causal flash attention over the prompt,
+a decode pass reads every cached key and value once (Pope et al. 2022 §3.1).
+
+MoE decode reads only the experts its tokens hit: with T tokens each routed to k of E experts
+uniformly, an expert is missed by all of them with probability (1 − k/E)^T, so the expected
+number of distinct experts touched is E·(1 − (1 − k/E)^T) (occupancy of E bins by T draws of
+k; the balanced-routing assumption of Fedus et al., Switch Transformer, 2022 §2.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from perfcast.graph.layer import (
+    LayerShape,
+    attention_forward_ops,
+    layer_comm_ops,
+    layer_memory_bound_ops,
+    mlp_forward_ops,
+)
+from perfcast.graph.ops import AttentionOp, CommOp, ComputeOp, GemmOp, MemoryOp, Phase
+from perfcast.specs.model import ModelSpec
+from perfcast.specs.strategy import Strategy
+
+
+@dataclass(frozen=True)
+class AttentionPass:
+    """``num_seqs`` sequences each attending ``seq_q`` new queries to ``seq_kv`` keys."""
+
+    num_seqs: float
+    seq_q: float
+    seq_kv: object
+    """Keys per sequence: a float, or a numpy array (one entry per decode step)."""
+    causal: bool
+
+    @property
+    def decode(self) -> bool:
+        """Reads a cache (decode, or speculative verification of seq_q tokens), not causal."""
+        return not self.causal
+
+
+@dataclass(frozen=True)
+class StepOps:
+    """Ops of one layer for one step on one GPU (attention as passes, timed separately)."""
+
+    compute: tuple[ComputeOp, ...]
+    comm: tuple[CommOp, ...]
+    attention: tuple[AttentionPass, ...]
+
+
+def expected_experts_hit(num_experts: float, top_k: float, tokens: float) -> float:
+    """Expected distinct experts receiving at least one of ``tokens`` tokens: E·(1 − (1 − k/E)^T)."""
+    return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
+
+
+def _moe_read_only_hit(model: ModelSpec, strategy: Strategy, ops: list, tokens: float) -> list:
+    """Expert GEMMs over the experts this GPU's tokens actually hit, not all local experts."""
+    E, k, ep = model.num_experts, model.num_experts_per_tok, strategy.ep
+    hit = max(expected_experts_hit(E, k, tokens) / ep, 1e-9)
+    routed_tokens = tokens * k / ep
+    out = []
+    for op in ops:
+        if isinstance(op, GemmOp) and op.name.startswith("expert_"):
+            op = replace(op, m=routed_tokens / hit, batch=hit)
+        out.append(op)
+    return out
+
+
+def step_layer_ops(
+    model: ModelSpec,
+    strategy: Strategy,
+    tokens: float,
+    passes: tuple[AttentionPass, ...],
+    moe: bool,
+    attention_dp: bool = False,
+) -> StepOps:
+    """Forward ops of one layer for a step of ``tokens`` tokens with attention ``passes``.
+
+    ``attention_dp`` (DeepSeek-V3 §3.4 serving: attention data-parallel inside the TP group)
+    runs attention unsplit on 1/tp of the sequences and keeps TP for the MLP/experts only.
+    """
+    tp = strategy.tp
+    shape = LayerShape(micro_batch=1, seq_length=tokens, tp=tp, ep=strategy.ep,
+                       expert_tp=strategy.expert_tp, moe=moe)
+    attn_shape = replace(shape, seq_length=tokens / tp, tp=1) if attention_dp else shape
+    attention = [op for op in attention_forward_ops(model, attn_shape)
+                 if not isinstance(op, AttentionOp)]
+    mlp = mlp_forward_ops(model, shape)
+    if moe:
+        mlp = _moe_read_only_hit(model, strategy, mlp, tokens)
+    memory = layer_memory_bound_ops(model, shape)
+    comm = [op for op in layer_comm_ops(model, shape)
+            if isinstance(op, CommOp) and op.phase == Phase.FORWARD]
+    if attention_dp:
+        comm = [replace(op, count=op.count / 2) if op.name == "tp_all_reduce" else op for op in comm]
+        passes = tuple(replace(p, num_seqs=p.num_seqs / tp) for p in passes)
+    compute = tuple(op for op in attention + mlp + memory if isinstance(op, GemmOp | MemoryOp))
+    return StepOps(compute=compute, comm=tuple(comm), attention=passes)
+
+
+def head_step_ops(model: ModelSpec, strategy: Strategy, logits_tokens: float) -> tuple[ComputeOp, ...]:
+    """Final norm and LM head for the ``logits_tokens`` tokens that are sampled (one per
+    sequence: prefill needs only the last prompt position's logits)."""
+    h, V, t = model.hidden_size, model.vocab_size, strategy.tp
+    return (
+        MemoryOp("final_norm", Phase.FORWARD, 2 * 2 * logits_tokens * h),
+        GemmOp("lm_head", Phase.FORWARD, logits_tokens, V / t, h, fp8_eligible=False),
+    )
+
+
+def attention_op(model: ModelSpec, strategy: Strategy, p: AttentionPass,
+                 attention_dp: bool = False) -> AttentionOp:
+    """The flash-attention record of a prefill pass (heads split over TP unless attention-DP)."""
+    heads = model.num_attention_heads / (1 if attention_dp else strategy.tp)
+    d_qk, d_v = head_dims(model)
+    return AttentionOp("attention", Phase.FORWARD, batch=p.num_seqs, heads=heads, seq_q=p.seq_q,
+                       seq_kv=p.seq_kv, head_dim_qk=d_qk, head_dim_v=d_v, causal=p.causal,
+                       window=model.sliding_window)
+
+
+def head_dims(model: ModelSpec) -> tuple[float, float]:
+    """(d_qk, d_v) of the attention kernel (MLA: nope + rope and v_head_dim)."""
+    if model.is_mla:
+        nope, rope = model.qk_nope_head_dim or 0, model.qk_rope_head_dim or 0
+        return nope + rope, model.v_head_dim or model.kv_channels
+    return model.kv_channels, model.kv_channels

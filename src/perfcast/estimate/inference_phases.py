@@ -1,0 +1,223 @@
+"""Time of one serving step (prefill, decode or mixed) through every layer, with a breakdown.
+
+A step of ``tokens`` tokens with attention ``passes`` (``estimate.inference_ops``) costs, per
+pipeline stage, its layers' op times (``estimate.inference_kernels``), their TP all-reduces and
+EP all-to-alls (alpha-beta, ``schedule.op_time.comm_op_time_s``: latency-bound at small
+batch), the LM head on the last stage, and calibrated host overheads per step and per layer
+(``calibration/inference_overheads.yaml``). One batch crosses the stages in turn, so a step
+takes the sum of its stages plus (pp − 1) activation sends (Narayanan et al. 2021 §2.2).
+
+Offloaded bytes (FlexGen, Sheng et al. 2023 §4) cross PCIe (and NVMe) every step; the copy
+overlaps with compute, so the step takes max(GPU time, I/O time) and the report charges the
+excess to ``offload_s``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from perfcast.calibration.inference_overheads import InferenceOverhead
+from perfcast.calibration.kernel_roofline import GenerationKernelCalibration
+from perfcast.catalog.host_io import HostIO
+from perfcast.comm.one_shot import one_shot_all_reduce_time_s
+from perfcast.estimate import inference_kernels as K
+from perfcast.estimate.inference_ops import AttentionPass, head_step_ops, step_layer_ops
+from perfcast.graph.layer import ACT_BYTES
+from perfcast.graph.ops import Collective, CommOp, GemmOp, Group, Phase
+from perfcast.graph.param_sharding import is_moe_layer, stage_layer_ranges
+from perfcast.kernels.backend import KernelBackend
+from perfcast.schedule.op_time import comm_op_time_s
+from perfcast.specs.hardware import SystemSpec
+from perfcast.specs.inference import InferencePrecision, Offload
+from perfcast.specs.model import ModelSpec
+from perfcast.specs.strategy import Strategy
+
+
+@dataclass(frozen=True)
+class ServingContext:
+    """Everything fixed across the steps of one forecast."""
+
+    model: ModelSpec
+    system: SystemSpec
+    strategy: Strategy
+    precision: InferencePrecision
+    backend: KernelBackend
+    params: GenerationKernelCalibration
+    overhead: InferenceOverhead
+    dequant_efficiency: float
+    gqa_kv_read_exponent: float
+    attention_dp: bool
+    offload: Offload
+    host_io: HostIO
+    weights_bytes_per_gpu: float
+    """Weights one GPU uses per step (heaviest stage), for offload traffic."""
+    cuda_graphs: bool = False
+    """Decode steps replayed as CUDA graphs: no per-layer or per-step host overhead."""
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """Seconds of one step by category (sums to ``total_s``); fields may be numpy arrays."""
+
+    gemm_s: object
+    attention_s: object
+    memory_bound_s: object
+    tp_comm_s: object
+    ep_comm_s: object
+    pp_comm_s: object
+    offload_s: object
+    overhead_s: object
+
+    @property
+    def total_s(self):
+        return sum(getattr(self, f.name) for f in fields(self))
+
+    def mean(self) -> StepTime:
+        """Every field averaged over its steps (a float each)."""
+        return StepTime(**{f.name: float(np.mean(getattr(self, f.name))) for f in fields(self)})
+
+    def scaled(self, factor: float) -> StepTime:
+        return StepTime(**{f.name: getattr(self, f.name) * factor for f in fields(self)})
+
+    def plus(self, other: StepTime) -> StepTime:
+        return StepTime(**{f.name: getattr(self, f.name) + getattr(other, f.name)
+                           for f in fields(self)})
+
+    def to_dict(self) -> dict[str, float]:
+        """Named parts without the ``_s`` suffix."""
+        return {f.name.removesuffix("_s"): float(np.mean(getattr(self, f.name)))
+                for f in fields(self)}
+
+
+def _layer_parts(ctx: ServingContext, tokens: float, passes: tuple[AttentionPass, ...],
+                 moe: bool) -> dict[str, object]:
+    """Seconds of one layer by category."""
+    ops = step_layer_ops(ctx.model, ctx.strategy, tokens, passes, moe, ctx.attention_dp)
+    gpu, params, bw = ctx.system.gpu, ctx.params, ctx.overhead.bandwidth_efficiency
+    gemm = sum(K.gemm_time_s(op, gpu, params, ctx.precision, bw, ctx.dequant_efficiency)
+               for op in ops.compute if isinstance(op, GemmOp))
+    memory = sum(K.memory_op_time_s(op, gpu, params, bw)
+                 for op in ops.compute if not isinstance(op, GemmOp))
+    attention = 0.0
+    for p in ops.attention:
+        if p.decode:
+            attention = attention + K.decode_attention_time_s(
+                ctx.model, ctx.strategy, p, gpu, params, ctx.precision.kv_cache, bw,
+                ctx.attention_dp, ctx.gqa_kv_read_exponent)
+        else:
+            attention = attention + K.prefill_attention_time_s(
+                ctx.model, ctx.strategy, p, gpu, ctx.backend, ctx.precision, ctx.attention_dp)
+    tp = sum(tp_comm_time_s(op, ctx) for op in ops.comm if op.group == Group.TP)
+    ep = sum(comm_op_time_s(op, ctx.system, ctx.strategy) for op in ops.comm if op.group == Group.EP)
+    return {"gemm_s": gemm, "attention_s": attention, "memory_bound_s": memory,
+            "tp_comm_s": tp, "ep_comm_s": ep}
+
+
+def tp_comm_time_s(op: CommOp, ctx: ServingContext) -> float:
+    """A TP collective of a serving step: the faster of the ring model and, for all-reduce
+    inside the NVLink domain, the one-shot all-reduce serving engines use
+    (``comm.one_shot``)."""
+    ring = comm_op_time_s(op, ctx.system, ctx.strategy)
+    if op.collective != Collective.ALL_REDUCE or ctx.strategy.tp <= 1:
+        return ring
+    one_shot = op.count * one_shot_all_reduce_time_s(op.size_bytes, ctx.system, ctx.strategy.tp)
+    return float(min(ring, one_shot))
+
+
+def _kv_bytes_read(ctx: ServingContext, passes: tuple[AttentionPass, ...], layers: int):
+    """KV-cache bytes one GPU reads in a step over ``layers`` layers."""
+    per_token = K.kv_bytes_per_token_per_layer(ctx.model, ctx.strategy, ctx.precision.kv_cache,
+                                               ctx.attention_dp)
+    return layers * per_token * sum(p.num_seqs * np.asarray(p.seq_kv, dtype=float) for p in passes)
+
+
+def _offload_io_s(ctx: ServingContext, tokens: float, passes, layers: int):
+    """PCIe/NVMe seconds of one step: offloaded weights, KV read, activations out and back."""
+    o, io = ctx.offload, ctx.host_io
+    kv = _kv_bytes_read(ctx, passes, layers)
+    act = 2 * ACT_BYTES * tokens * ctx.model.hidden_size * layers
+    host = (ctx.weights_bytes_per_gpu * (o.weights_cpu + o.weights_disk)
+            + kv * (o.kv_cpu + o.kv_disk) + act * (o.activations_cpu + o.activations_disk))
+    disk = (ctx.weights_bytes_per_gpu * o.weights_disk + kv * o.kv_disk
+            + act * o.activations_disk)
+    return np.maximum(host / io.pcie_bandwidth_Bps, disk / io.nvme_bandwidth_Bps)
+
+
+def stage_step_times(ctx: ServingContext, tokens: float, passes: tuple[AttentionPass, ...],
+                     logits_tokens: float, prefill: bool) -> list[StepTime]:
+    """Time of the step on each pipeline stage (no send/recv)."""
+    model, strategy = ctx.model, ctx.strategy
+    cache: dict[bool, dict[str, object]] = {}
+    stages = []
+    for index, layers in enumerate(stage_layer_ranges(model.num_hidden_layers, strategy.pp)):
+        parts = {"gemm_s": 0.0, "attention_s": 0.0, "memory_bound_s": 0.0, "tp_comm_s": 0.0,
+                 "ep_comm_s": 0.0}
+        for layer in layers:
+            moe = is_moe_layer(model, layer)
+            if moe not in cache:
+                cache[moe] = _layer_parts(ctx, tokens, passes, moe)
+            parts = {k: parts[k] + cache[moe][k] for k in parts}
+        if index == strategy.pp - 1:
+            for op in head_step_ops(model, strategy, logits_tokens):
+                key = "gemm_s" if isinstance(op, GemmOp) else "memory_bound_s"
+                parts[key] = parts[key] + (
+                    K.gemm_time_s(op, ctx.system.gpu, ctx.params, ctx.precision,
+                                  ctx.overhead.bandwidth_efficiency)
+                    if isinstance(op, GemmOp) else
+                    K.memory_op_time_s(op, ctx.system.gpu, ctx.params,
+                                       ctx.overhead.bandwidth_efficiency))
+        kernels = parts["gemm_s"] + parts["attention_s"] + parts["memory_bound_s"]
+        graphed = ctx.cuda_graphs and not prefill
+        overhead = 0.0 if graphed else len(layers) * ctx.overhead.layer_overhead_s
+        if prefill:
+            overhead = overhead + len(layers) * ctx.overhead.prefill_layer_overhead_s
+            overhead = overhead + ctx.overhead.prefill_overhead_fraction * kernels
+        gpu_time = kernels + parts["tp_comm_s"] + parts["ep_comm_s"] + overhead
+        offload = 0.0
+        if ctx.offload.any:
+            offload = np.maximum(_offload_io_s(ctx, tokens, passes, len(layers)) - gpu_time, 0.0)
+        stages.append(StepTime(**parts, pp_comm_s=0.0, offload_s=offload, overhead_s=overhead))
+    return stages
+
+
+def _step_overhead_s(ctx: ServingContext, prefill: bool) -> float:
+    """Host time per step (sampling, scheduling, launches); none for a graphed decode step."""
+    return 0.0 if (ctx.cuda_graphs and not prefill) else ctx.overhead.step_overhead_s
+
+
+def pp_send_s(ctx: ServingContext, tokens: float) -> float:
+    """One activation send between stages: tokens·h·2 bytes on the PP link."""
+    op = CommOp("pp_send_recv", Phase.FORWARD, Group.PP, Collective.SEND_RECV,
+                ACT_BYTES * tokens * ctx.model.hidden_size)
+    return float(comm_op_time_s(op, ctx.system, ctx.strategy))
+
+
+def step_time(ctx: ServingContext, tokens: float, passes: tuple[AttentionPass, ...],
+              logits_tokens: float, prefill: bool = False) -> StepTime:
+    """One step of one batch through all stages: sum of stages + (pp − 1) sends + step overhead."""
+    stages = stage_step_times(ctx, tokens, passes, logits_tokens, prefill)
+    total = stages[0]
+    for stage in stages[1:]:
+        total = total.plus(stage)
+    pp = ctx.strategy.pp
+    send = (pp - 1) * pp_send_s(ctx, tokens) if pp > 1 else 0.0
+    return StepTime(
+        gemm_s=total.gemm_s, attention_s=total.attention_s, memory_bound_s=total.memory_bound_s,
+        tp_comm_s=total.tp_comm_s, ep_comm_s=total.ep_comm_s, pp_comm_s=send,
+        offload_s=total.offload_s, overhead_s=total.overhead_s + _step_overhead_s(ctx, prefill))
+
+
+def bottleneck_stage_time(ctx: ServingContext, tokens: float, passes: tuple[AttentionPass, ...],
+                          logits_tokens: float, prefill: bool = False) -> StepTime:
+    """The slowest stage's step (plus one send and the step overhead): with pp micro-batches
+    in flight, each stage works on a different one and the slowest sets the pace."""
+    stages = stage_step_times(ctx, tokens, passes, logits_tokens, prefill)
+    slowest = max(stages, key=lambda s: float(np.mean(s.total_s)))
+    send = pp_send_s(ctx, tokens) if ctx.strategy.pp > 1 else 0.0
+    return StepTime(
+        gemm_s=slowest.gemm_s, attention_s=slowest.attention_s,
+        memory_bound_s=slowest.memory_bound_s, tp_comm_s=slowest.tp_comm_s,
+        ep_comm_s=slowest.ep_comm_s, pp_comm_s=send, offload_s=slowest.offload_s,
+        overhead_s=slowest.overhead_s + _step_overhead_s(ctx, prefill))
