@@ -1,0 +1,212 @@
+"""Event-level simulation of a pipeline schedule from per-stage F, B and W times.
+
+Dependencies (Qi et al. 2023 §2, the F/B/W split of backpropagation): F of a chunk needs F of
+the previous chunk of the same micro-batch; B needs B of the next chunk (or, on the last chunk,
+its own F); W needs its own B. Crossing devices adds the P2P latency. Each device runs one pass
+at a time: in its fixed order (GPipe, 1F1B, interleaved) or, for greedy schedules (ZB-H1,
+ZB-V, DualPipe-style), the ready pass of highest priority — B, then F while the device's
+activation cap allows, then the oldest deferred W (``schedule.orders``).
+
+The simulation is a discrete-event list schedule: the device whose next pass can start
+earliest commits it; since every other device's next pass starts no earlier, nothing that
+becomes ready later could have been chosen instead. Cost: O(passes · devices).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+
+from perfcast.schedule.orders import B, F, Hop, PassRef, SchedulePlan, W, schedule_plan
+from perfcast.schedule.timeline import (
+    EventKind,
+    PassTimes,
+    PipelineTimeline,
+    ScheduleEvent,
+    StageTimeline,
+)
+
+_RANK = {B: 0, F: 1, W: 2}
+_EPS = 1e-9
+_FIELD = {F: "forward_s", B: "input_grad_s", W: "weight_grad_s"}
+
+
+class _Device:
+    """Mutable simulation state of one device (private to one ``run_plan`` call)."""
+
+    def __init__(self, index: int, plan: SchedulePlan):
+        self.index = index
+        self.free_at = 0.0
+        self.held = 0.0
+        self.held_before_b = 0.0
+        self.prefer = F
+        """Kind tried first: F and B alternate after the warm-up (Qi et al. 2023 §3.2)."""
+        greedy = plan.caps is not None and plan.forward_caps is not None
+        self.cap = plan.caps[index] if greedy else float("inf")
+        self.forward_cap = plan.forward_caps[index] if greedy else float("inf")
+        self.order = deque(plan.orders[index]) if plan.orders is not None else None
+        self.forwards: dict[int, deque] = {}
+        self.backwards: dict[int, deque] = {}
+        self.weights: deque[PassRef] = deque()
+        self.events: list[ScheduleEvent] = []
+        self.memory: list[tuple[float, float]] = []
+
+
+class _Engine:
+    def __init__(self, plan: SchedulePlan, stage_times: Sequence[PassTimes], p2p_s: float):
+        self.plan, self.times, self.p2p_s = plan, stage_times, p2p_s
+        self.done: dict[PassRef, float] = {}
+        self.devices = [_Device(i, plan) for i in range(plan.num_stages)]
+        if plan.orders is None:
+            for mb, route in enumerate(plan.routes):
+                for h, hop in enumerate(route):
+                    dev = self.devices[hop.device]
+                    dev.forwards.setdefault(hop.chunk, deque()).append(PassRef(F, mb, h))
+                    dev.backwards.setdefault(hop.chunk, deque()).append(PassRef(B, mb, h))
+
+    def hop(self, ref: PassRef) -> Hop:
+        return self.plan.routes[ref.micro_batch][ref.hop]
+
+    def duration(self, ref: PassRef) -> float:
+        hop = self.hop(ref)
+        return getattr(self.times[hop.part], _FIELD[ref.kind]) * hop.share
+
+    def _arrival(self, ref: PassRef, source: PassRef) -> float | None:
+        end = self.done.get(source)
+        if end is None:
+            return None
+        crosses = self.hop(source).device != self.hop(ref).device
+        return end + (self.p2p_s if crosses else 0.0)
+
+    def ready(self, ref: PassRef) -> float | None:
+        """When ``ref`` can start as far as its inputs go (None: not yet known)."""
+        mb, h = ref.micro_batch, ref.hop
+        if ref.kind == F:
+            return 0.0 if h == 0 else self._arrival(ref, PassRef(F, mb, h - 1))
+        if ref.kind == W:
+            return self.done.get(PassRef(B, mb, h))
+        own = self.done.get(PassRef(F, mb, h))
+        if own is None or h == len(self.plan.routes[mb]) - 1:
+            return own
+        grad = self._arrival(ref, PassRef(W if self.plan.fused_backward else B, mb, h + 1))
+        return None if grad is None else max(own, grad)
+
+    def propose(self, dev: _Device) -> tuple[float, PassRef] | None:
+        """The pass ``dev`` runs next and its start, if its inputs are known."""
+        if dev.order is not None:
+            if not dev.order:
+                return None
+            ready = self.ready(dev.order[0])
+            return None if ready is None else (max(dev.free_at, ready), dev.order[0])
+        candidates = [q[0] for q in dev.backwards.values() if q]
+        candidates += [q[0] for q in dev.forwards.values() if q and self._fits(dev, q[0])]
+        candidates += list(dev.weights)[:1]
+        known = [(ready, ref) for ref in candidates if (ready := self.ready(ref)) is not None]
+        if not known:
+            return None
+        start = max(dev.free_at, min(ready for ready, _ in known))
+        chosen = min((ref for ready, ref in known if ready <= start + _EPS),
+                     key=lambda r: (r.kind != dev.prefer, _RANK[r.kind], r.micro_batch, -r.hop))
+        return start, chosen
+
+    def _fits(self, dev: _Device, ref: PassRef) -> bool:
+        share = self.hop(ref).share
+        return (dev.held + share <= dev.cap + _EPS
+                and dev.held_before_b + share <= dev.forward_cap + _EPS)
+
+    def commit(self, dev: _Device, start: float, ref: PassRef) -> None:
+        end = start + self.duration(ref)
+        hop = self.hop(ref)
+        self.done[ref] = end
+        dev.free_at = end
+        dev.events.append(ScheduleEvent(ref.kind, ref.micro_batch, hop.chunk, start, end))
+        if ref.kind == F:
+            dev.held += hop.share
+            dev.held_before_b += hop.share
+            dev.memory.append((start, hop.share))
+        elif ref.kind == B:
+            dev.held_before_b -= hop.share
+        elif ref.kind == W:
+            dev.held -= hop.share
+            dev.memory.append((end, -hop.share))
+        if ref.kind != W:
+            dev.prefer = B if ref.kind == F else F
+        if dev.order is not None:
+            dev.order.popleft()
+        elif ref.kind == F:
+            dev.forwards[hop.chunk].popleft()
+        elif ref.kind == B:
+            dev.backwards[hop.chunk].popleft()
+            dev.weights.append(PassRef(W, ref.micro_batch, ref.hop))
+        else:
+            dev.weights.popleft()
+
+    def neighbours(self, ref: PassRef) -> set[int]:
+        """Devices whose next pass may depend on ``ref``."""
+        route = self.plan.routes[ref.micro_batch]
+        out = {route[ref.hop].device}
+        step = 1 if ref.kind == F else -1
+        if 0 <= ref.hop + step < len(route):
+            out.add(route[ref.hop + step].device)
+        return out
+
+    def run(self) -> None:
+        remaining = 3 * sum(len(route) for route in self.plan.routes)
+        proposals = [self.propose(dev) for dev in self.devices]
+        while remaining:
+            best = min((i for i, prop in enumerate(proposals) if prop is not None),
+                       key=lambda i: (proposals[i][0], i), default=None)
+            if best is None:
+                raise RuntimeError(f"schedule {self.plan.name!r} deadlocked with {remaining} "
+                                   "passes left (plan orders are inconsistent)")
+            start, ref = proposals[best]
+            self.commit(self.devices[best], start, ref)
+            remaining -= 1
+            for i in self.neighbours(ref) | {best}:
+                proposals[i] = self.propose(self.devices[i])
+
+
+def _with_bubbles(events: list[ScheduleEvent], end_s: float) -> tuple[ScheduleEvent, ...]:
+    out, clock = [], 0.0
+    for event in sorted(events, key=lambda e: e.start_s):
+        if event.start_s > clock + _EPS * max(1.0, end_s):
+            out.append(ScheduleEvent(EventKind.BUBBLE, -1, -1, clock, event.start_s))
+        out.append(event)
+        clock = max(clock, event.end_s)
+    if end_s > clock + _EPS * max(1.0, end_s):
+        out.append(ScheduleEvent(EventKind.BUBBLE, -1, -1, clock, end_s))
+    return tuple(out)
+
+
+def _memory_curve(deltas: list[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
+    """Running sum of (time, delta), frees before allocations at equal times."""
+    curve, held = [(0.0, 0.0)], 0.0
+    for time, delta in sorted(deltas):
+        held += delta
+        if curve[-1][0] == time:
+            curve[-1] = (time, max(held, 0.0))
+        else:
+            curve.append((time, max(held, 0.0)))
+    return tuple(curve)
+
+
+def run_plan(plan: SchedulePlan, stage_times: Sequence[PassTimes], p2p_s: float = 0.0
+             ) -> PipelineTimeline:
+    """Simulate ``plan`` with per-stage pass times (one micro-batch, whole stage)."""
+    if len(stage_times) != plan.num_stages:
+        raise ValueError(f"{len(stage_times)} stage times for {plan.num_stages} stages")
+    engine = _Engine(plan, stage_times, p2p_s)
+    engine.run()
+    end_s = max(e.end_s for dev in engine.devices for e in dev.events)
+    stages = tuple(
+        StageTimeline(dev.index, _with_bubbles(dev.events, end_s), _memory_curve(dev.memory))
+        for dev in engine.devices)
+    return PipelineTimeline(plan.name, plan.num_stages, plan.num_micro_batches,
+                            plan.num_chunks, p2p_s, stages)
+
+
+def simulate_pipeline(schedule: str, stage_times: Sequence[PassTimes], num_micro_batches: int,
+                      virtual_stages: int = 1, p2p_s: float = 0.0) -> PipelineTimeline:
+    """Timeline, step time, bubble and in-flight activations of ``schedule`` (see ``orders``)."""
+    plan = schedule_plan(schedule, len(stage_times), num_micro_batches, virtual_stages)
+    return run_plan(plan, stage_times, p2p_s)
