@@ -16,6 +16,9 @@ class ScheduleOpt(str, Enum):
     one_f_one_b = "1f1b"
     interleaved = "interleaved"
     gpipe = "gpipe"
+    zb_h1 = "zb-h1"
+    zb_v = "zb-v"
+    dualpipe = "dualpipe"
 
 
 class BackendOpt(str, Enum):

@@ -20,7 +20,8 @@ from perfcast.memory.estimate import estimate_memory
 from perfcast.schedule.data_parallel import data_parallel_time
 from perfcast.schedule.op_time import comm_op_time_s
 from perfcast.schedule.optimizer import optimizer_time_s
-from perfcast.schedule.pipeline import bubble_fraction, pipeline_time_s
+from perfcast.schedule.orders import device_stage_work, schedule_plan
+from perfcast.schedule.pipeline import pipeline_step_time_s, schedule_chunks
 from perfcast.schedule.stage_time import stage_time
 from perfcast.specs.compat import num_micro_batches
 from perfcast.specs.hardware import SystemSpec
@@ -55,7 +56,7 @@ def estimate_training(
     backend = get_backend(kernel_backend)
     m = num_micro_batches(workload, strategy)
     s = workload.seq_length
-    per_stage, stage_totals = [], []
+    per_stage = []
     seen: dict[tuple, tuple] = {}
     for stage in range(strategy.pp):
         params = stage_params(model, strategy, stage)
@@ -68,13 +69,20 @@ def estimate_training(
             seen[key] = (times, dp)
         times, dp = seen[key]
         per_stage.append((times, dp, params))
-        stage_totals.append(times.total_s + dp.exposed_per_micro_batch_s)
 
-    pipeline_s = pipeline_time_s(stage_totals, m, strategy.schedule, strategy.vpp)
-    critical = max(range(strategy.pp), key=lambda i: stage_totals[i])
-    times, dp, params = per_stage[critical]
+    passes = tuple(times.passes(dp.exposed_per_micro_batch_s) for times, dp, _ in per_stage)
+    pipeline_s = pipeline_step_time_s(strategy.schedule, passes, m, strategy.vpp)
+    work = _device_stage_work(strategy, m)
+    busy = [sum(w * p.total_s for w, p in zip(row, passes, strict=True)) for row in work]
+    critical = max(range(strategy.pp), key=lambda d: busy[d])
+
+    def on_critical(field: str, source: int = 0) -> float:
+        """A StageTime (source 0) or DataParallelTime (1) field, summed over the critical
+        device's micro-batches of each stage."""
+        return sum(w * getattr(per_stage[i][source], field) for i, w in enumerate(work[critical]))
+
     p2p = _p2p_time_s(model, system, strategy, s) if strategy.pp > 1 else 0.0
-    chunks = strategy.vpp if strategy.schedule == "interleaved" else 1
+    chunks = schedule_chunks(strategy.schedule, strategy.vpp)
     # Fill and drain cross each of the p−1 boundaries forward and backward (v times more
     # boundaries per chunk with interleaving, each v times shorter in compute but not in bytes).
     pp_comm = 2 * (strategy.pp - 1) * p2p * chunks
@@ -85,16 +93,16 @@ def estimate_training(
     other = calib.step_overhead_s + calib.compute_overhead_fraction * compute_like
 
     breakdown = StepBreakdown(
-        compute_gemm_s=m * times.gemm_s,
-        compute_attention_s=m * times.attention_s,
-        compute_memory_bound_s=m * times.memory_bound_s,
-        recompute_s=m * times.recompute_s,
-        tp_comm_s=m * times.tp_comm_s,
-        cp_comm_s=m * times.cp_comm_s,
-        ep_comm_s=m * times.ep_comm_s,
+        compute_gemm_s=on_critical("gemm_s"),
+        compute_attention_s=on_critical("attention_s"),
+        compute_memory_bound_s=on_critical("memory_bound_s"),
+        recompute_s=on_critical("recompute_s"),
+        tp_comm_s=on_critical("tp_comm_s"),
+        cp_comm_s=on_critical("cp_comm_s"),
+        ep_comm_s=on_critical("ep_comm_s"),
         pp_comm_s=pp_comm,
-        dp_comm_s=dp_exposed + m * dp.exposed_per_micro_batch_s,
-        pipeline_bubble_s=pipeline_s - m * stage_totals[critical],
+        dp_comm_s=dp_exposed + on_critical("exposed_per_micro_batch_s", 1),
+        pipeline_bubble_s=pipeline_s - busy[critical],
         optimizer_s=optimizer_s,
         other_s=other,
     )
@@ -118,9 +126,11 @@ def estimate_training(
         peak_flops=system.gpu.peak_flops("bf16"),
         breakdown=breakdown,
         critical_stage=critical,
-        bubble_fraction=bubble_fraction(strategy.pp, m, chunks),
+        bubble_fraction=pipeline_s / busy[critical] - 1.0,
         memory=memory,
         kernel_backend=str(getattr(backend, "name", kernel_backend)),
+        stage_passes=passes,
+        p2p_s=p2p,
         assumptions=(
             "model FLOPs per token = 6*N_active_matmul + causal attention (3 passes)",
             "MFU against the dense BF16 peak of the GPU",
@@ -129,6 +139,15 @@ def estimate_training(
             "TP and EP collectives exposed; CP exchange overlapped with attention",
         ),
     )
+
+
+def _device_stage_work(strategy: Strategy, m: int) -> tuple[tuple[float, ...], ...]:
+    """[device][stage] micro-batches of work; m on the diagonal for one-directional schedules
+    (skips building the plan's routes in the common case)."""
+    if strategy.schedule != "dualpipe":
+        return tuple(tuple(float(m) if d == i else 0.0 for i in range(strategy.pp))
+                     for d in range(strategy.pp))
+    return device_stage_work(schedule_plan("dualpipe", strategy.pp, m))
 
 
 def _recomputed_fraction(model: ModelSpec, strategy: Strategy) -> float:

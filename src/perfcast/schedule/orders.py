@@ -134,6 +134,9 @@ def schedule_plan(schedule: str, num_stages: int, num_micro_batches: int,
         raise ValueError(f"schedule={schedule!r} is not one of {', '.join(SCHEDULES)}")
     if p < 1 or m < 1 or v < 1:
         raise ValueError(f"stages={p}, micro_batches={m}, virtual_stages={v} must be >= 1")
+    if schedule == "interleaved" and m % p != 0:
+        raise ValueError(f"interleaved schedule needs micro_batches={m} divisible by stages={p} "
+                         "(Megatron-LM's order)")
     orders = caps = forward_caps = None
     if schedule == "gpipe":
         chunks, routes = 1, _linear_routes(p, m, 1)
@@ -157,3 +160,14 @@ def schedule_plan(schedule: str, num_stages: int, num_micro_batches: int,
         chunks, routes = 2, _bidirectional_routes(p, m)
         caps = forward_caps = (float(p + 1),) * p
     return SchedulePlan(schedule, p, m, chunks, routes, orders, caps, forward_caps)
+
+
+def device_stage_work(plan: SchedulePlan) -> tuple[tuple[float, ...], ...]:
+    """[device][stage]: micro-batches' worth of each stage's passes that a device runs per step
+    (m on the diagonal for one-directional schedules; DualPipe splits rows between stage i
+    and p − 1 − i)."""
+    work = [[0.0] * plan.num_stages for _ in range(plan.num_stages)]
+    for route in plan.routes:
+        for hop in route:
+            work[hop.device][hop.part] += hop.share
+    return tuple(tuple(row) for row in work)

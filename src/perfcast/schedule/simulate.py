@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
-from perfcast.schedule.orders import B, F, Hop, PassRef, SchedulePlan, W, schedule_plan
+from perfcast.schedule.orders import B, F, PassRef, SchedulePlan, W, schedule_plan
 from perfcast.schedule.timeline import (
     EventKind,
     PassTimes,
@@ -48,15 +48,27 @@ class _Device:
         self.forwards: dict[int, deque] = {}
         self.backwards: dict[int, deque] = {}
         self.weights: deque[PassRef] = deque()
-        self.events: list[ScheduleEvent] = []
+        self.events: list[tuple] = []
+        """(kind, micro-batch, chunk, start, end) per pass."""
         self.memory: list[tuple[float, float]] = []
 
 
 class _Engine:
     def __init__(self, plan: SchedulePlan, stage_times: Sequence[PassTimes], p2p_s: float):
-        self.plan, self.times, self.p2p_s = plan, stage_times, p2p_s
-        self.done: dict[PassRef, float] = {}
+        self.plan, self.p2p_s = plan, p2p_s
+        self.done: dict[tuple, float] = {}
         self.devices = [_Device(i, plan) for i in range(plan.num_stages)]
+        self.upstream_grad = W if plan.fused_backward else B
+        cache: dict[int, tuple] = {}
+        for route in plan.routes:
+            if id(route) not in cache:
+                cache[id(route)] = tuple(
+                    (hop.device, hop.chunk, hop.share,
+                     {kind: getattr(stage_times[hop.part], name) * hop.share
+                      for kind, name in _FIELD.items()})
+                    for hop in route)
+        self.info = tuple(cache[id(route)] for route in plan.routes)
+        """Per micro-batch and hop: (device, chunk, share, {kind: seconds})."""
         if plan.orders is None:
             for mb, route in enumerate(plan.routes):
                 for h, hop in enumerate(route):
@@ -64,32 +76,28 @@ class _Engine:
                     dev.forwards.setdefault(hop.chunk, deque()).append(PassRef(F, mb, h))
                     dev.backwards.setdefault(hop.chunk, deque()).append(PassRef(B, mb, h))
 
-    def hop(self, ref: PassRef) -> Hop:
-        return self.plan.routes[ref.micro_batch][ref.hop]
-
-    def duration(self, ref: PassRef) -> float:
-        hop = self.hop(ref)
-        return getattr(self.times[hop.part], _FIELD[ref.kind]) * hop.share
-
-    def _arrival(self, ref: PassRef, source: PassRef) -> float | None:
-        end = self.done.get(source)
-        if end is None:
-            return None
-        crosses = self.hop(source).device != self.hop(ref).device
-        return end + (self.p2p_s if crosses else 0.0)
-
     def ready(self, ref: PassRef) -> float | None:
         """When ``ref`` can start as far as its inputs go (None: not yet known)."""
-        mb, h = ref.micro_batch, ref.hop
-        if ref.kind == F:
-            return 0.0 if h == 0 else self._arrival(ref, PassRef(F, mb, h - 1))
-        if ref.kind == W:
-            return self.done.get(PassRef(B, mb, h))
-        own = self.done.get(PassRef(F, mb, h))
-        if own is None or h == len(self.plan.routes[mb]) - 1:
+        kind, mb, h = ref
+        done = self.done
+        if kind == F:
+            if h == 0:
+                return 0.0
+            end = done.get((F, mb, h - 1))
+            if end is None:
+                return None
+            info = self.info[mb]
+            return end + (self.p2p_s if info[h - 1][0] != info[h][0] else 0.0)
+        if kind == W:
+            return done.get((B, mb, h))
+        own = done.get((F, mb, h))
+        info = self.info[mb]
+        if own is None or h == len(info) - 1:
             return own
-        grad = self._arrival(ref, PassRef(W if self.plan.fused_backward else B, mb, h + 1))
-        return None if grad is None else max(own, grad)
+        end = done.get((self.upstream_grad, mb, h + 1))
+        if end is None:
+            return None
+        return max(own, end + (self.p2p_s if info[h + 1][0] != info[h][0] else 0.0))
 
     def propose(self, dev: _Device) -> tuple[float, PassRef] | None:
         """The pass ``dev`` runs next and its start, if its inputs are known."""
@@ -110,47 +118,71 @@ class _Engine:
         return start, chosen
 
     def _fits(self, dev: _Device, ref: PassRef) -> bool:
-        share = self.hop(ref).share
+        share = self.info[ref.micro_batch][ref.hop][2]
         return (dev.held + share <= dev.cap + _EPS
                 and dev.held_before_b + share <= dev.forward_cap + _EPS)
 
     def commit(self, dev: _Device, start: float, ref: PassRef) -> None:
-        end = start + self.duration(ref)
-        hop = self.hop(ref)
+        kind, mb, h = ref
+        _, chunk, share, seconds = self.info[mb][h]
+        end = start + seconds[kind]
         self.done[ref] = end
         dev.free_at = end
-        dev.events.append(ScheduleEvent(ref.kind, ref.micro_batch, hop.chunk, start, end))
-        if ref.kind == F:
-            dev.held += hop.share
-            dev.held_before_b += hop.share
-            dev.memory.append((start, hop.share))
-        elif ref.kind == B:
-            dev.held_before_b -= hop.share
-        elif ref.kind == W:
-            dev.held -= hop.share
-            dev.memory.append((end, -hop.share))
-        if ref.kind != W:
-            dev.prefer = B if ref.kind == F else F
+        dev.events.append((kind, mb, chunk, start, end))
+        if kind == F:
+            dev.held += share
+            dev.held_before_b += share
+            dev.memory.append((start, share))
+            dev.prefer = B
+        elif kind == B:
+            dev.held_before_b -= share
+            dev.prefer = F
+        else:
+            dev.held -= share
+            dev.memory.append((end, -share))
         if dev.order is not None:
             dev.order.popleft()
-        elif ref.kind == F:
-            dev.forwards[hop.chunk].popleft()
-        elif ref.kind == B:
-            dev.backwards[hop.chunk].popleft()
-            dev.weights.append(PassRef(W, ref.micro_batch, ref.hop))
+        elif kind == F:
+            dev.forwards[chunk].popleft()
+        elif kind == B:
+            dev.backwards[chunk].popleft()
+            dev.weights.append(PassRef(W, mb, h))
         else:
             dev.weights.popleft()
 
-    def neighbours(self, ref: PassRef) -> set[int]:
-        """Devices whose next pass may depend on ``ref``."""
-        route = self.plan.routes[ref.micro_batch]
-        out = {route[ref.hop].device}
-        step = 1 if ref.kind == F else -1
-        if 0 <= ref.hop + step < len(route):
-            out.add(route[ref.hop + step].device)
-        return out
+    def neighbours(self, ref: PassRef) -> tuple[int, ...]:
+        """Devices whose next pass may depend on ``ref`` (its own first)."""
+        kind, mb, h = ref
+        info = self.info[mb]
+        nxt = h + (1 if kind == F else -1)
+        return (info[h][0], info[nxt][0]) if 0 <= nxt < len(info) else (info[h][0],)
 
     def run(self) -> None:
+        if self.plan.orders is not None:
+            self._run_fixed()
+        else:
+            self._run_greedy()
+
+    def _run_fixed(self) -> None:
+        """Fixed orders: a pass starts when its device is free and its inputs have arrived,
+        whatever the global order of evaluation, so a work list suffices (O(passes))."""
+        pending, queued = deque(range(len(self.devices))), set(range(len(self.devices)))
+        while pending:
+            index = pending.popleft()
+            queued.discard(index)
+            dev = self.devices[index]
+            while dev.order and (ready := self.ready(dev.order[0])) is not None:
+                ref = dev.order[0]
+                self.commit(dev, max(dev.free_at, ready), ref)
+                for other in self.neighbours(ref):
+                    if other != index and other not in queued:
+                        pending.append(other)
+                        queued.add(other)
+        left = sum(len(dev.order) for dev in self.devices)
+        if left:
+            raise RuntimeError(f"schedule {self.plan.name!r} deadlocked with {left} passes left")
+
+    def _run_greedy(self) -> None:
         remaining = 3 * sum(len(route) for route in self.plan.routes)
         proposals = [self.propose(dev) for dev in self.devices]
         while remaining:
@@ -158,17 +190,21 @@ class _Engine:
                        key=lambda i: (proposals[i][0], i), default=None)
             if best is None:
                 raise RuntimeError(f"schedule {self.plan.name!r} deadlocked with {remaining} "
-                                   "passes left (plan orders are inconsistent)")
+                                   "passes left")
             start, ref = proposals[best]
             self.commit(self.devices[best], start, ref)
             remaining -= 1
-            for i in self.neighbours(ref) | {best}:
+            for i in {best, *self.neighbours(ref)}:
                 proposals[i] = self.propose(self.devices[i])
 
 
-def _with_bubbles(events: list[ScheduleEvent], end_s: float) -> tuple[ScheduleEvent, ...]:
+def _event(record: tuple) -> ScheduleEvent:
+    return ScheduleEvent(*record)
+
+
+def _with_bubbles(passes: list[tuple], end_s: float) -> tuple[ScheduleEvent, ...]:
     out, clock = [], 0.0
-    for event in sorted(events, key=lambda e: e.start_s):
+    for event in map(_event, passes):  # a device's passes are in time order
         if event.start_s > clock + _EPS * max(1.0, end_s):
             out.append(ScheduleEvent(EventKind.BUBBLE, -1, -1, clock, event.start_s))
         out.append(event)
@@ -197,12 +233,21 @@ def run_plan(plan: SchedulePlan, stage_times: Sequence[PassTimes], p2p_s: float 
         raise ValueError(f"{len(stage_times)} stage times for {plan.num_stages} stages")
     engine = _Engine(plan, stage_times, p2p_s)
     engine.run()
-    end_s = max(e.end_s for dev in engine.devices for e in dev.events)
+    end_s = max(dev.free_at for dev in engine.devices)
     stages = tuple(
         StageTimeline(dev.index, _with_bubbles(dev.events, end_s), _memory_curve(dev.memory))
         for dev in engine.devices)
     return PipelineTimeline(plan.name, plan.num_stages, plan.num_micro_batches,
                             plan.num_chunks, p2p_s, stages)
+
+
+def simulated_step_time_s(schedule: str, stage_times: Sequence[PassTimes], num_micro_batches: int,
+                          virtual_stages: int = 1, p2p_s: float = 0.0) -> float:
+    """Step time of ``simulate_pipeline`` without building the timeline (for the estimator)."""
+    plan = schedule_plan(schedule, len(stage_times), num_micro_batches, virtual_stages)
+    engine = _Engine(plan, stage_times, p2p_s)
+    engine.run()
+    return max(dev.free_at for dev in engine.devices)
 
 
 def simulate_pipeline(schedule: str, stage_times: Sequence[PassTimes], num_micro_batches: int,
