@@ -8,9 +8,10 @@ of L_i/v layers each; on stage 0 this is p·(1 + (p − 1)/(p·v)) stage-activat
 Korthikanti et al. 2022 §4.2.3. GPipe holds all m micro-batches.
 ZB-H1 (Qi et al. 2023 §3.1): p − i forwards before a B plus the deferred W's, at most p on every
 stage (1F1B's peak; counted in full although a pending W keeps only its layer inputs and
-output gradients). ZB-V (Qi et al. 2023 §4): 2p half-size chunks, p stage-activations on every
-stage. DualPipe (DeepSeek-V3 technical report §3.2.1, Table 2): p + 1 on every rank. These are
-the peaks of ``schedule.simulate`` with uniform stages (tested).
+output gradients). ZB-V (Qi et al. 2023 §4): half-size chunks, p stage-activations on every
+stage in the paper's hand-made schedule; the simulator's greedy V holds p + 1/2.
+DualPipe (DeepSeek-V3 technical report §3.2.1, Table 2): p + 1 on every rank. These are the
+peaks of ``schedule.simulate`` with uniform stages (tested).
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ def inflight_layer_units(schedule: str, stage: int, pp: int, vpp: int, num_micro
         return 1.0
     if schedule == "gpipe":
         return float(m)
-    if schedule in ("zb-h1", "zb-v"):
+    if schedule == "zb-h1":
         return float(min(pp, m))
+    if schedule == "zb-v":
+        return float(min(pp + 0.5, m))
     if schedule == "dualpipe":
         return float(min(pp + 1, m))
     if schedule == "interleaved":

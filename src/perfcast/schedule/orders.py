@@ -16,7 +16,8 @@ and of the DualPipe-style bidirectional schedule.
   before a B, W deferred (at most p activations held, 1F1B's peak) to fill the drain:
   bubble (p − 1)(F + B − W).
 - ZB-V (Qi et al. 2023 §4): two chunks per device in a V (device i holds virtual stages i and
-  2p − 1 − i), cap p stage-activations on every device (the paper's p·M_B).
+  2p − 1 − i), cap p + 1/2 stage-activations on every device (the paper's hand-made schedule
+  holds p·M_B; the greedy one needs the half unit to stay free of deadlock).
 - DualPipe-style (DeepSeek-AI 2024, DeepSeek-V3 technical report §3.2.1): half the
   micro-batches enter at device 0, half at device p − 1; device i holds stages i and p − 1 − i
   (two copies of the weights); cap p + 1 (report Table 2). The F&B overlap of two
@@ -60,9 +61,10 @@ class SchedulePlan:
     orders: tuple[tuple[PassRef, ...], ...] | None
     """Fixed order of passes per device, or None for a greedy schedule."""
     caps: tuple[float, ...] | None
-    """Greedy schedules: stage-activation units a device may hold (F started, W not done)."""
-    forward_caps: tuple[float, ...] | None
-    """Greedy schedules: units a device may hold before their B (F started, B not done)."""
+    """Greedy schedules: stage-activation units a device may hold (F started, W not done).
+    Each chunk also holds at most as many micro-batches before their B as there are chunks
+    from it to the end of the route (1F1B's p − i, per virtual stage), which keeps the greedy
+    schedule free of deadlock; a cap at least the sum of those only ever forces W's."""
 
     @property
     def fused_backward(self) -> bool:
@@ -137,7 +139,7 @@ def schedule_plan(schedule: str, num_stages: int, num_micro_batches: int,
     if schedule == "interleaved" and m % p != 0:
         raise ValueError(f"interleaved schedule needs micro_batches={m} divisible by stages={p} "
                          "(Megatron-LM's order)")
-    orders = caps = forward_caps = None
+    orders = caps = None
     if schedule == "gpipe":
         chunks, routes = 1, _linear_routes(p, m, 1)
         orders = tuple(_gpipe_order(i, m) for i in range(p))
@@ -152,14 +154,13 @@ def schedule_plan(schedule: str, num_stages: int, num_micro_batches: int,
     elif schedule == "zb-h1":
         chunks, routes = 1, _linear_routes(p, m, 1)
         caps = (float(p),) * p
-        forward_caps = tuple(float(p - i) for i in range(p))
     elif schedule == "zb-v":
         chunks, routes = 2, _v_routes(p, m)
-        caps = forward_caps = (float(p),) * p
+        caps = (p + 0.5,) * p
     else:
         chunks, routes = 2, _bidirectional_routes(p, m)
-        caps = forward_caps = (float(p + 1),) * p
-    return SchedulePlan(schedule, p, m, chunks, routes, orders, caps, forward_caps)
+        caps = (float(p + 1),) * p
+    return SchedulePlan(schedule, p, m, chunks, routes, orders, caps)
 
 
 def device_stage_work(plan: SchedulePlan) -> tuple[tuple[float, ...], ...]:

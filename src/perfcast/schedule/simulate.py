@@ -38,12 +38,12 @@ class _Device:
         self.index = index
         self.free_at = 0.0
         self.held = 0.0
-        self.held_before_b = 0.0
+        self.before_b: dict[int, float] = {}
+        """Per chunk: units whose F started and B did not finish."""
+        self.forward_caps: dict[int, float] = {}
         self.prefer = F
         """Kind tried first: F and B alternate after the warm-up (Qi et al. 2023 §3.2)."""
-        greedy = plan.caps is not None and plan.forward_caps is not None
-        self.cap = plan.caps[index] if greedy else float("inf")
-        self.forward_cap = plan.forward_caps[index] if greedy else float("inf")
+        self.cap = plan.caps[index] if plan.caps is not None else float("inf")
         self.order = deque(plan.orders[index]) if plan.orders is not None else None
         self.forwards: dict[int, deque] = {}
         self.backwards: dict[int, deque] = {}
@@ -74,6 +74,8 @@ class _Engine:
                 for h, hop in enumerate(route):
                     dev = self.devices[hop.device]
                     dev.forwards.setdefault(hop.chunk, deque()).append(PassRef(F, mb, h))
+                    dev.forward_caps[hop.chunk] = (len(route) - h) * hop.share
+                    dev.before_b[hop.chunk] = 0.0
                     dev.backwards.setdefault(hop.chunk, deque()).append(PassRef(B, mb, h))
 
     def ready(self, ref: PassRef) -> float | None:
@@ -118,9 +120,9 @@ class _Engine:
         return start, chosen
 
     def _fits(self, dev: _Device, ref: PassRef) -> bool:
-        share = self.info[ref.micro_batch][ref.hop][2]
+        _, chunk, share, _ = self.info[ref.micro_batch][ref.hop]
         return (dev.held + share <= dev.cap + _EPS
-                and dev.held_before_b + share <= dev.forward_cap + _EPS)
+                and dev.before_b[chunk] + share <= dev.forward_caps[chunk] + _EPS)
 
     def commit(self, dev: _Device, start: float, ref: PassRef) -> None:
         kind, mb, h = ref
@@ -131,11 +133,9 @@ class _Engine:
         dev.events.append((kind, mb, chunk, start, end))
         if kind == F:
             dev.held += share
-            dev.held_before_b += share
             dev.memory.append((start, share))
             dev.prefer = B
         elif kind == B:
-            dev.held_before_b -= share
             dev.prefer = F
         else:
             dev.held -= share
@@ -144,8 +144,10 @@ class _Engine:
             dev.order.popleft()
         elif kind == F:
             dev.forwards[chunk].popleft()
+            dev.before_b[chunk] += share
         elif kind == B:
             dev.backwards[chunk].popleft()
+            dev.before_b[chunk] -= share
             dev.weights.append(PassRef(W, mb, h))
         else:
             dev.weights.popleft()
