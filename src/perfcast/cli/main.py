@@ -10,6 +10,7 @@ import typer
 
 from perfcast.cli.catalog_cmd import models_command, systems_command
 from perfcast.cli.memory_cmd import memory_command
+from perfcast.cli.schedule_cmd import schedule_command
 from perfcast.cli.train_cmd import train_command
 from perfcast.cli.validate_cmd import validate_command
 
@@ -30,6 +31,7 @@ app.command("train", help="Training step time, tokens/s/GPU, MFU and where the t
 app.command("validate", help="Forecast every row of a measured-training CSV and report errors.")(
     validate_command
 )
+app.command("schedule", help="Simulate a pipeline schedule: step time, bubble, memory.")(schedule_command)
 app.command("models", help="List catalog models.")(models_command)
 app.command("systems", help="List catalog systems and GPUs.")(systems_command)
 
