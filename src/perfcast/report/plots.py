@@ -31,6 +31,15 @@ def _pyplot():
     return plt
 
 
+def _finish(fig, ax, xlabel: str, ylabel: str, title: str):
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7, ncols=2)
+    fig.tight_layout()
+    return fig
+
+
 def gantt_figure(timeline: PipelineTimeline):
     """One row per stage, one bar per pass (bubbles grey)."""
     plt = _pyplot()
@@ -62,12 +71,9 @@ def memory_over_time_figure(timeline: PipelineTimeline, bytes_per_unit: Sequence
         times = [t for t, _ in st.memory] + [timeline.step_time_s]
         held = [u * scale for _, u in st.memory] + [st.memory[-1][1] * scale]
         ax.step(times, held, where="post", label=f"stage {st.stage}")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("activations (GiB)" if bytes_per_unit else "micro-batches in flight")
-    ax.set_title("Activation memory over the step")
-    ax.legend(fontsize=7, ncols=2)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "time (s)",
+                   "activations (GiB)" if bytes_per_unit else "micro-batches in flight",
+                   "Activation memory over the step")
 
 
 def time_breakdown_figure(report: TrainingReport):
@@ -97,12 +103,7 @@ def memory_breakdown_figure(report: TrainingReport):
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.axhline(report.memory.capacity_bytes / GiB, color="black", linestyle="--", linewidth=1,
                label="HBM capacity")
-    ax.set_xlabel("pipeline stage")
-    ax.set_ylabel("GiB per GPU")
-    ax.set_title("Memory per GPU by stage")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "pipeline stage", "GiB per GPU", "Memory per GPU by stage")
 
 
 def roofline_figure(points: Sequence[OperatorPoint], peak_flops: float, hbm_Bps: float):
@@ -121,12 +122,8 @@ def roofline_figure(points: Sequence[OperatorPoint], peak_flops: float, hbm_Bps:
                    color=color, label=kind)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-    ax.set_ylabel("achieved FLOP/s")
-    ax.set_title("Roofline of the critical stage's operators")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "arithmetic intensity (FLOP/byte)", "achieved FLOP/s",
+                   "Roofline of the critical stage's operators")
 
 
 def step_figures(report: TrainingReport, timeline: PipelineTimeline,
