@@ -14,6 +14,7 @@ from perfcast.cli.infer_cmd import infer_command
 from perfcast.cli.kernels_cmd import kernels_app
 from perfcast.cli.memory_cmd import memory_command
 from perfcast.cli.profile_cmd import profile_command
+from perfcast.cli.schedule_cmd import schedule_command
 from perfcast.cli.search_cmd import search_command
 from perfcast.cli.sweep_cmd import sweep_command
 from perfcast.cli.train_cmd import train_command
@@ -50,6 +51,7 @@ app.command("search", help="Best parallel strategies: enumerate, evaluate in bul
 app.command("sweep", help="Best strategy over GPU counts, systems and hardware parameters.")(
     sweep_command
 )
+app.command("schedule", help="Simulate a pipeline schedule: step time, bubble, memory.")(schedule_command)
 app.command("models", help="List catalog models.")(models_command)
 app.command("systems", help="List catalog systems and GPUs.")(systems_command)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -22,6 +23,9 @@ class ScheduleOpt(str, Enum):
     one_f_one_b = "1f1b"
     interleaved = "interleaved"
     gpipe = "gpipe"
+    zb_h1 = "zb-h1"
+    zb_v = "zb-v"
+    dualpipe = "dualpipe"
 
 
 @run_options
@@ -33,6 +37,12 @@ def train_command(
     ] = ScheduleOpt.auto,
     kernel_backend: KernelBackendOption = KernelBackendOpt.roofline,
     kernel_table: KernelTableOption = None,
+    trace: Annotated[Path | None, typer.Option(
+        "--trace", help="Write the step as Chrome-trace / Perfetto JSON to this file.")] = None,
+    plot: Annotated[Path | None, typer.Option(
+        "--plot", help="Write PNG and SVG plots (Gantt, memory, breakdowns, roofline) here.")] = None,
+    report: Annotated[Path | None, typer.Option(
+        "--report", help="Write one self-contained HTML report to this file.")] = None,
 ) -> None:
     """Forecast one training step."""
     from perfcast.cli.build import build_specs
@@ -44,14 +54,18 @@ def train_command(
     if pipeline_schedule != ScheduleOpt.auto:
         strategy = strategy.model_validate(
             {**strategy.model_dump(), "pipeline_schedule": pipeline_schedule.value})
-    report = estimate_training(specs.model, specs.system, strategy, specs.workload,
+    result = estimate_training(specs.model, specs.system, strategy, specs.workload,
                                kernel_backend=make_backend(kernel_backend.value, kernel_table))
+    if trace or plot or report:
+        from perfcast.report.step_exports import write_step_exports
+
+        write_step_exports(result, specs.model, specs.system, specs.workload, trace, plot, report)
     if args.json:
         from perfcast.report.json_out import to_json
 
-        print(to_json(report.to_dict()))
+        print(to_json(result.to_dict()))
         return
     from perfcast.report.console import make_console
     from perfcast.report.training_text import render_training
 
-    render_training(report, make_console())
+    render_training(result, make_console())

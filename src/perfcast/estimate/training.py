@@ -35,8 +35,15 @@ from perfcast.memory.estimate import estimate_memory
 from perfcast.schedule.data_parallel import data_parallel_time
 from perfcast.schedule.op_time import comm_op_time_s
 from perfcast.schedule.optimizer import optimizer_time_s
-from perfcast.schedule.pipeline import bubble_fraction, pipeline_time_s
+from perfcast.schedule.orders import device_stage_work, schedule_plan
+from perfcast.schedule.pipeline import (
+    CLOSED_FORM_SCHEDULES,
+    pipeline_time_s,
+    schedule_chunks,
+    simulated_pipeline_time_s,
+)
 from perfcast.schedule.stage_time import stage_time
+from perfcast.schedule.timeline import PassTimes
 from perfcast.specs.compat import num_micro_batches
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.model import ModelSpec
@@ -44,23 +51,40 @@ from perfcast.specs.strategy import Strategy
 from perfcast.specs.workload import Workload
 
 
+def p2p_time_s(model: ModelSpec, system: SystemSpec, strategy: Strategy, seq_length: int):
+    """One activation send/recv between stages: b·(s/cp)·h·2 bytes (/tp with SP).
+    Array-friendly."""
+    tokens = strategy.micro_batch_size * seq_length / strategy.cp
+    if strategy.sequence_parallel:
+        tokens = tokens / strategy.tp
+    op = CommOp("pp_send_recv", Phase.FORWARD, Group.PP, Collective.SEND_RECV,
+                ACT_BYTES * tokens * model.hidden_size)
+    return comm_op_time_s(op, system, strategy)
+
+
 def pipeline_comm_time_s(model: ModelSpec, system: SystemSpec, strategy: Strategy,
                          seq_length: int):
     """Exposed stage-to-stage activation transfers per step (array-friendly).
 
-    One send/recv moves b·(s/cp)·h·2 bytes (/tp with SP). Fill and drain cross each of the
-    p−1 boundaries forward and backward (v times more boundaries per chunk with interleaving,
-    each v times shorter in compute but not in bytes): 2·(p−1)·v transfers exposed.
+    Fill and drain cross each of the p−1 boundaries forward and backward (v times more
+    boundaries per chunk with interleaving, 2 with ZB-V's two chunks; each shorter in compute
+    but not in bytes): 2·(p−1)·chunks transfers exposed.
     """
     if strategy.pp == 1:
         return 0.0
-    tokens = strategy.micro_batch_size * seq_length / strategy.cp
-    if strategy.sequence_parallel:
-        tokens /= strategy.tp
-    op = CommOp("pp_send_recv", Phase.FORWARD, Group.PP, Collective.SEND_RECV,
-                ACT_BYTES * tokens * model.hidden_size)
-    chunks = strategy.vpp if strategy.schedule == "interleaved" else 1
-    return 2 * (strategy.pp - 1) * comm_op_time_s(op, system, strategy) * chunks
+    chunks = schedule_chunks(strategy.schedule, strategy.vpp)
+    return 2 * (strategy.pp - 1) * p2p_time_s(model, system, strategy, seq_length) * chunks
+
+
+def stage_kinds(model: ModelSpec, pp: int) -> list[int]:
+    """For each pipeline stage, the index of its kind in ``distinct_stages`` order."""
+    keys: dict[tuple, int] = {}
+    out = []
+    for stage, layers in enumerate(stage_layer_ranges(model.num_hidden_layers, pp)):
+        key = (len(layers), sum(1 for i in layers if is_moe_layer(model, i)), stage == 0,
+               stage == pp - 1)
+        out.append(keys.setdefault(key, len(keys)))
+    return out
 
 
 def distinct_stages(model: ModelSpec, pp: int) -> list[tuple[int, int]]:
@@ -69,13 +93,8 @@ def distinct_stages(model: ModelSpec, pp: int) -> list[tuple[int, int]]:
     Stages with the same layer mix and the same embedding/head role cost the same time and
     hold the same states; the first of a kind holds the most in-flight micro-batches.
     """
-    kinds: dict[tuple, tuple[int, int]] = {}
-    for stage, layers in enumerate(stage_layer_ranges(model.num_hidden_layers, pp)):
-        key = (len(layers), sum(1 for i in layers if is_moe_layer(model, i)), stage == 0,
-               stage == pp - 1)
-        first, count = kinds.get(key, (stage, 0))
-        kinds[key] = (first, count + 1)
-    return list(kinds.values())
+    kinds = stage_kinds(model, pp)
+    return [(kinds.index(k), kinds.count(k)) for k in range(max(kinds) + 1)]
 
 
 @dataclass(frozen=True)
@@ -98,15 +117,24 @@ class StepParts:
 
 def assemble_step(model: ModelSpec, system: SystemSpec, strategy: Strategy, seq_length: int,
                   num_micro_batches, stages: list, stage_counts: list[int],
-                  backend: KernelBackend, calib: TrainingOverhead) -> StepParts:
+                  backend: KernelBackend, calib: TrainingOverhead,
+                  stage_passes: tuple[PassTimes, ...] = ()) -> StepParts:
     """Step time from the distinct stages' ``(StageTime, DataParallelTime, StageParams)``:
     pipeline critical path, exposed P2P, exposed DP, optimizer (the slowest stage's) and the
     calibrated overhead ``step_overhead_s + compute_overhead_fraction · kernel time on the
     critical path``.
-    Array-friendly (the bulk search passes numpy arrays)."""
+
+    The pipeline phase is the closed form for GPipe / 1F1B / interleaved (array-friendly: the
+    bulk search passes numpy arrays) and the event simulation of ``stage_passes`` (one
+    ``PassTimes`` per stage) for the zero-bubble and bidirectional schedules.
+    """
     totals = [times.total_s + dp.exposed_per_micro_batch_s for times, dp, _ in stages]
-    pipeline_s = pipeline_time_s(totals, num_micro_batches, strategy.schedule, strategy.vpp,
-                                 stage_counts)
+    if strategy.schedule in CLOSED_FORM_SCHEDULES:
+        pipeline_s = pipeline_time_s(totals, num_micro_batches, strategy.schedule, strategy.vpp,
+                                     stage_counts)
+    else:
+        pipeline_s = simulated_pipeline_time_s(strategy.schedule, stage_passes,
+                                               num_micro_batches, strategy.vpp)
     pp_comm = pipeline_comm_time_s(model, system, strategy, seq_length)
     dp_exposed = functools.reduce(np.maximum, [dp.exposed_step_s for _, dp, _ in stages])
     optimizer_s = functools.reduce(
@@ -147,24 +175,32 @@ def estimate_training(
         params = stage_params(model, strategy, stage)
         times = stage_time(stage_graph(model, strategy, s, stage), system, strategy, backend)
         stages.append((times, data_parallel_time(params, times, system, strategy), params))
+    per_stage = [stages[k] for k in stage_kinds(model, strategy.pp)]
+    passes = tuple(times.passes(dp.exposed_per_micro_batch_s) for times, dp, _ in per_stage)
     calib = (overheads or load_training_overheads()).for_generation(system.gpu.generation)
     parts = assemble_step(model, system, strategy, s, m, stages, [n for _, n in kinds], backend,
-                          calib)
-    worst = max(range(len(kinds)), key=lambda i: parts.stage_totals_s[i])
-    critical = kinds[worst][0]
-    times, dp, params = stages[worst]
-    chunks = strategy.vpp if strategy.schedule == "interleaved" else 1
+                          calib, passes)
+    # The critical GPU: the one with the most work (its own stage m times, except DualPipe).
+    work = _device_stage_work(strategy, m)
+    busy = [sum(w * p.total_s for w, p in zip(row, passes, strict=True)) for row in work]
+    critical = max(range(strategy.pp), key=lambda d: busy[d])
+
+    def on_critical(field: str, source: int = 0) -> float:
+        """A StageTime (source 0) or DataParallelTime (1) field, summed over the critical
+        device's micro-batches of each stage."""
+        return sum(w * getattr(per_stage[i][source], field) for i, w in enumerate(work[critical]))
+
     breakdown = StepBreakdown(
-        compute_gemm_s=m * times.gemm_s,
-        compute_attention_s=m * times.attention_s,
-        compute_memory_bound_s=m * times.memory_bound_s,
-        recompute_s=m * times.recompute_s,
-        tp_comm_s=m * times.tp_comm_s,
-        cp_comm_s=m * times.cp_comm_s,
-        ep_comm_s=m * times.ep_comm_s,
+        compute_gemm_s=on_critical("gemm_s"),
+        compute_attention_s=on_critical("attention_s"),
+        compute_memory_bound_s=on_critical("memory_bound_s"),
+        recompute_s=on_critical("recompute_s"),
+        tp_comm_s=on_critical("tp_comm_s"),
+        cp_comm_s=on_critical("cp_comm_s"),
+        ep_comm_s=on_critical("ep_comm_s"),
         pp_comm_s=parts.pp_comm_s,
-        dp_comm_s=parts.dp_exposed_s + m * dp.exposed_per_micro_batch_s,
-        pipeline_bubble_s=parts.pipeline_s - m * parts.stage_totals_s[worst],
+        dp_comm_s=parts.dp_exposed_s + on_critical("exposed_per_micro_batch_s", 1),
+        pipeline_bubble_s=max(0.0, float(parts.pipeline_s - busy[critical])),  # ≥ 0 up to rounding
         optimizer_s=parts.optimizer_s,
         other_s=parts.other_s,
     )
@@ -188,9 +224,11 @@ def estimate_training(
         peak_flops=system.gpu.peak_flops("bf16"),
         breakdown=breakdown,
         critical_stage=critical,
-        bubble_fraction=bubble_fraction(strategy.pp, m, chunks),
+        bubble_fraction=max(0.0, float(parts.pipeline_s / busy[critical] - 1.0)),
         memory=memory,
         kernel_backend=str(getattr(backend, "name", kernel_backend)),
+        stage_passes=passes,
+        p2p_s=float(p2p_time_s(model, system, strategy, s)) if strategy.pp > 1 else 0.0,
         assumptions=(
             "model FLOPs per token = 6*N_active_matmul + causal attention (3 passes); "
             "MTP modules cost time but are not model FLOPs",
@@ -202,8 +240,18 @@ def estimate_training(
     )
 
 
+def _device_stage_work(strategy: Strategy, m: int) -> tuple[tuple[float, ...], ...]:
+    """[device][stage] micro-batches of work; m on the diagonal for one-directional schedules
+    (skips building the plan's routes in the common case)."""
+    if strategy.schedule != "dualpipe":
+        return tuple(tuple(float(m) if d == i else 0.0 for i in range(strategy.pp))
+                     for d in range(strategy.pp))
+    return device_stage_work(schedule_plan("dualpipe", strategy.pp, m))
+
+
 def _recomputed_fraction(model: ModelSpec, strategy: Strategy) -> float:
     """Share of all layers whose forward is recomputed in full (for HFU)."""
     recomputed = sum(strategy.recomputed_layers(n)
                      for n in layers_per_stage(model.num_hidden_layers, strategy.pp))
     return recomputed / model.num_hidden_layers
+

@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from perfcast.memory.report import MemoryReport
+from perfcast.schedule.timeline import PassTimes
 from perfcast.specs.strategy import Strategy
 
 
 @dataclass(frozen=True)
 class StepBreakdown:
-    """Where one step's time goes on the critical pipeline stage (seconds; sums to the step)."""
+    """Where one step's time goes on the critical pipeline device (seconds; sums to the step)."""
 
     compute_gemm_s: float
     compute_attention_s: float
@@ -59,6 +60,11 @@ class TrainingReport:
     memory: MemoryReport
     kernel_backend: str
     assumptions: tuple[str, ...]
+    stage_passes: tuple[PassTimes, ...] = ()
+    """Per pipeline stage, F / B / W seconds of one micro-batch (the simulator's input;
+    ``estimate.training_timeline`` rebuilds the step's timeline from them)."""
+    p2p_s: float = 0.0
+    """One activation send/recv between adjacent stages."""
 
     @property
     def tokens_per_s_per_gpu(self) -> float:

@@ -32,6 +32,7 @@ from perfcast.schedule.overlap import (
     exposed_comm_s,
     tp_overlap_hideable_fraction,
 )
+from perfcast.schedule.timeline import PassTimes
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.strategy import Strategy
 
@@ -52,6 +53,10 @@ class LayerTime:
     """Exposed CP seconds, forward + backward."""
     ep_forward_s: float
     ep_backward_s: float
+    wgrad_s: float
+    """Weight-gradient compute (``Phase.BACKWARD_WGRAD`` ops)."""
+    cp_forward_s: float
+    """Exposed CP seconds of the forward."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,18 @@ class StageTime:
     """Backward compute of one average layer."""
     backward_compute_s: float
     """Backward compute of the whole stage (window for overlapping gradient reduction)."""
+    forward_s: float
+    """Forward pass of the stage: forward compute + exposed forward TP/CP/EP comm (part of
+    ``total_s``)."""
+    wgrad_s: float
+    """Weight-gradient compute of the stage (part of ``total_s``; zero-bubble schedules defer it,
+    Qi et al. 2023 §2). The input-gradient pass is ``total_s − forward_s − wgrad_s``."""
+
+    def passes(self, extra_input_grad_s: float = 0.0) -> PassTimes:
+        """F, B (input gradient: the rest of the backward, with recompute and
+        ``extra_input_grad_s``) and W of one micro-batch; they sum to ``total_s`` + extra."""
+        input_grad = self.total_s - self.forward_s - self.wgrad_s + extra_input_grad_s
+        return PassTimes(self.forward_s, input_grad, self.wgrad_s)
 
     @property
     def compute_s(self) -> float:
@@ -88,10 +105,13 @@ def layer_time(group: LayerGroup, system, strategy, backend) -> LayerTime:
     kind_s = {GemmOp: 0.0, AttentionOp: 0.0, MemoryOp: 0.0}
     by_pass = {(kind, forward): 0.0 for kind in (GemmOp, AttentionOp, MemoryOp)
                for forward in (True, False)}
+    wgrad = 0.0
     for op in group.compute:
         t = compute_op_time_s(op, system, strategy, backend)
         kind_s[type(op)] += t
         by_pass[(type(op), op.phase == Phase.FORWARD)] += t
+        if op.phase == Phase.BACKWARD_WGRAD:
+            wgrad = wgrad + t
     fwd = sum(t for (_, forward), t in by_pass.items() if forward)
     bwd = sum(t for (_, forward), t in by_pass.items() if not forward)
     comm = {(g, forward): 0.0 for g in (Group.TP, Group.CP, Group.EP) for forward in (True, False)}
@@ -107,15 +127,16 @@ def layer_time(group: LayerGroup, system, strategy, backend) -> LayerTime:
     if strategy.ep_overlap and ep_fwd + ep_bwd > 0:
         share = float(exposed_comm_s(ep_fwd + ep_bwd, fwd + bwd, slow)) / (ep_fwd + ep_bwd)
         ep_fwd, ep_bwd = ep_fwd * share, ep_bwd * share
+    cp_forward = exposed_comm_s(comm[(Group.CP, True)], by_pass[(AttentionOp, True)], slow)
     return LayerTime(
         gemm_s=kind_s[GemmOp], attention_s=kind_s[AttentionOp], memory_bound_s=kind_s[MemoryOp],
         forward_compute_s=fwd, backward_compute_s=bwd,
         attention_forward_s=by_pass[(AttentionOp, True)],
         tp_forward_s=tp_fwd, tp_backward_s=tp_bwd,
-        cp_s=float(exposed_comm_s(comm[(Group.CP, True)], by_pass[(AttentionOp, True)], slow)
-                   + exposed_comm_s(comm[(Group.CP, False)], by_pass[(AttentionOp, False)],
-                                    slow)),
+        cp_s=float(cp_forward + exposed_comm_s(comm[(Group.CP, False)],
+                                               by_pass[(AttentionOp, False)], slow)),
         ep_forward_s=ep_fwd, ep_backward_s=ep_bwd,
+        wgrad_s=wgrad, cp_forward_s=float(cp_forward),
     )
 
 
@@ -126,20 +147,29 @@ class ExtraTime:
     gemm_s: float
     memory_bound_s: float
     backward_s: float
+    forward_s: float = 0.0
+    """Forward part (in ``gemm_s`` + ``memory_bound_s``)."""
+    wgrad_s: float = 0.0
+    """Weight-gradient part of ``backward_s`` (the embedding's scatter-add, the head's wgrad)."""
 
 
 def extra_time(ops, system: SystemSpec, strategy: Strategy, backend: KernelBackend) -> ExtraTime:
     """Seconds of the embedding / head ops ``ops`` (never recomputed), by part."""
-    gemm = memory_bound = backward = 0.0
+    gemm = memory_bound = backward = forward = wgrad = 0.0
     for op in ops:
         t = compute_op_time_s(op, system, strategy, backend)
         if isinstance(op, GemmOp):
             gemm += t
         else:
             memory_bound += t
-        if op.phase != Phase.FORWARD:
+        if op.phase == Phase.FORWARD:
+            forward += t
+        else:
             backward += t
-    return ExtraTime(gemm_s=gemm, memory_bound_s=memory_bound, backward_s=backward)
+        if op.phase == Phase.BACKWARD_WGRAD:
+            wgrad += t
+    return ExtraTime(gemm_s=gemm, memory_bound_s=memory_bound, backward_s=backward,
+                     forward_s=forward, wgrad_s=wgrad)
 
 
 def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTime:
@@ -151,6 +181,7 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
     """
     gemm = attention = memory_bound = recompute = tp = cp = ep = 0.0
     layer_fwd = layer_bwd = 0.0
+    forward, wgrad = extra.forward_s, extra.wgrad_s
     num_layers = sum(n for n, _ in layers)
     to_recompute = strategy.recomputed_layers(num_layers)
     for n, lt in layers:
@@ -162,6 +193,8 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
         ep += n * (lt.ep_forward_s + lt.ep_backward_s)
         layer_fwd += n * lt.forward_compute_s
         layer_bwd += n * lt.backward_compute_s
+        forward += n * (lt.forward_compute_s + lt.tp_forward_s + lt.cp_forward_s + lt.ep_forward_s)
+        wgrad += n * lt.wgrad_s
         if strategy.recompute == "selective":
             recompute += n * lt.attention_forward_s
         redo = np.minimum(n, to_recompute)
@@ -173,7 +206,7 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
         memory_bound_s=memory_bound + extra.memory_bound_s, recompute_s=recompute,
         tp_comm_s=tp, cp_comm_s=cp, ep_comm_s=ep,
         layer_forward_s=layer_fwd / layers_or_one, layer_backward_s=layer_bwd / layers_or_one,
-        backward_compute_s=layer_bwd + extra.backward_s,
+        backward_compute_s=layer_bwd + extra.backward_s, forward_s=forward, wgrad_s=wgrad,
     )
 
 

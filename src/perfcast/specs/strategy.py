@@ -15,7 +15,9 @@ Recompute = Literal["none", "selective", "full"]
 TrainPrecision = Literal["bf16", "fp16", "fp8"]
 FP8Recipe = Literal["tensorwise", "delayed", "rowwise", "rowwise-hp-wgrad", "blockwise", "mxfp8"]
 GradReduceDtype = Literal["fp32", "bf16"]
-PipelineSchedule = Literal["1f1b", "interleaved", "gpipe"]
+PipelineSchedule = Literal["1f1b", "interleaved", "gpipe", "zb-h1", "zb-v", "dualpipe"]
+"""Pipeline schedules (``schedule.orders``): GPipe, 1F1B and interleaved 1F1B (Narayanan et al.
+2021), zero-bubble ZB-H1 / ZB-V (Qi et al. 2023), DualPipe-style bidirectional (DeepSeek-V3)."""
 PARALLEL_DIMS = ("tp", "cp", "ep", "dp", "pp")
 DEFAULT_PLACEMENT_ORDER = "tp-cp-ep-dp-pp"
 """Megatron-LM's rank order (``parallel_state.RankGenerator``): tp innermost, pp outermost."""
@@ -105,6 +107,9 @@ class Strategy(BaseModel):
             raise ValueError(f"vpp={self.vpp} needs pp > 1")
         if self.pipeline_schedule == "interleaved" and self.vpp == 1:
             raise ValueError("pipeline_schedule='interleaved' needs vpp > 1")
+        if self.pipeline_schedule in ("zb-v", "dualpipe") and self.vpp > 1:
+            raise ValueError(f"pipeline_schedule={self.pipeline_schedule!r} places two chunks per "
+                             f"rank itself; it needs vpp=1 (got vpp={self.vpp})")
         if self.sequence_parallel and self.tp == 1:
             raise ValueError("sequence_parallel=True needs tp > 1")
         expert_group = self.ep * self.expert_tp

@@ -1,0 +1,58 @@
+"""``perfcast schedule``: a pipeline-schedule study on given per-micro-batch times."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from perfcast.cli.errors import handle_input_errors
+
+
+class ScheduleChoice(str, Enum):
+    gpipe = "gpipe"
+    one_f_one_b = "1f1b"
+    interleaved = "interleaved"
+    zb_h1 = "zb-h1"
+    zb_v = "zb-v"
+    dualpipe = "dualpipe"
+
+
+@handle_input_errors
+def schedule_command(
+    schedule: Annotated[ScheduleChoice, typer.Option("--schedule", help="Pipeline schedule.")],
+    stages: Annotated[int, typer.Option("--stages", min=1, help="Pipeline stages P.")],
+    micro_batches: Annotated[int, typer.Option("--micro-batches", min=1,
+                                               help="Micro-batches per step M.")],
+    forward_time: Annotated[float, typer.Option("--forward-time", min=0.0,
+                                                help="Forward time F of one stage, one micro-batch.")],
+    backward_time: Annotated[float, typer.Option(
+        "--backward-time", min=0.0, help="Backward time B (input + weight gradient).")],
+    weight_grad_fraction: Annotated[float, typer.Option(
+        "--weight-grad-fraction", min=0.0, max=1.0,
+        help="Share of B that is weight gradient (deferrable by zb-h1/zb-v/dualpipe).")] = 0.5,
+    virtual_stages: Annotated[int, typer.Option(
+        "--virtual-stages", min=1, help="Model chunks per stage (interleaved).")] = 1,
+    p2p_time: Annotated[float, typer.Option("--p2p-time", min=0.0,
+                                            help="Send/recv latency between stages.")] = 0.0,
+    json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Simulate one pipeline step: step time, bubble, micro-batches in flight per stage."""
+    from perfcast.schedule.simulate import simulate_pipeline
+    from perfcast.schedule.timeline import PassTimes
+
+    if schedule == ScheduleChoice.interleaved and virtual_stages < 2:
+        raise ValueError(f"--schedule interleaved needs --virtual-stages >= 2 (got {virtual_stages})")
+    weight = backward_time * weight_grad_fraction
+    times = [PassTimes(forward_time, backward_time - weight, weight)] * stages
+    timeline = simulate_pipeline(schedule.value, times, micro_batches, virtual_stages, p2p_time)
+    if json:
+        from perfcast.report.json_out import to_json
+
+        print(to_json(timeline.to_dict()))
+        return
+    from perfcast.report.console import make_console
+    from perfcast.report.schedule_text import render_schedule
+
+    render_schedule(timeline, make_console())

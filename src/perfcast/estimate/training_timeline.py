@@ -1,0 +1,71 @@
+"""The simulated pipeline phase of an estimated training step, and its operators' roofline points.
+
+``training_timeline`` re-runs the schedule simulator on the per-stage F/B/W times the estimator
+used (``TrainingReport.stage_passes``), so the timeline is the one behind the report's
+pipeline time (exactly, where the estimator used the equal closed form: uniform stages).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfcast.estimate.training_report import TrainingReport
+from perfcast.schedule.simulate import simulate_pipeline
+from perfcast.schedule.timeline import PipelineTimeline
+
+
+def training_timeline(report: TrainingReport) -> PipelineTimeline:
+    """Events, bubbles and activation memory per stage of the report's pipeline phase."""
+    strategy = report.strategy
+    v = strategy.vpp if strategy.schedule == "interleaved" else 1
+    return simulate_pipeline(strategy.schedule, report.stage_passes, report.num_micro_batches, v)
+
+
+@dataclass(frozen=True)
+class OperatorPoint:
+    """One kernel of a stage on the roofline (one micro-batch, one layer)."""
+
+    name: str
+    kind: str
+    flops: float
+    bytes_moved: float
+    """Compulsory HBM bytes (``kernels.counts``; attention K/V counted at query heads)."""
+    time_s: float
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per HBM byte (Williams, Waterman, Patterson, Roofline, CACM 2009)."""
+        return self.flops / self.bytes_moved if self.bytes_moved > 0 else 0.0
+
+    @property
+    def achieved_flops(self) -> float:
+        return self.flops / self.time_s if self.time_s > 0 else 0.0
+
+
+def stage_operator_points(model, system, strategy, seq_length: int, stage: int,
+                          kernel_backend: str = "roofline") -> tuple[OperatorPoint, ...]:
+    """Roofline points of the distinct compute ops of pipeline stage ``stage``."""
+    from perfcast.graph.ops import AttentionOp, GemmOp
+    from perfcast.graph.stage import stage_graph
+    from perfcast.kernels.backend import get_backend
+    from perfcast.kernels.counts import attention_bytes, gemm_bytes
+    from perfcast.schedule.op_time import compute_op_time_s
+
+    backend = get_backend(kernel_backend)
+    graph = stage_graph(model, strategy, seq_length, stage)
+    ops = [op for group in graph.layers for op in group.compute] + list(graph.extra_compute)
+    precision = "fp8" if strategy.precision == "fp8" else "bf16"
+    points = []
+    for op in ops:
+        if isinstance(op, GemmOp):
+            moved = op.count * float(gemm_bytes(op.m, op.n, op.k, op.batch,
+                                                precision if op.fp8_eligible else "bf16"))
+        elif isinstance(op, AttentionOp):
+            moved = op.count * float(attention_bytes(
+                op.batch, op.heads, op.heads, op.seq_q, op.kernel_seq_kv, op.head_dim_qk,
+                op.head_dim_v, op.phase.value != "forward", "bf16"))
+        else:
+            moved = op.count * op.bytes_moved
+        points.append(OperatorPoint(op.name, op.kind.value, float(op.flops), moved,
+                                    float(compute_op_time_s(op, system, strategy, backend))))
+    return tuple(points)

@@ -1,0 +1,44 @@
+"""Write the exports of one training step: Chrome trace, plots (PNG + SVG), HTML report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from perfcast.estimate.training_report import TrainingReport
+
+
+def write_step_exports(report: TrainingReport, model, system, workload, trace: Path | None = None,
+                       plot_dir: Path | None = None, html_path: Path | None = None) -> list[Path]:
+    """Write what was asked for; returns the files written. The timeline is the simulated
+    pipeline phase behind ``report`` (``estimate.training_timeline``)."""
+    from perfcast.estimate.training_timeline import stage_operator_points, training_timeline
+
+    timeline = training_timeline(report)
+    written: list[Path] = []
+    if trace is not None:
+        from perfcast.report.trace import write_chrome_trace
+
+        write_chrome_trace(report, timeline, trace)
+        written.append(Path(trace))
+    if plot_dir is None and html_path is None:
+        return written
+    from perfcast.report.plots import figure_svg, step_figures, write_plots
+
+    points = stage_operator_points(model, system, report.strategy, workload.seq_length,
+                                   report.critical_stage, report.kernel_backend)
+    figures = step_figures(report, timeline, points, system.gpu.hbm_bandwidth_Bps)
+    if html_path is not None:
+        from perfcast.report.html import training_html
+
+        svgs = {name: figure_svg(fig) for name, fig in figures.items()}
+        Path(html_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(html_path).write_text(training_html(report, timeline, svgs), encoding="utf-8")
+        written.append(Path(html_path))
+    if plot_dir is not None:
+        written += write_plots(figures, plot_dir)
+    else:
+        from perfcast.report.plots import _pyplot
+
+        for fig in figures.values():
+            _pyplot().close(fig)
+    return written
