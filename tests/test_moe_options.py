@@ -81,3 +81,27 @@ def test_mtp_costs_time_and_last_stage_memory_only():
     first_b, last_b = b.memory.stages
     assert first_b.total_bytes == first_a.total_bytes
     assert last_b.total_bytes > last_a.total_bytes
+
+
+def test_deepep_node_dedup_factor_hand_values():
+    from perfcast.comm.dispatch import node_dedup_factor
+
+    assert node_dedup_factor(8, 8) == pytest.approx(8 * (1 - (7 / 8) ** 8) / 8)
+    assert node_dedup_factor(8, 4) == pytest.approx(4 * (1 - 0.75 ** 8) / 8)
+    assert node_dedup_factor(8, 1) == 1.0  # one node: no network leg
+    assert node_dedup_factor(1, 8) == 1.0  # top-1: nothing to deduplicate
+
+
+def _ep_comm(dispatcher: str, gpus: int, ep: int) -> float:
+    model = load_model("deepseek-v2-lite")
+    strategy = Strategy(num_gpus=gpus, ep=ep, distributed_optimizer=True,
+                        moe_token_dispatcher=dispatcher)
+    system = load_system("dgx-h100", num_gpus=gpus)
+    report = estimate_training(model, system, strategy, Workload(seq_length=4096,
+                                                                 global_batch_size=gpus))
+    return report.breakdown.ep_comm_s
+
+
+def test_deepep_cuts_network_dispatch_not_in_node():
+    assert _ep_comm("deepep", 64, 64) < 0.9 * _ep_comm("alltoall", 64, 64)
+    assert _ep_comm("deepep", 8, 8) <= _ep_comm("alltoall", 8, 8) * (1 + 1e-9)

@@ -11,7 +11,7 @@ Rows: quality A and B, dense, of ../shared/ground_truth/training.csv — all of 
 model or source singled out. Prints per-generation counts, the fitted f, and the error before
 and after; writes src/perfcast/calibration/training_overheads.yaml with --write.
 
-    python tools/fit_training_overheads.py [--write] [path/to/training.csv]
+    python tools/fit_training_overheads.py [--write] [--kernel-backend=NAME] [path/to/training.csv]
 """
 
 from __future__ import annotations
@@ -53,8 +53,9 @@ def _fit(log_ratio: np.ndarray, r: np.ndarray) -> float:
     return float(grid[int(np.argmin(loss))])
 
 
-def main(path: Path, write: bool) -> None:
-    runs = [validate_training(path, partial(estimate_training, overheads=_overheads(f)),
+def main(path: Path, write: bool, kernel_backend: str = "roofline") -> None:
+    runs = [validate_training(path, partial(estimate_training, overheads=_overheads(f),
+                                            kernel_backend=kernel_backend),
                               qualities=("A", "B"), arch_types=("dense",)) for f in (0.0, 1.0)]
     from perfcast.catalog.gpus import load_gpu
 
@@ -92,6 +93,12 @@ def main(path: Path, write: bool) -> None:
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--write"]
+    backend = "roofline"
+    args = []
+    for a in sys.argv[1:]:
+        if a.startswith("--kernel-backend="):
+            backend = a.split("=", 1)[1]
+        elif a != "--write":
+            args.append(a)
     default = ROOT.parent / "shared/ground_truth/training.csv"
-    main(Path(args[0]) if args else default, "--write" in sys.argv)
+    main(Path(args[0]) if args else default, "--write" in sys.argv, backend)

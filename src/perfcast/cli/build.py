@@ -59,6 +59,8 @@ def build_specs(args: RunArgs) -> RunSpecs:
         flash_attention=not args.no_flash_attention,
         mtp_num_layers=args.mtp_num_layers,
         make_vocab_size_divisible_by=args.make_vocab_size_divisible_by,
+        moe_token_dispatcher="deepep" if args.moe_token_dispatcher == "flex"
+        else args.moe_token_dispatcher,
         moe_load_imbalance=args.moe_load_imbalance,
         moe_grouped_gemm=args.moe_grouped_gemm,
         moe_capacity_factor=args.moe_capacity_factor,

@@ -38,6 +38,12 @@ class FP8RecipeOpt(str, Enum):
     mxfp8 = "mxfp8"
 
 
+class DispatcherOpt(str, Enum):
+    alltoall = "alltoall"
+    deepep = "deepep"
+    flex = "flex"
+
+
 class GradDtypeOpt(str, Enum):
     fp32 = "fp32"
     bf16 = "bf16"
@@ -88,6 +94,7 @@ class RunArgs:
     no_flash_attention: bool
     mtp_num_layers: int
     make_vocab_size_divisible_by: int
+    moe_token_dispatcher: str
     moe_load_imbalance: float
     moe_grouped_gemm: bool
     moe_capacity_factor: float | None
@@ -124,6 +131,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("no_flash_attention", bool, typer.Option(False, "--no-flash-attention", help="Unfused attention (stores s x s scores).")),
     ("make_vocab_size_divisible_by", int, typer.Option(128, "--make-vocab-size-divisible-by", min=1, help="Pad the vocabulary to a multiple of this times tp (Megatron-LM).")),
     ("mtp_num_layers", int, typer.Option(0, "--mtp-num-layers", min=0, help="Multi-token prediction modules trained with the model (DeepSeek-V3: 1).")),
+    ("moe_token_dispatcher", DispatcherOpt, typer.Option(DispatcherOpt.alltoall, "--moe-token-dispatcher-type", "--moe-token-dispatcher", help="MoE dispatch: NCCL all-to-all, or DeepEP (node-deduplicated; Megatron 'flex').")),
     ("moe_load_imbalance", float, typer.Option(1.0, "--moe-load-imbalance", min=1.0, help="MoE: tokens at the busiest expert rank over the mean (1 = balanced).")),
     ("moe_grouped_gemm", bool, typer.Option(True, "--moe-grouped-gemm/--no-moe-grouped-gemm", help="MoE: local experts as one grouped GEMM, or one GEMM per expert.")),
     ("moe_capacity_factor", float | None, typer.Option(None, "--moe-expert-capacity-factor", "--moe-capacity-factor", help="MoE: expert capacity over the balanced load; tokens beyond it dropped (default dropless).")),

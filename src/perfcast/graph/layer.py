@@ -50,6 +50,8 @@ class LayerShape:
     """Expert capacity over the balanced load (tokens beyond it dropped); None = dropless."""
     moe_grouped_gemm: bool = True
     """Local experts as one grouped GEMM; else one GEMM kernel per expert."""
+    moe_token_dispatcher: str = "alltoall"
+    """'alltoall' (NCCL) or 'deepep' (node-deduplicated, PXN-style)."""
     vocab_size_padded: int | None = None
     """Vocabulary rows of the LM head after padding; None = the model's vocab_size."""
 
@@ -192,9 +194,11 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         tokens = T / shape.tp if shape.sequence_parallel else T
         # The busiest rank receives routed_load × the balanced volume (and sends it back).
         a2a_bytes = ACT_BYTES * tokens * k * h * shape.routed_load
+        deepep = shape.moe_token_dispatcher == "deepep"
         for phase in (Phase.FORWARD, Phase.BACKWARD_DGRAD):
             ops.append(CommOp("ep_all_to_all", phase, Group.EP, Collective.ALL_TO_ALL,
-                              a2a_bytes, count=2))
+                              a2a_bytes, count=2, algorithm="pxn" if deepep else None,
+                              fanout=k if deepep else 1))
     return ops
 
 

@@ -152,6 +152,12 @@ class CommOp:
     count: float = 1
     overlappable: bool = False
     """Whether the framework overlaps it with independent compute by default."""
+    algorithm: str | None = None
+    """Collective algorithm forced by the framework (``comm.select.Algorithm`` value); None =
+    what NCCL would pick."""
+    fanout: int = 1
+    """Destinations of each token in an MoE dispatch (top-k); a node-deduplicating dispatcher
+    (DeepEP) sends a token once per destination node (``comm.dispatch``)."""
 
     kind = OpKind.COMM
 

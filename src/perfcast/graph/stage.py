@@ -77,6 +77,7 @@ def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool
         sliding_window=model.sliding_window, moe_load_imbalance=strategy.moe_load_imbalance,
         moe_capacity_factor=strategy.moe_capacity_factor,
         moe_grouped_gemm=strategy.moe_grouped_gemm,
+        moe_token_dispatcher=strategy.moe_token_dispatcher,
         vocab_size_padded=strategy.padded_vocab_size(model.vocab_size),
     )
 

@@ -60,26 +60,38 @@ def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:
 
 
 @lru_cache(maxsize=8192)
-def _collective_s(kind: str, size_bytes: float, system: SystemSpec, size: int, stride: int
-                  ) -> float:
+def _collective_s(kind: str, size_bytes: float, system: SystemSpec, size: int, stride: int,
+                  algorithm: str | None) -> float:
     """One collective's seconds (scalar, memoized: a step repeats the same few collectives)."""
     from perfcast.comm import group_collective_time_s
 
-    return float(group_collective_time_s(kind, size_bytes, system, size, stride))
+    return float(group_collective_time_s(kind, size_bytes, system, size, stride, algorithm))
+
+
+def _dispatch_bytes(op: CommOp, system: SystemSpec, size, stride):
+    """``op.size_bytes``, deduplicated per destination node for a DeepEP-style dispatch."""
+    if op.fanout <= 1:
+        return op.size_bytes
+    from perfcast.comm.dispatch import node_dedup_factor
+    from perfcast.comm.placement import num_domains
+
+    return op.size_bytes * node_dedup_factor(op.fanout, num_domains(system, size, stride))
 
 
 def comm_op_time_s(op: CommOp, system: SystemSpec, strategy: Strategy):
-    """Seconds for ``op`` (all repetitions) with the algorithm NCCL would pick on its group.
+    """Seconds for ``op`` (all repetitions) with its forced algorithm, else the one NCCL would
+    pick on its group.
 
     Array-friendly: group sizes and ``op.size_bytes`` may be numpy arrays (the bulk search);
     scalars take the memoized path. A group of one costs 0."""
     from perfcast.comm import group_collective_time_s
 
     size, stride = group_size_and_stride(op.group, strategy)
-    if all(np.ndim(x) == 0 for x in (size, stride, op.size_bytes)):
+    size_bytes = _dispatch_bytes(op, system, size, stride)
+    if all(np.ndim(x) == 0 for x in (size, stride, size_bytes)):
         if size <= 1:
             return 0.0
-        return op.count * _collective_s(op.collective.value, float(op.size_bytes), system,
-                                        int(size), int(stride))
-    return op.count * group_collective_time_s(op.collective.value, op.size_bytes, system, size,
-                                              stride)
+        return op.count * _collective_s(op.collective.value, float(size_bytes), system,
+                                        int(size), int(stride), op.algorithm)
+    return op.count * group_collective_time_s(op.collective.value, size_bytes, system, size,
+                                              stride, op.algorithm)

@@ -69,6 +69,11 @@ class Strategy(BaseModel):
         description="Multi-token prediction depth trained with the model (--mtp-num-layers; "
                     "DeepSeek-V3 uses 1); its modules sit on the last pipeline stage.",
     )
+    moe_token_dispatcher: Literal["alltoall", "deepep"] = Field(
+        default="alltoall",
+        description="MoE token dispatch: NCCL all-to-all, or DeepEP (--moe-token-dispatcher-type "
+                    "flex): tokens cross the network once per destination node, then NVLink.",
+    )
     moe_load_imbalance: float = Field(
         default=1.0, ge=1.0,
         description="Routed tokens at the busiest expert-parallel rank over the mean (1 = balanced).",

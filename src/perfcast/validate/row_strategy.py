@@ -27,6 +27,7 @@ framework or per source and are recorded in the row's ``notes`` when used.
 - global batch: ``global_batch_seqs``; else ``global_batch_tokens``/``seq_len``; else
   micro_batch·dp·grad_accum.
 - ``tp_comm_overlap``: on for torchtitan rows whose framework says "async TP".
+- ``moe_token_dispatcher``: DeepEP for rows whose framework names it; else NCCL all-to-all.
 - FlashAttention: off for Megatron-LM 2021/2022 runs (megatron_sc21, korthikanti2022, which
   predate it); on otherwise.
 """
@@ -146,6 +147,14 @@ def tp_comm_overlap(row: Mapping[str, str | None], tp: int, notes: list[str]) ->
         notes.append("async TP: TP communication overlapped with GEMMs")
         return True
     return False
+
+
+def moe_token_dispatcher(row: Mapping[str, str | None], ep: int, notes: list[str]) -> str:
+    """'deepep' where the framework column names DeepEP (and EP > 1), else 'alltoall'."""
+    if ep > 1 and "deepep" in _framework(row).replace(" ", ""):
+        notes.append("DeepEP dispatch: tokens cross the network once per destination node")
+        return "deepep"
+    return "alltoall"
 
 
 def recompute(

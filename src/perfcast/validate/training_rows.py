@@ -102,6 +102,7 @@ def _strategy(row: Row, sizes: rs.ParallelSizes, model: ModelSpec, gbs: int,
         "cp": sizes.cp, "ep": sizes.ep,
         "sequence_parallel": rs.sequence_parallel(row, sizes.tp, notes),
         "tp_comm_overlap": rs.tp_comm_overlap(row, sizes.tp, notes),
+        "moe_token_dispatcher": rs.moe_token_dispatcher(row, sizes.ep, notes),
         "micro_batch_size": rs.micro_batch(row, gbs, sizes, notes),
         "flash_attention": rs.flash_attention(row),
     }
