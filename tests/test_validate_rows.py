@@ -131,6 +131,7 @@ def test_nemo_h100_fp8_row_with_tp_pp_vpp_cp():
     assert (s.tp, s.pp, s.vpp, s.cp, s.dp) == (4, 4, 5, 2, 2)
     assert s.sequence_parallel and s.distributed_optimizer and s.schedule == "interleaved"
     assert (s.precision, s.fp8_recipe, s.micro_batch_size) == ("fp8", "delayed", 1)
+    assert s.fp8_weight_cache  # Megatron-Core: FP8 weights cast once per step
     assert row.model.num_key_value_heads == 8 and row.model.activation == "swiglu"
     assert row.measured_tokens_per_s_per_gpu == 1524
 
@@ -141,6 +142,7 @@ def test_torchtitan_2d_float8_row():
     assert (s.tp, s.dp, s.micro_batch_size) == (8, 32, 16)
     assert s.fsdp and s.sequence_parallel and s.recompute == "full"
     assert (s.precision, s.fp8_recipe) == ("fp8", "tensorwise")
+    assert not s.fp8_weight_cache  # torchao casts weights in every forward
     assert row.measured_tokens_per_s_per_gpu == 829
 
 

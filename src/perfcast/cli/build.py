@@ -55,6 +55,8 @@ def build_specs(args: RunArgs) -> RunSpecs:
         micro_batch_size=args.micro_batch_size,
         precision=args.precision,
         fp8_recipe=args.fp8_recipe,
+        fp8_fused_casts=args.fp8_fused_casts,
+        fp8_weight_cache=args.fp8_weight_cache,
         grad_reduce_dtype=args.grad_reduce_dtype,
         flash_attention=not args.no_flash_attention,
         mtp_num_layers=args.mtp_num_layers,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfcast.graph.fp8_casts import fp8_cast_ops
 from perfcast.graph.ops import (
     AttentionOp,
     Collective,
@@ -54,6 +55,12 @@ class LayerShape:
     """'alltoall' (NCCL) or 'deepep' (node-deduplicated, PXN-style)."""
     vocab_size_padded: int | None = None
     """Vocabulary rows of the LM head after padding; None = the model's vocab_size."""
+    fp8_recipe: str | None = None
+    """FP8 scaling recipe of the linear layers; None = 16-bit GEMMs, no casts."""
+    fp8_fused_casts: bool = True
+    """Input casts fused into the producing norm/activation kernel (``graph.fp8_casts``)."""
+    fp8_weight_cache: bool = True
+    """FP8 weights cast once per step, not per micro-batch (``graph.fp8_casts``)."""
 
     @property
     def routed_load(self) -> float:
@@ -86,16 +93,17 @@ def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         v_dim = model.v_head_dim or model.kv_channels
         r_q, r_kv = model.q_lora_rank, model.kv_lora_rank or 0
         if r_q:
-            ops.append(GemmOp("q_down_proj", fwd, T, r_q, h))
-            ops.append(GemmOp("q_up_proj", fwd, T, a * (nope + rope) / t, r_q))
+            ops.append(GemmOp("q_down_proj", fwd, T, r_q, h, cast_fusable=True))
+            ops.append(GemmOp("q_up_proj", fwd, T, a * (nope + rope) / t, r_q, cast_fusable=True))
         else:
-            ops.append(GemmOp("q_proj", fwd, T, a * (nope + rope) / t, h))
-        ops.append(GemmOp("kv_down_proj", fwd, T, r_kv + rope, h))
-        ops.append(GemmOp("kv_up_proj", fwd, T, a * (nope + v_dim) / t, r_kv))
+            ops.append(GemmOp("q_proj", fwd, T, a * (nope + rope) / t, h, cast_fusable=True))
+        # Down-projections read the layer norm's output, up-projections the latent norm's.
+        ops.append(GemmOp("kv_down_proj", fwd, T, r_kv + rope, h, cast_fusable=True))
+        ops.append(GemmOp("kv_up_proj", fwd, T, a * (nope + v_dim) / t, r_kv, cast_fusable=True))
         d_qk, d_v = nope + rope, v_dim
         out_in = a * v_dim
     else:
-        ops.append(GemmOp("qkv_proj", fwd, T, _qkv_width(model) / t, h))
+        ops.append(GemmOp("qkv_proj", fwd, T, _qkv_width(model) / t, h, cast_fusable=True))
         d_qk = d_v = model.kv_channels
         out_in = a * model.kv_channels
     ops.append(AttentionOp(
@@ -112,18 +120,21 @@ def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
 
 
 def _mlp_ops(model: ModelSpec, tokens, width, prefix: str, batch=1, split=1,
-             grouped: bool = True) -> list[Op]:
+             grouped: bool = True, input_from_norm: bool = True) -> list[Op]:
     """One MLP of hidden ``width`` on ``tokens`` tokens per expert for ``batch`` experts: one
-    grouped GEMM kernel, or (``grouped=False``) ``batch`` separate GEMM kernels."""
+    grouped GEMM kernel, or (``grouped=False``) ``batch`` separate GEMM kernels.
+    ``input_from_norm``: the input is the norm's output (not a permuted copy of it)."""
     h, fwd = model.hidden_size, Phase.FORWARD
     in_width = (2 if model.is_gated_mlp else 1) * width / split
     # Activation kernel: gated reads gate and up, writes the product (3 tensors); else 2.
     act_bytes = ACT_BYTES * tokens * batch * ((3 if model.is_gated_mlp else 2) * width / split)
     group, count = (batch, 1) if grouped else (1, batch)
     return [
-        GemmOp(f"{prefix}_in_proj", fwd, tokens, in_width, h, batch=group, count=count),
+        GemmOp(f"{prefix}_in_proj", fwd, tokens, in_width, h, batch=group, count=count,
+               cast_fusable=input_from_norm),
         MemoryOp(f"{prefix}_activation", fwd, act_bytes),
-        GemmOp(f"{prefix}_out_proj", fwd, tokens, h, width / split, batch=group, count=count),
+        GemmOp(f"{prefix}_out_proj", fwd, tokens, h, width / split, batch=group, count=count,
+               cast_fusable=True),
     ]
 
 
@@ -146,7 +157,8 @@ def mlp_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     # Permute and unpermute each read and write the routed copies of every token.
     ops.append(MemoryOp("moe_permute", fwd, 2 * 2 * ACT_BYTES * routed * h))
     ops += _mlp_ops(model, tokens_per_expert, model.expert_intermediate_size, "expert",
-                    batch=local_experts, split=shape.expert_tp, grouped=shape.moe_grouped_gemm)
+                    batch=local_experts, split=shape.expert_tp, grouped=shape.moe_grouped_gemm,
+                    input_from_norm=False)
     if model.shared_intermediate_size:
         ops += _mlp_ops(model, T, model.shared_intermediate_size, "shared_expert", split=t)
     return ops
@@ -225,9 +237,11 @@ def backward_ops(forward: list[Op]) -> list[Op]:
 
 
 def layer_ops(model: ModelSpec, shape: LayerShape) -> tuple[list[ComputeOp], list[CommOp]]:
-    """All compute ops (forward then backward) and collectives of one layer, one micro-batch."""
+    """All compute ops (forward then backward) and collectives of one layer, one micro-batch,
+    with the FP8 cast/scale kernels of the strategy's recipe (``graph.fp8_casts``)."""
     forward = (attention_forward_ops(model, shape) + mlp_forward_ops(model, shape)
                + layer_memory_bound_ops(model, shape))
-    compute = [op for op in forward + backward_ops(forward) if not isinstance(op, CommOp)]
+    casts = fp8_cast_ops(forward, shape.fp8_recipe, shape.fp8_fused_casts, shape.fp8_weight_cache)
+    compute = [op for op in forward + backward_ops(forward) + casts if not isinstance(op, CommOp)]
     comm = [op for op in layer_comm_ops(model, shape) if isinstance(op, CommOp)]
     return compute, comm

@@ -67,7 +67,11 @@ class GemmOp:
     batch: float = 1
     count: float = 1
     fp8_eligible: bool = True
-    """Runs in FP8 when the strategy trains in FP8 (linear layers; not the router/LM head)."""
+    """Runs in FP8 when the strategy trains in FP8 (linear layers; not the router/LM head);
+    the recipe may still keep some GEMMs in BF16 (``graph.fp8_casts.gemm_in_fp8``)."""
+    cast_fusable: bool = False
+    """The forward input comes from a norm or activation kernel that can write it in FP8
+    itself (Transformer Engine LayerNormLinear, fused SwiGLU + cast; ``graph.fp8_casts``)."""
 
     kind = OpKind.GEMM
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfcast.graph.fp8_casts import fp8_cast_ops
 from perfcast.graph.layer import ACT_BYTES, LayerShape, backward_ops, layer_ops
 from perfcast.graph.ops import CommOp, ComputeOp, GemmOp, MemoryOp, Phase
 from perfcast.graph.param_sharding import is_moe_layer, stage_layer_ranges
@@ -66,7 +67,9 @@ def mtp_extra_ops(model: ModelSpec, shape: LayerShape) -> list[ComputeOp]:
     norms = MemoryOp("mtp_norms", Phase.FORWARD, 2 * ACT_BYTES * T * h, count=2)
     proj = GemmOp("mtp_proj", Phase.FORWARD, T, h / shape.tp, 2 * h)
     forward: list[ComputeOp] = [norms, proj]
-    return embedding_ops(model, shape) + forward + backward_ops(forward) + head_ops(model, shape)
+    casts = fp8_cast_ops(forward, shape.fp8_recipe, shape.fp8_fused_casts, shape.fp8_weight_cache)
+    return (embedding_ops(model, shape) + forward + backward_ops(forward) + casts
+            + head_ops(model, shape))
 
 
 def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool) -> LayerShape:
@@ -79,6 +82,8 @@ def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool
         moe_grouped_gemm=strategy.moe_grouped_gemm,
         moe_token_dispatcher=strategy.moe_token_dispatcher,
         vocab_size_padded=strategy.padded_vocab_size(model.vocab_size),
+        fp8_recipe=strategy.fp8_recipe if strategy.precision == "fp8" else None,
+        fp8_fused_casts=strategy.fp8_fused_casts, fp8_weight_cache=strategy.fp8_weight_cache,
     )
 
 

@@ -4,10 +4,14 @@ Adam with fp32 master weights (Kingma & Ba 2015; mixed precision per Micikeviciu
 reads master weight, gradient, m and v (4 × 4 B) and writes master weight, m, v (3 × 4 B) and
 the 16-bit working copy (2 B): 30 B per parameter, plus 4 B to read gradients once for the
 global-norm clip (Megatron-LM ``clip_grad_norm``): 34 B per parameter on this GPU's shard.
+FP8 training with cached FP8 weights adds the once-per-step cast of this GPU's linear-layer
+weights (``graph.fp8_casts.weight_cast_bytes_per_step``; Transformer Engine casts them on the
+first micro-batch, Megatron-Core with --fp8-param-gather in the optimizer step).
 """
 
 from __future__ import annotations
 
+from perfcast.graph.fp8_casts import weight_cast_bytes_per_step
 from perfcast.graph.param_sharding import StageParams
 from perfcast.kernels.backend import KernelBackend
 from perfcast.specs.hardware import SystemSpec
@@ -26,5 +30,9 @@ def optimizer_params_on_gpu(params: StageParams, strategy: Strategy) -> float:
 def optimizer_time_s(params: StageParams, system: SystemSpec, strategy: Strategy,
                      backend: KernelBackend):
     """Seconds of one optimizer step on one GPU of the stage."""
-    count = optimizer_params_on_gpu(params, strategy)
-    return backend.memory_bound_time_s(system.gpu, ADAM_BYTES_PER_PARAM * count)
+    nbytes = ADAM_BYTES_PER_PARAM * optimizer_params_on_gpu(params, strategy)
+    if strategy.precision == "fp8" and strategy.fp8_weight_cache:
+        # Every weight this GPU computes with (not ZeRO-sharded), embedding/LM head excluded.
+        nbytes = nbytes + weight_cast_bytes_per_step(params.total - params.embedding,
+                                                     strategy.fp8_recipe)
+    return backend.memory_bound_time_s(system.gpu, nbytes)

@@ -51,6 +51,16 @@ class Strategy(BaseModel):
     micro_batch_size: int = Field(default=1, gt=0, description="Sequences per micro-batch b.")
     precision: TrainPrecision = Field(default="bf16", description="Compute precision of GEMMs.")
     fp8_recipe: FP8Recipe = Field(default="tensorwise", description="FP8 scaling recipe.")
+    fp8_fused_casts: bool = Field(
+        default=True,
+        description="FP8 input casts fused into the producing norm/activation kernel "
+                    "(Transformer Engine LayerNormLinear, fused SwiGLU + cast).",
+    )
+    fp8_weight_cache: bool = Field(
+        default=True,
+        description="FP8 weights cast once per step and reused by every micro-batch "
+                    "(Transformer Engine is_first_microbatch); False = cast in every forward.",
+    )
     grad_reduce_dtype: GradReduceDtype = Field(
         default="fp32", description="Dtype of main gradients and of their reduction."
     )

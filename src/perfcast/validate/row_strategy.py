@@ -180,7 +180,8 @@ def recompute(
 
 
 def _fp8_recipe(text: str, row: Mapping[str, str | None], notes: list[str]) -> str:
-    for key, recipe in (("rowwise", "rowwise"), ("tensorwise", "tensorwise"),
+    for key, recipe in (("gw_hp", "rowwise-hp-wgrad"), ("high-precision wgrad", "rowwise-hp-wgrad"),
+                        ("rowwise", "rowwise"), ("tensorwise", "tensorwise"),
                         ("per-tensor", "tensorwise"), ("current scaling", "tensorwise"),
                         ("mxfp8", "mxfp8"), ("block", "blockwise"), ("delayed", "delayed")):
         if key in text:
@@ -197,7 +198,10 @@ def precision(row: Mapping[str, str | None], notes: list[str]) -> dict[str, Any]
     if "mp mode pure" in text:
         fields["grad_reduce_dtype"] = "bf16"
     if "fp8" in text or "float8" in text:
-        fields.update(precision="fp8", fp8_recipe=_fp8_recipe(text, row, notes))
+        # Megatron-Core passes is_first_microbatch, so Transformer Engine casts FP8 weights once
+        # per step; torchao and Composer cast them in every forward.
+        fields.update(precision="fp8", fp8_recipe=_fp8_recipe(text, row, notes),
+                      fp8_weight_cache=is_megatron_core(row))
     elif "fp16" in text or "float16" in text:
         fields["precision"] = "fp16"
     elif "bf16" in text or not text:

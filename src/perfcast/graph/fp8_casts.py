@@ -1,0 +1,155 @@
+"""FP8 / MX training: which GEMMs run in FP8, and the cast/scale kernels each recipe adds.
+
+An FP8 GEMM ``Y[m, n] = X[m, k] · W[k, n]`` needs its operands quantized from BF16 (E4M3 for
+X and W, E5M2 or E4M3 for the gradient dY; Micikevicius et al. 2022, "FP8 Formats for Deep
+Learning", §3-4). Each operand feeds two GEMMs of the layer, each with its own reduction axis
+(Hopper FP8 tensor cores take only the TN layout, so the second use needs a transposed copy):
+
+    X  (m×k): forward (reduces k)  and wgrad dW = Xᵀ·dY (reduces m)
+    W  (k×n): forward (reduces k)  and dgrad dX = dY·Wᵀ (reduces n)
+    dY (m×n): dgrad   (reduces n)  and wgrad           (reduces m)
+
+Bytes through HBM to quantize a tensor of E elements into L layouts (BF16 in = 2 B/element,
+FP8 out = 1 B/element per layout), per recipe:
+
+- ``tensorwise`` (current scaling; torchao float8 README, Transformer Engine
+  ``Float8CurrentScaling``): an amax reduction pass (read 2E), then one fused cast-transpose
+  kernel (read 2E, write L·E). One fp32 scale per tensor (not counted).
+- ``delayed`` (TE ``DelayedScaling``): the scale comes from the amax history of previous
+  steps, so the amax pass disappears (the cast records the new amax): read 2E, write L·E.
+- ``rowwise`` (torchao ``Float8LinearRecipeName.ROWWISE``): one fp32 scale per row along each
+  GEMM's reduction axis; the two layouts scale along different axes, so each is a separate
+  quantization from BF16: L·(read 2E + write E) + 4·E/d per layout reducing over d.
+- ``rowwise-hp-wgrad`` (torchao ``ROWWISE_WITH_GW_HP``): as rowwise, but the weight-gradient
+  GEMM stays BF16 (``gemm_in_fp8``), so X and dY need only their single FP8 layout.
+- ``blockwise`` (DeepSeek-V3 report §3.3.2; TE ``Float8BlockScaling``): fp32 scales per 1×128
+  tile of activations/gradients (4·E/128 B) and per 128×128 block of weights (4·E/128² B);
+  one kernel reads once and writes both layouts: read 2E, write L·(E + scales).
+- ``mxfp8`` (OCP Microscaling Formats (MX) Specification v1.0, §5; TE ``MXFP8BlockScaling``):
+  one E8M0 (1-byte) scale per 32 consecutive elements along the reduction axis (E/32 B per
+  layout); one kernel writes both layouts: read 2E, write L·(E + E/32).
+
+Fusion (``fp8_fused_casts``): Transformer Engine quantizes a GEMM input inside the kernel that
+produces it (``LayerNormLinear`` / ``LayerNormMLP``: the norm writes FP8; fused SwiGLU + cast
+before the MLP output projection). The fused cast keeps only its write: the separate 2 B read
+disappears (delayed, blockwise, mxfp8, and the first rowwise layout, whose row the producer
+owns). Current tensorwise scaling needs the amax before it can cast, so fusion only folds the
+amax pass into the producer's epilogue (torch.compile / TE norm amax); the cast pass remains.
+Only forward inputs marked ``GemmOp.cast_fusable`` fuse; weights and gradients never do here.
+
+Weights: Transformer Engine casts FP8 weights on the first micro-batch of a step and reuses
+them for the rest (``is_first_microbatch``, passed by Megatron-Core); with
+``fp8_weight_cache`` the weight casts leave the per-micro-batch ops and are charged once per
+step (``weight_cast_bytes_per_step``, added to the optimizer pass). torchao casts weights in
+every forward (``fp8_weight_cache=False``).
+
+Which GEMMs stay BF16: the MoE router and LM head (``GemmOp.fp8_eligible=False``), the attention
+core (flash attention runs in BF16: ``AttentionOp`` is never FP8 here), and the weight-gradient
+GEMMs under ``rowwise-hp-wgrad``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from perfcast.graph.ops import GemmOp, MemoryOp, Op, Phase
+from perfcast.specs.dtypes import BYTES_PER_ELEMENT
+
+HP_BYTES = BYTES_PER_ELEMENT["bf16"]
+"""High-precision source of every cast (BF16 activations, gradients, working weights)."""
+FP8_BYTES = BYTES_PER_ELEMENT["fp8"]
+SCALE_FP32_BYTES = BYTES_PER_ELEMENT["fp32"]
+MX_BLOCK = 32
+"""MX block size (OCP MX spec v1.0 §5.2: k = 32 for MXFP8), one E8M0 byte per block."""
+DEEPSEEK_TILE = 128
+"""Blockwise tile: 1×128 for activations/gradients, 128×128 for weights (DeepSeek-V3 §3.3.2)."""
+
+
+def gemm_in_fp8(op: GemmOp, precision: str, recipe: str | None) -> bool:
+    """Whether ``op`` runs on the FP8 tensor cores: FP8 training, a linear layer (not router /
+    LM head), and not a weight-gradient GEMM under ``rowwise-hp-wgrad`` (torchao float8
+    README: "rowwise_with_gw_hp" keeps grad_weight = input_t @ grad_output in BF16)."""
+    if precision != "fp8" or not op.fp8_eligible:
+        return False
+    return not (recipe == "rowwise-hp-wgrad" and op.phase == Phase.BACKWARD_WGRAD)
+
+
+def scale_bytes(elements, reduce_len, recipe: str, weight: bool):
+    """Bytes of the scale factors of one FP8 layout of ``elements`` elements whose GEMM reduces
+    over ``reduce_len`` (see the module docstring for each recipe's granularity)."""
+    if recipe in ("rowwise", "rowwise-hp-wgrad"):
+        return SCALE_FP32_BYTES * elements / reduce_len
+    if recipe == "mxfp8":
+        return elements / MX_BLOCK
+    if recipe == "blockwise":
+        tile = DEEPSEEK_TILE ** 2 if weight else DEEPSEEK_TILE
+        return SCALE_FP32_BYTES * elements / tile
+    return 0.0 * elements
+
+
+def cast_bytes(elements, layouts: int, recipe: str, fused: bool):
+    """HBM bytes of the data (scales excluded) to quantize ``elements`` BF16 elements into
+    ``layouts`` FP8 layouts; per-recipe formulas in the module docstring. Array-friendly."""
+    if layouts == 0:
+        return 0.0 * elements
+    read, write = HP_BYTES * elements, FP8_BYTES * elements * layouts
+    if recipe == "tensorwise":
+        return (0 if fused else read) + read + write
+    if recipe in ("delayed", "blockwise", "mxfp8"):
+        return (0 if fused else read) + write
+    if recipe in ("rowwise", "rowwise-hp-wgrad"):
+        return (layouts - (1 if fused else 0)) * read + write
+    raise ValueError(f"fp8_recipe={recipe!r} has no cast model")
+
+
+def quantize_bytes(rows, cols, batch, reduce_dims: tuple[str, ...], recipe: str, fused: bool,
+                   weight: bool = False):
+    """HBM bytes to quantize a BF16 ``rows×cols`` tensor (``batch`` of them) into one FP8 layout
+    per entry of ``reduce_dims`` ('rows' or 'cols': the axis that layout's GEMM reduces over):
+    ``cast_bytes`` plus ``scale_bytes`` of each layout. ``fused`` = produced by the previous op."""
+    E = rows * cols * batch
+    scales = sum(scale_bytes(E, rows if d == "rows" else cols, recipe, weight) for d in reduce_dims)
+    return cast_bytes(E, len(reduce_dims), recipe, fused) + scales
+
+
+def _fp8_uses(op: GemmOp, recipe: str) -> dict[str, tuple[str, ...]]:
+    """For each operand of forward GEMM ``op``, the reduction axes of the FP8 GEMMs using it."""
+    fwd, dgrad, wgrad = (gemm_in_fp8(replace(op, phase=p), "fp8", recipe)
+                         for p in (Phase.FORWARD, Phase.BACKWARD_DGRAD, Phase.BACKWARD_WGRAD))
+    # X (m×k): forward reduces k (cols), wgrad m (rows); W (k×n): forward k (rows), dgrad n
+    # (cols); dY (m×n): dgrad n (cols), wgrad m (rows).
+    return {
+        "input": ("cols",) * fwd + ("rows",) * wgrad,
+        "weight": ("rows",) * fwd + ("cols",) * dgrad,
+        "grad": ("cols",) * dgrad + ("rows",) * wgrad,
+    }
+
+
+def fp8_cast_ops(forward: list[Op], recipe: str | None, fused: bool = True,
+                 weight_cache: bool = True) -> list[MemoryOp]:
+    """Cast/scale kernels of the forward GEMMs in ``forward`` for one micro-batch: input casts
+    (forward phase), weight casts (forward; none when cached per step), gradient casts
+    (backward). ``recipe=None`` (16-bit training) adds nothing."""
+    if recipe is None:
+        return []
+    ops: list[MemoryOp] = []
+    for op in forward:
+        if not isinstance(op, GemmOp) or op.phase != Phase.FORWARD:
+            continue
+        uses = _fp8_uses(op, recipe)
+        m, n, k, b = op.m, op.n, op.k, op.batch
+        x = quantize_bytes(m, k, b, uses["input"], recipe, fused and op.cast_fusable)
+        w = 0.0 if weight_cache else quantize_bytes(k, n, b, uses["weight"], recipe, False, True)
+        g = quantize_bytes(m, n, b, uses["grad"], recipe, False)
+        ops += [MemoryOp(f"{op.name}_{part}_fp8_cast", phase, nbytes, op.count)
+                for part, phase, nbytes in (("input", Phase.FORWARD, x),
+                                            ("weight", Phase.FORWARD, w),
+                                            ("grad", Phase.BACKWARD_DGRAD, g)) if nbytes]
+    return ops
+
+
+def weight_cast_bytes_per_step(weight_elements, recipe: str):
+    """Bytes of the once-per-step cast of cached FP8 weights: every recipe keeps W in FP8 for
+    forward and dgrad (two layouts), unfused; weight scales (at most 4 B per 128 elements)
+    are left out. Array-friendly."""
+    return cast_bytes(weight_elements, 2, recipe, False)
