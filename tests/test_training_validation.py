@@ -3,8 +3,8 @@
 Current (2026-11-21, roofline kernels, NCCL-style collective algorithms with overlap, one
 fitted kernel-overhead fraction per GPU generation, FP8 cast kernels per recipe): quality A/B
 dense rows MAPE 16.2%, median 10.1%, 49% within 10%, 76% within 20%; Korthikanti et al. 2022
-step times within 16.1%; MoE rows MAPE 17.8% (7 of 9 within 20%). Issue targets: MAPE <= 15%, >= 60% within 10%, Korthikanti
-within 10%; MoE rows each within 20%.
+step times within 16.1%; MoE rows MAPE 17.8% (7 of 9 within 20%). Issue targets: MAPE <= 15%,
+>= 60% within 10%, Korthikanti within 10%; MoE rows each within 20%.
 """
 
 from __future__ import annotations

@@ -11,7 +11,10 @@ EXIT_BAD_INPUT = 2
 
 
 def handle_input_errors(command):
-    """Decorator: InputError / pydantic ValidationError / ValueError -> 'error: ...', exit 2."""
+    """Decorator: InputError / pydantic ValidationError / missing file -> 'error: ...', exit 2.
+
+    Other exceptions (a plain ``ValueError`` from numpy, say) are bugs, not bad input: they keep
+    their traceback."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
@@ -23,7 +26,7 @@ def handle_input_errors(command):
             return command(*args, **kwargs)
         except ValidationError as exc:
             message = format_validation_error(exc)
-        except (InputError, ValueError, FileNotFoundError) as exc:
+        except (InputError, FileNotFoundError) as exc:
             message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         sys.stderr.write(f"error: {message}\n")
         raise typer.Exit(code=EXIT_BAD_INPUT)

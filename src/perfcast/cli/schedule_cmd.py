@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from perfcast.cli.errors import handle_input_errors
+from perfcast.errors import InputError
 
 
 class ScheduleChoice(str, Enum):
@@ -43,7 +44,7 @@ def schedule_command(
     from perfcast.schedule.timeline import PassTimes
 
     if schedule == ScheduleChoice.interleaved and virtual_stages < 2:
-        raise ValueError(f"--schedule interleaved needs --virtual-stages >= 2 (got {virtual_stages})")
+        raise InputError("virtual_stages", virtual_stages, "--schedule interleaved needs >= 2")
     weight = backward_time * weight_grad_fraction
     times = [PassTimes(forward_time, backward_time - weight, weight)] * stages
     timeline = simulate_pipeline(schedule.value, times, micro_batches, virtual_stages, p2p_time)

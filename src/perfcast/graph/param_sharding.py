@@ -104,7 +104,7 @@ def stage_params(model: ModelSpec, strategy: Strategy, stage: int) -> StageParam
     dense = (dense_layers * (attn + norms + dense_mlp) + moe_layers * (attn + norms + shared + router)
              + mtp * proj)
     # Embedding and head hold the padded vocabulary (Megatron-LM pads V to divisible_by·tp).
-    padding = (strategy.padded_vocab_size(model.vocab_size) - model.vocab_size) * model.hidden_size
+    padding = (P.allocated_vocab_size(model, strategy) - model.vocab_size) * model.hidden_size
     table = (P.embedding_params(model) + padding) / t
     embedding = 0.0
     if stage == 0:

@@ -137,6 +137,12 @@ def padded_vocab_size(vocab_size: int, tp: int = 1, divisible_by: int = 128) -> 
     return -(-vocab_size // multiple) * multiple
 
 
+def allocated_vocab_size(model: ModelSpec, strategy):
+    """``padded_vocab_size`` of the model under a strategy's tp and divisor (array-friendly in
+    tp, for the bulk search's strategy blocks)."""
+    return padded_vocab_size(model.vocab_size, strategy.tp, strategy.make_vocab_size_divisible_by)
+
+
 def embedding_params(model: ModelSpec) -> int:
     """Token embedding V×h plus a learned position table (max_position_embeddings×h)."""
     pos = model.max_position_embeddings * model.hidden_size

@@ -13,6 +13,7 @@ from perfcast.graph.fp8_casts import fp8_cast_ops
 from perfcast.graph.layer import ACT_BYTES, LayerShape, backward_ops, layer_ops
 from perfcast.graph.ops import CommOp, ComputeOp, GemmOp, MemoryOp, Phase
 from perfcast.graph.param_sharding import is_moe_layer, stage_layer_ranges
+from perfcast.graph.params import allocated_vocab_size
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.strategy import Strategy
 
@@ -81,7 +82,7 @@ def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool
         moe_capacity_factor=strategy.moe_capacity_factor,
         moe_grouped_gemm=strategy.moe_grouped_gemm,
         moe_token_dispatcher=strategy.moe_token_dispatcher,
-        vocab_size_padded=strategy.padded_vocab_size(model.vocab_size),
+        vocab_size_padded=allocated_vocab_size(model, strategy),
         fp8_recipe=strategy.fp8_recipe if strategy.precision == "fp8" else None,
         fp8_fused_casts=strategy.fp8_fused_casts, fp8_weight_cache=strategy.fp8_weight_cache,
     )

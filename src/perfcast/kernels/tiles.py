@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from perfcast.arrays import Floats
+from perfcast.errors import InputError
 from perfcast.specs.hardware import GPUSpec, Precision
 
 
@@ -51,7 +52,7 @@ def wave_quantized_time_s(
 def sm_count(gpu: GPUSpec) -> int:
     """SMs (NVIDIA) or CUs (AMD) of ``gpu``; raises ``ValueError`` naming the GPU if unknown."""
     if gpu.num_sms is None:
-        raise ValueError(f"gpu {gpu.name!r} has no num_sms in the catalog; the tile model needs it")
+        raise InputError("gpu", gpu.name, "has no num_sms in the catalog; the tile model needs it")
     return gpu.num_sms
 
 
@@ -64,5 +65,5 @@ def matrix_clock_Hz(gpu: GPUSpec) -> float:
     """Clock that converts per-clock rates to per-second ones; raises if the catalog has none."""
     clock = gpu.matrix_clock_Hz
     if clock is None:
-        raise ValueError(f"gpu {gpu.name!r} has no clock in the catalog; the tile model needs it")
+        raise InputError("gpu", gpu.name, "has no clock in the catalog; the tile model needs it")
     return clock

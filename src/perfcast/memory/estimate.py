@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from perfcast.calibration.memory_overheads import MemoryOverheads, load_memory_overheads
 from perfcast.graph.param_sharding import StageParams, stage_params
-from perfcast.graph.params import count_params
+from perfcast.graph.params import allocated_vocab_size, count_params
 from perfcast.memory import activations as A
 from perfcast.memory.inflight import inflight_layer_units
 from perfcast.memory.report import MemoryReport, StageMemory
@@ -30,7 +30,7 @@ def activation_options(model: ModelSpec, strategy: Strategy) -> A.ActivationOpti
         recompute=strategy.recompute,
         flash_attention=strategy.flash_attention,
         expert_tp=strategy.expert_tp,
-        vocab_size_padded=strategy.padded_vocab_size(model.vocab_size),
+        vocab_size_padded=allocated_vocab_size(model, strategy),
     )
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from perfcast.errors import InputError
 from perfcast.schedule.timeline import SCHEDULES, EventKind
 
 
@@ -133,12 +134,12 @@ def schedule_plan(schedule: str, num_stages: int, num_micro_batches: int,
     """The plan of ``schedule`` for p stages and m micro-batches (v chunks when interleaved)."""
     p, m, v = num_stages, num_micro_batches, virtual_stages
     if schedule not in SCHEDULES:
-        raise ValueError(f"schedule={schedule!r} is not one of {', '.join(SCHEDULES)}")
+        raise InputError("schedule", schedule, f"not one of {', '.join(SCHEDULES)}")
     if p < 1 or m < 1 or v < 1:
-        raise ValueError(f"stages={p}, micro_batches={m}, virtual_stages={v} must be >= 1")
+        raise InputError("stages, micro_batches, virtual_stages", (p, m, v), "must be >= 1")
     if schedule == "interleaved" and m % p != 0:
-        raise ValueError(f"interleaved schedule needs micro_batches={m} divisible by stages={p} "
-                         "(Megatron-LM's order)")
+        raise InputError("micro_batches", m, f"the interleaved schedule needs a multiple of "
+                         f"stages={p} (Megatron-LM's order)")
     orders = caps = None
     if schedule == "gpipe":
         chunks, routes = 1, _linear_routes(p, m, 1)

@@ -37,10 +37,6 @@ def pipeline_time_s(stage_times, num_micro_batches, schedule: str, vpp=1,
     return num_micro_batches * slowest + (total - slowest) / chunks
 
 
-def bubble_fraction(num_stages: int, num_micro_batches: int, vpp: int = 1) -> float:
-    """Textbook bubble over ideal time for uniform stages: (p − 1)/(v·m)."""
-    return (num_stages - 1) / (vpp * num_micro_batches)
-
 
 def schedule_chunks(schedule: str, vpp: int) -> int:
     """Model chunks per device: v for interleaved, 2 for ZB-V (Qi et al. 2023 §4), else 1."""

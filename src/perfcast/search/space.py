@@ -92,11 +92,6 @@ class StrategyBlock:
             return getattr(self.__dict__.get("options", _DEFAULT_OPTIONS), name)
         raise AttributeError(name)
 
-    def padded_vocab_size(self, vocab_size: int):
-        """``Strategy.padded_vocab_size`` over the block's tp."""
-        from perfcast.graph.params import padded_vocab_size
-
-        return padded_vocab_size(vocab_size, self.tp, self.options.make_vocab_size_divisible_by)
 
     @property
     def shape(self) -> tuple[int, ...]:

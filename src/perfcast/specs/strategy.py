@@ -179,11 +179,6 @@ class Strategy(BaseModel):
             return num_layers
         return min(self.recompute_num_layers, num_layers)
 
-    def padded_vocab_size(self, vocab_size: int) -> int:
-        """Embedding/LM-head rows allocated for ``vocab_size`` under this strategy's TP."""
-        from perfcast.graph.params import padded_vocab_size
-
-        return padded_vocab_size(vocab_size, self.tp, self.make_vocab_size_divisible_by)
 
     @property
     def schedule(self) -> PipelineSchedule:
