@@ -180,7 +180,39 @@ def fit_attention(obs: list[Observation], rho: float) -> dict[str, dict[str, Att
             "(FA2 bwd/fwd on H100, lines 233-238, 251-256 over 124-129, 160-165).")
     out["ampere"]["attn-fwd"] = AttentionEfficiency(eff_max=sig(e), note=note, **common)
     out["ampere"]["attn-bwd"] = AttentionEfficiency(eff_max=sig(rho * e), note=note, **common)
+    for part in ("fwd", "bwd"):
+        out["ampere"][f"fa2-{part}"] = out["ampere"][f"attn-{part}"].model_copy(update=dict(
+            note="Ampere's own kernel is FlashAttention-2: same curve as attention_"
+                 f"{'forward' if part == 'fwd' else 'backward'}."))
+    out["hopper"] |= fit_fa2_on_hopper(obs, bounds)
     return out
+
+
+def fit_fa2_on_hopper(obs: list[Observation], bounds: list) -> dict[str, AttentionEfficiency]:
+    """FlashAttention-2 (Ampere-design kernel) on H100: forward on its forward rows, then
+    backward on its backward and fwd+bwd rows with that forward held fixed."""
+    fa2 = [o for o in obs if o.generation == "hopper"
+           and o.implementation in ("FA2", "FlashAttention-2")]
+    fwd_rows = [o for o in fa2 if o.block == "attn-fwd"]
+    (e, kh, dh), err = fit(lambda e, kh, dh: attention_rate(fwd_rows, "attn-fwd", (e, kh, dh),
+                                                            None), fwd_rows, bounds)
+    fwd = AttentionEfficiency(
+        eff_max=sig(e), keys_half=sig(kh), head_dim_half=sig(dh), method="fitted",
+        source_rows=lines(fwd_rows), fit_num_rows=len(fwd_rows), fit_rms_log_error=err,
+        note="FlashAttention-2 forward on H100 SXM5 (FA3 paper figures, FA2 bars).")
+    bwd_only = [o for o in fa2 if o.block == "attn-bwd"]
+    both = [o for o in fa2 if o.block == "attn-fwd+bwd"]
+    f = (fwd.eff_max, fwd.keys_half, fwd.head_dim_half)
+    (e, kh, dh), err = fit(lambda e, kh, dh: np.concatenate([
+        attention_rate(bwd_only, "attn-bwd", (e, kh, dh), None),
+        attention_rate(both, "attn-fwd+bwd", f, (e, kh, dh))], axis=-1), bwd_only + both,
+        bounds)
+    bwd = AttentionEfficiency(
+        eff_max=sig(e), keys_half=sig(kh), head_dim_half=sig(dh), method="fitted",
+        source_rows=lines(bwd_only + both), fit_num_rows=len(bwd_only + both),
+        fit_rms_log_error=err, note="FlashAttention-2 backward on H100 SXM5 (FA3 paper FA2 "
+        "backward bars; FA2 fwd+bwd benchmark with the forward above held fixed).")
+    return {"fa2-fwd": fwd, "fa2-bwd": bwd}
 
 
 def fa2_backward_ratio(obs: list[Observation]) -> float:
@@ -327,7 +359,9 @@ def assemble(gemm: dict, attn: dict, hbm: dict[str, ScalarValue], date: str,
     generations = {gen: GenerationKernelCalibration(
         gemm=gemm[gen], hbm_efficiency=hbm.get(gen, default_hbm),
         attention_forward=attn[gen]["attn-fwd"], attention_backward=attn[gen]["attn-bwd"],
-        attention_forward_fp8=attn[gen].get("attn-fwd-fp8"), launch_overhead_s=launch)
+        attention_forward_fp8=attn[gen].get("attn-fwd-fp8"),
+        attention_fa2_forward=attn[gen].get("fa2-fwd"),
+        attention_fa2_backward=attn[gen].get("fa2-bwd"), launch_overhead_s=launch)
         for gen in GENERATIONS}
     generations["default"] = GenerationKernelCalibration(
         gemm=default_gemm, attention_forward=default_attn["attn-fwd"],

@@ -90,6 +90,12 @@ class GenerationKernelCalibration(BaseModel):
     attention_forward_fp8: AttentionEfficiency | None = Field(
         default=None, description="FP8 forward; None = FP8 attention is timed as 16-bit."
     )
+    attention_fa2_forward: AttentionEfficiency | None = Field(
+        default=None, description="FlashAttention-2 forward, 16-bit; None = not calibrated here."
+    )
+    attention_fa2_backward: AttentionEfficiency | None = Field(
+        default=None, description="FlashAttention-2 backward, 16-bit; None = not calibrated here."
+    )
     hbm_efficiency: ScalarValue = Field(description="Achievable fraction of peak HBM bandwidth.")
     launch_overhead_s: ScalarValue = Field(description="Per-kernel launch/scheduling gap, s.")
 

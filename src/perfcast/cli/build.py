@@ -59,6 +59,7 @@ def build_specs(args: RunArgs) -> RunSpecs:
         fp8_weight_cache=args.fp8_weight_cache,
         grad_reduce_dtype=args.grad_reduce_dtype,
         flash_attention=not args.no_flash_attention,
+        attention_kernel=args.attention_kernel,
         mtp_num_layers=args.mtp_num_layers,
         make_vocab_size_divisible_by=args.make_vocab_size_divisible_by,
         moe_token_dispatcher="deepep" if args.moe_token_dispatcher == "flex"

@@ -44,6 +44,14 @@ class DispatcherOpt(str, Enum):
     flex = "flex"
 
 
+class AttentionKernelOpt(str, Enum):
+    """``Strategy.attention_kernel`` classes (``perfcast.kernels.attention_kernels``)."""
+
+    auto = "auto"
+    fa2 = "fa2"
+    triton = "triton"
+
+
 class GradDtypeOpt(str, Enum):
     fp32 = "fp32"
     bf16 = "bf16"
@@ -94,6 +102,7 @@ class RunArgs:
     fp8_weight_cache: bool
     grad_reduce_dtype: str
     no_flash_attention: bool
+    attention_kernel: str
     mtp_num_layers: int
     make_vocab_size_divisible_by: int
     moe_token_dispatcher: str
@@ -133,6 +142,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("fp8_weight_cache", bool, typer.Option(True, "--fp8-weight-cache/--no-fp8-weight-cache", help="FP8: cast weights once per step, not per micro-batch.")),
     ("grad_reduce_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--grad-reduce-dtype", help="Main-gradient dtype.")),
     ("no_flash_attention", bool, typer.Option(False, "--no-flash-attention", help="Unfused attention (stores s x s scores).")),
+    ("attention_kernel", AttentionKernelOpt, typer.Option(AttentionKernelOpt.auto, "--attention-kernel", help="Fused-attention kernel: auto (the GPU's own: FA2 Ampere, FA3/cuDNN Hopper, cuDNN Blackwell), fa2 (FlashAttention-2, PyTorch SDPA) or triton (FlashAttention Triton).")),
     ("make_vocab_size_divisible_by", int, typer.Option(128, "--make-vocab-size-divisible-by", min=1, help="Pad the vocabulary to a multiple of this times tp (Megatron-LM).")),
     ("mtp_num_layers", int, typer.Option(0, "--mtp-num-layers", min=0, help="Multi-token prediction modules trained with the model (DeepSeek-V3: 1).")),
     ("moe_token_dispatcher", DispatcherOpt, typer.Option(DispatcherOpt.alltoall, "--moe-token-dispatcher-type", "--moe-token-dispatcher", help="MoE dispatch: NCCL all-to-all, or DeepEP (node-deduplicated; Megatron 'flex').")),

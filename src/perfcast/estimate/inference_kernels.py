@@ -139,4 +139,5 @@ def prefill_attention_time_s(model: ModelSpec, strategy: Strategy, p: AttentionP
     op = attention_op(model, strategy, p, attention_dp)
     fmt = "fp16" if precision.activations == "fp16" else "bf16"
     return backend.attention_time_s(gpu, op.batch, op.heads, op.seq_q, op.kernel_seq_kv,
-                                    op.head_dim_qk, op.head_dim_v, op.kernel_causal, False, fmt)
+                                    op.head_dim_qk, op.head_dim_v, op.kernel_causal, False, fmt,
+                                    kernel=strategy.attention_kernel)

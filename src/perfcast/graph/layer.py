@@ -61,6 +61,8 @@ class LayerShape:
     """Input casts fused into the producing norm/activation kernel (``graph.fp8_casts``)."""
     fp8_weight_cache: bool = True
     """FP8 weights cast once per step, not per micro-batch (``graph.fp8_casts``)."""
+    flash_attention: bool = True
+    """Fused attention; False = unfused (``kernels.unfused_attention``)."""
 
     @property
     def routed_load(self) -> float:
@@ -110,6 +112,7 @@ def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         "attention", fwd, batch=shape.micro_batch, heads=a / t, seq_q=shape.seq_length / shape.cp,
         seq_kv=shape.seq_length, head_dim_qk=d_qk, head_dim_v=d_v, causal=True,
         window=shape.sliding_window, balanced_causal_chunks=shape.cp > 1,
+        fused=shape.flash_attention, dropout=model.attention_dropout > 0,
     ))
     ops.append(GemmOp("out_proj", fwd, T, h, out_in / t))
     if model.position_embedding == "rope":
@@ -228,7 +231,7 @@ def backward_ops(forward: list[Op]) -> list[Op]:
             ops.append(AttentionOp(
                 op.name + "_backward", Phase.BACKWARD_DGRAD, op.batch, op.heads, op.seq_q,
                 op.seq_kv, op.head_dim_qk, op.head_dim_v, op.causal, op.window, op.count,
-                op.balanced_causal_chunks,
+                op.balanced_causal_chunks, op.fused, op.dropout,
             ))
         elif isinstance(op, MemoryOp):
             ops.append(MemoryOp(op.name + "_backward", Phase.BACKWARD_DGRAD,

@@ -99,6 +99,11 @@ class AttentionOp:
     """Context parallelism with load-balanced causal chunks (Megatron-Core CP: each rank holds
     chunks i and 2·cp−1−i): the rank's queries see half the keys on average, so it does
     1/cp of the causal work, (s²/2)/cp."""
+    fused: bool = True
+    """Flash attention; False = unfused GEMMs + softmax/dropout passes over the scores
+    (``kernels.unfused_attention``)."""
+    dropout: bool = False
+    """Attention dropout on the probabilities (a separate pass when unfused)."""
 
     kind = OpKind.ATTENTION
 

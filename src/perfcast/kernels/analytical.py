@@ -28,10 +28,12 @@ from perfcast.kernels.analytical_attention import (
     attention_forward_time_s,
 )
 from perfcast.kernels.analytical_gemm import GemmPlan, plan_gemm, plan_grouped_gemm
+from perfcast.kernels.attention_kernels import FA2_NATIVE, resolve_attention_kernel
 from perfcast.kernels.backend import KernelBackendName
 from perfcast.kernels.memory_bound import memory_bound_kernels_time_s
 from perfcast.kernels.roofline import ATTENTION_16BIT_PEAK, RooflineBackend
 from perfcast.specs.hardware import GPUSpec, Precision
+from perfcast.specs.strategy import AttentionKernel
 
 
 @dataclass(frozen=True)
@@ -85,13 +87,32 @@ class AnalyticalBackend:
         self, gpu: GPUSpec, batch: Floats, num_heads: Floats, seq_q: Floats, seq_kv: Floats,
         head_dim_qk: Floats, head_dim_v: Floats, causal: Bools, backward: bool,
         precision: Precision = "bf16", *, num_kv_heads: Floats | None = None,
+        kernel: AttentionKernel = "auto",
     ) -> Floats:
         """One flash-attention pass, seconds (``analytical_attention``). FP8 only for a
-        forward on a GPU with FP8; everything else at 16-bit, like the roofline backend."""
-        if self.uses_roofline(gpu):
+        forward on a GPU with FP8; everything else at 16-bit, like the roofline backend.
+
+        The tile model describes each generation's own kernel (``kernel='auto'``). A class
+        timed against FlashAttention-2 (``fa2``, ``triton``) on a generation whose own kernel
+        is not FA2 uses the roofline backend's FA2 curves, fitted on FA2 measurements there.
+        """
+        base, time_ratio = resolve_attention_kernel(kernel, self.roofline.attention_kernels)
+        if self.uses_roofline(gpu) or (base == "fa2" and gpu.generation not in FA2_NATIVE):
             return self.roofline.attention_time_s(
                 gpu, batch, num_heads, seq_q, seq_kv, head_dim_qk, head_dim_v, causal,
-                backward, precision, num_kv_heads=num_kv_heads)
+                backward, precision, num_kv_heads=num_kv_heads, kernel=kernel)
+        if base == "fa2":
+            precision = ATTENTION_16BIT_PEAK
+        return time_ratio * self._own_attention_time_s(
+            gpu, batch, num_heads, seq_q, seq_kv, head_dim_qk, head_dim_v, causal, backward,
+            precision, num_kv_heads)
+
+    def _own_attention_time_s(
+        self, gpu: GPUSpec, batch: Floats, num_heads: Floats, seq_q: Floats, seq_kv: Floats,
+        head_dim_qk: Floats, head_dim_v: Floats, causal: Bools, backward: bool,
+        precision: Precision, num_kv_heads: Floats | None,
+    ) -> Floats:
+        """The generation's own kernel through the tile model (``analytical_attention``)."""
         kv_heads = num_heads if num_kv_heads is None else num_kv_heads
         fp8 = GEMM_CLASS[precision] == "fp8" and gpu.supports(precision) and not backward
         prec = precision if fp8 else ATTENTION_16BIT_PEAK

@@ -26,6 +26,7 @@ from typing import Protocol, runtime_checkable
 from perfcast.arrays import Bools, Floats
 from perfcast.errors import InputError
 from perfcast.specs.hardware import GPUSpec, Precision
+from perfcast.specs.strategy import AttentionKernel
 
 
 class KernelBackendName(StrEnum):
@@ -68,10 +69,13 @@ class KernelBackend(Protocol):
         precision: Precision = "bf16",
         *,
         num_kv_heads: Floats | None = None,
+        kernel: AttentionKernel = "auto",
     ) -> Floats:
         """One flash-attention forward (or backward) pass, seconds.
 
         ``num_kv_heads`` (GQA/MQA) only changes the K/V bytes read; None = ``num_heads``.
+        ``kernel`` is the kernel class (``Strategy.attention_kernel``); a class with no
+        calibration for ``gpu``'s generation raises ``InputError``.
         """
         ...
 

@@ -28,6 +28,7 @@ from perfcast.errors import InputError
 from perfcast.kernels.analytical import AnalyticalBackend
 from perfcast.kernels.backend import KernelBackendName
 from perfcast.specs.hardware import GPUSpec, Precision
+from perfcast.specs.strategy import AttentionKernel
 
 KERNEL_MEASURED_PATH: Final[Path] = CALIBRATION_DIR / "kernel_measured.csv"
 
@@ -151,8 +152,10 @@ class MeasuredBackend:
         self, gpu: GPUSpec, batch: Floats, num_heads: Floats, seq_q: Floats, seq_kv: Floats,
         head_dim_qk: Floats, head_dim_v: Floats, causal: Bools, backward: bool,
         precision: Precision = "bf16", *, num_kv_heads: Floats | None = None,
+        kernel: AttentionKernel = "auto",
     ) -> Floats:
-        """Analytical attention time × interpolated ratio (same direction and mask), s."""
+        """Analytical attention time × interpolated ratio (same direction and mask), s.
+        The table measures the local GPU's default kernel; ``kernel`` scales the model."""
         values = {"batch": batch, "num_heads": num_heads, "seq_q": seq_q, "seq_kv": seq_kv,
                   "head_dim_qk": head_dim_qk}
         group = GEMM_CLASS[precision]
@@ -162,7 +165,7 @@ class MeasuredBackend:
                                 "attention", values)
         model = self.analytical.attention_time_s(
             gpu, batch, num_heads, seq_q, seq_kv, head_dim_qk, head_dim_v, causal, backward,
-            precision, num_kv_heads=num_kv_heads)
+            precision, num_kv_heads=num_kv_heads, kernel=kernel)
         return model * np.where(causal, r_causal, r_full)
 
     def memory_bound_time_s(self, gpu: GPUSpec, bytes_moved: Floats) -> Floats:

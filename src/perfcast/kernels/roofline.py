@@ -21,6 +21,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfcast.arrays import Bools, Floats
+from perfcast.calibration.attention_kernels import (
+    AttentionKernelCalibration,
+    CalibratedKernel,
+    load_attention_kernels,
+)
 from perfcast.calibration.kernel_roofline import (
     GEMM_CLASS,
     AttentionEfficiency,
@@ -28,6 +33,7 @@ from perfcast.calibration.kernel_roofline import (
     KernelRooflineCalibration,
     load_kernel_roofline,
 )
+from perfcast.kernels.attention_kernels import resolve_attention_kernel, uncalibrated
 from perfcast.kernels.backend import KernelBackendName
 from perfcast.kernels.counts import (
     attention_bytes,
@@ -42,6 +48,7 @@ from perfcast.kernels.efficiency import (
     memory_time_s,
 )
 from perfcast.specs.hardware import GPUSpec, Precision
+from perfcast.specs.strategy import AttentionKernel
 
 ATTENTION_16BIT_PEAK: Precision = "bf16"
 """Flash attention runs its matmuls in 16-bit unless an FP8 forward is calibrated (FA2/FA3 and
@@ -53,6 +60,8 @@ class RooflineBackend:
     """Roofline kernel times with per-generation calibration (shipped file by default)."""
 
     calibration: KernelRooflineCalibration = field(default_factory=load_kernel_roofline)
+    attention_kernels: AttentionKernelCalibration = field(default_factory=load_attention_kernels)
+    """Derived attention-kernel classes (``calibration/attention_kernels.yaml``)."""
     name: KernelBackendName = KernelBackendName.ROOFLINE
 
     def params(self, gpu: GPUSpec) -> GenerationKernelCalibration:
@@ -94,17 +103,23 @@ class RooflineBackend:
         )
 
     def _attention_curve(
-        self, gpu: GPUSpec, backward: bool, precision: Precision
+        self, gpu: GPUSpec, backward: bool, precision: Precision, kernel: CalibratedKernel
     ) -> tuple[AttentionEfficiency, float]:
-        """(efficiency block, peak FLOP/s) for one attention pass (FP8 only for a calibrated
-        forward; everything else at the 16-bit peak)."""
+        """(efficiency block, peak FLOP/s) for one attention pass of kernel class ``kernel``
+        (FP8 only for a calibrated ``auto`` forward; everything else at the 16-bit peak)."""
         params = self.params(gpu)
+        peak16 = gpu.peak_flops(ATTENTION_16BIT_PEAK)
+        if kernel == "fa2":
+            curve = params.attention_fa2_backward if backward else params.attention_fa2_forward
+            if curve is None:
+                raise uncalibrated(gpu, kernel)
+            return curve, peak16
         if backward:
-            return params.attention_backward, gpu.peak_flops(ATTENTION_16BIT_PEAK)
+            return params.attention_backward, peak16
         fp8_curve = params.attention_forward_fp8
         if GEMM_CLASS[precision] == "fp8" and fp8_curve is not None and gpu.supports(precision):
             return fp8_curve, gpu.peak_flops(precision)
-        return params.attention_forward, gpu.peak_flops(ATTENTION_16BIT_PEAK)
+        return params.attention_forward, peak16
 
     def attention_time_s(
         self,
@@ -120,8 +135,9 @@ class RooflineBackend:
         precision: Precision = "bf16",
         *,
         num_kv_heads: Floats | None = None,
+        kernel: AttentionKernel = "auto",
     ) -> Floats:
-        """One flash-attention pass, seconds.
+        """One flash-attention pass of kernel class ``kernel``, seconds.
 
         FLOPs 2·b·h·sq·skv·(d_qk + d_v), times 1 − sq/(2·skv) if causal (½ at sq == skv), 2.5×
         for backward;
@@ -129,12 +145,14 @@ class RooflineBackend:
         (``kernels.counts``). Efficiency eff_max·L/(L + L_half)·d/(d + d_half) with L the mean
         keys per query and d = (d_qk + d_v)/2 (``kernels.efficiency.attention_efficiency``),
         separately calibrated for forward and backward. Decode (sq = 1) is memory-bound.
-        ``causal`` may be a bool array; ``backward`` and ``precision`` pick the calibration.
+        ``causal`` may be a bool array; ``backward``, ``precision`` and ``kernel`` pick the
+        calibration (``kernels.attention_kernels``: derived classes scale a calibrated one).
         """
         kv_heads = num_heads if num_kv_heads is None else num_kv_heads
-        curve, peak = self._attention_curve(gpu, backward, precision)
+        base, time_ratio = resolve_attention_kernel(kernel, self.attention_kernels)
+        curve, peak = self._attention_curve(gpu, backward, precision, base)
         params = self.params(gpu)
-        return attention_roofline_time_s(
+        return time_ratio * attention_roofline_time_s(
             attention_flops(batch, num_heads, seq_q, seq_kv, head_dim_qk, head_dim_v, causal,
                             backward),
             attention_bytes(batch, num_heads, kv_heads, seq_q, seq_kv, head_dim_qk, head_dim_v,

@@ -16,6 +16,7 @@ import numpy as np
 from perfcast.graph.fp8_casts import gemm_in_fp8
 from perfcast.graph.ops import AttentionOp, CommOp, ComputeOp, GemmOp, Group, MemoryOp
 from perfcast.kernels.backend import KernelBackend
+from perfcast.kernels.unfused_attention import unfused_attention_time_s
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.strategy import Strategy
 
@@ -32,9 +33,13 @@ def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
     if isinstance(op, AttentionOp):
         precision = "fp16" if strategy.precision == "fp16" else "bf16"
         backward = op.phase.value != "forward"
+        if not op.fused:
+            return op.count * unfused_attention_time_s(
+                backend, gpu, op.batch, op.heads, op.seq_q, op.seq_kv, op.head_dim_qk,
+                op.head_dim_v, backward, precision, op.dropout)
         return op.count * backend.attention_time_s(
             gpu, op.batch, op.heads, op.seq_q, op.kernel_seq_kv, op.head_dim_qk, op.head_dim_v,
-            op.kernel_causal, backward, precision)
+            op.kernel_causal, backward, precision, kernel=strategy.attention_kernel)
     if isinstance(op, MemoryOp):
         return op.count * backend.memory_bound_time_s(gpu, op.bytes_moved)
     raise TypeError(f"not a compute op: {op!r}")

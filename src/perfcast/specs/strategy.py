@@ -18,6 +18,12 @@ GradReduceDtype = Literal["fp32", "bf16"]
 PipelineSchedule = Literal["1f1b", "interleaved", "gpipe", "zb-h1", "zb-v", "dualpipe"]
 """Pipeline schedules (``schedule.orders``): GPipe, 1F1B and interleaved 1F1B (Narayanan et al.
 2021), zero-bubble ZB-H1 / ZB-V (Qi et al. 2023), DualPipe-style bidirectional (DeepSeek-V3)."""
+AttentionKernel = Literal["auto", "fa2", "triton"]
+"""Fused-attention kernel class (``kernels.attention_kernels``): ``auto`` = the GPU generation's
+own calibrated kernel (FlashAttention-2 on Ampere, FlashAttention-3/cuDNN on Hopper, the SM100
+cuDNN kernel on Blackwell, composable_kernel on CDNA); ``fa2`` = FlashAttention-2, also PyTorch
+SDPA's flash backend; ``triton`` = the FlashAttention Triton kernel (attention bias, e.g. ALiBi
+in llm-foundry's ``attn_impl: triton``)."""
 PARALLEL_DIMS = ("tp", "cp", "ep", "dp", "pp")
 DEFAULT_PLACEMENT_ORDER = "tp-cp-ep-dp-pp"
 """Megatron-LM's rank order (``parallel_state.RankGenerator``): tp innermost, pp outermost."""
@@ -69,6 +75,11 @@ class Strategy(BaseModel):
     )
     flash_attention: bool = Field(
         default=True, description="Fused (flash) attention: no s x s score matrix is stored."
+    )
+    attention_kernel: AttentionKernel = Field(
+        default="auto",
+        description="Fused-attention kernel class: auto (the GPU's own calibrated kernel), fa2 "
+                    "(FlashAttention-2 / PyTorch SDPA flash) or triton (FlashAttention Triton).",
     )
     make_vocab_size_divisible_by: int = Field(
         default=128, gt=0,

@@ -30,6 +30,11 @@ framework or per source and are recorded in the row's ``notes`` when used.
 - ``moe_token_dispatcher``: DeepEP for rows whose framework names it; else NCCL all-to-all.
 - FlashAttention: off for Megatron-LM 2021/2022 runs (megatron_sc21, korthikanti2022, which
   predate it); on otherwise.
+- ``attention_kernel`` from the framework: torchtitan -> ``fa2`` (it calls PyTorch SDPA, whose
+  flash backend is FlashAttention-2); Composer + llm-foundry -> ``triton`` (MPT's ALiBi bias
+  needs llm-foundry's Triton FlashAttention, ``attn_impl: triton``; the CUDA FlashAttention of
+  2023 took no bias); otherwise ``auto`` (NeMo / Megatron-Core: Transformer Engine's cuDNN
+  fused attention, the generation's own kernel).
 """
 
 from __future__ import annotations
@@ -249,6 +254,17 @@ def micro_batch(
         return local // sizes.pp
     notes.append("micro_batch not stated: 1")
     return 1
+
+
+def attention_kernel(row: Mapping[str, str | None], notes: list[str]) -> str:
+    """Fused-attention kernel class the row's framework runs (module docstring)."""
+    if is_torchtitan(row):
+        notes.append("attention kernel: fa2 (torchtitan: PyTorch SDPA flash backend)")
+        return "fa2"
+    if "llm-foundry" in _framework(row):
+        notes.append("attention kernel: triton (llm-foundry ALiBi: attn_impl triton)")
+        return "triton"
+    return "auto"
 
 
 def flash_attention(row: Mapping[str, str | None]) -> bool:

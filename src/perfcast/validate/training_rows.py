@@ -105,6 +105,7 @@ def _strategy(row: Row, sizes: rs.ParallelSizes, model: ModelSpec, gbs: int,
         "moe_token_dispatcher": rs.moe_token_dispatcher(row, sizes.ep, notes),
         "micro_batch_size": rs.micro_batch(row, gbs, sizes, notes),
         "flash_attention": rs.flash_attention(row),
+        "attention_kernel": rs.attention_kernel(row, notes),
     }
     fields.update(rs.sharding(row, sizes.dp, notes))
     fields.update(rs.recompute(row, max(1, model.num_hidden_layers // sizes.pp), notes))

@@ -1,0 +1,47 @@
+"""Loader and typed schema of ``attention_kernels.yaml``: fused-attention kernel classes.
+
+The kernel backends calibrate each GPU generation's own attention kernel (``auto``) and, where
+measured, FlashAttention-2 (``fa2``). A kernel class without kernel measurements of its own is
+timed as a calibrated class times a sourced or fitted slowdown (``derived``).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from perfcast.calibration._files import CALIBRATION_DIR, load_yaml_model
+
+ATTENTION_KERNELS_PATH: Final[Path] = CALIBRATION_DIR / "attention_kernels.yaml"
+
+CalibratedKernel = Literal["auto", "fa2"]
+"""Kernel classes with their own efficiency curves in the kernel backends' calibration."""
+
+
+class DerivedKernel(BaseModel):
+    """A kernel class timed as ``base`` × ``time_ratio`` (≥ 1: it is slower than ``base``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base: CalibratedKernel = Field(description="Calibrated kernel class it is measured against.")
+    time_ratio: float = Field(ge=1.0, description="Its time over the base kernel's time.")
+    method: Literal["fitted", "sourced"] = Field(description="How time_ratio was obtained.")
+    source: str = Field(description="Where the ratio comes from, and its cross-check.")
+
+
+class AttentionKernelCalibration(BaseModel):
+    """Kernel classes derived from a calibrated one (``Strategy.attention_kernel``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reference: str
+    derived: dict[str, DerivedKernel]
+
+
+@cache
+def load_attention_kernels(path: Path | None = None) -> AttentionKernelCalibration:
+    """The attention-kernel calibration in ``path`` (the shipped file when None); cached."""
+    return load_yaml_model(AttentionKernelCalibration, path or ATTENTION_KERNELS_PATH)
