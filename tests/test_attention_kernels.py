@@ -1,0 +1,117 @@
+"""Attention kernel classes (``Strategy.attention_kernel``) and unfused attention timing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from perfcast.calibration.attention_kernels import load_attention_kernels
+from perfcast.catalog import load_model, load_system
+from perfcast.cli.main import app
+from perfcast.errors import InputError
+from perfcast.estimate.training import estimate_training
+from perfcast.kernels.analytical import AnalyticalBackend
+from perfcast.kernels.roofline import RooflineBackend
+from perfcast.kernels.unfused_attention import unfused_attention_time_s
+from perfcast.specs import Strategy, Workload
+from perfcast.validate.row_strategy import attention_kernel
+
+runner = CliRunner()
+H100 = load_system("dgx-h100").gpu
+A100 = load_system("dgx-a100").gpu
+B200 = load_system("dgx-b200").gpu
+SHAPE = (4, 32, 4096, 4096, 128, 128, True)  # batch, heads, s_q, s_kv, d_qk, d_v, causal
+
+
+@pytest.mark.parametrize("backend", [RooflineBackend(), AnalyticalBackend()])
+@pytest.mark.parametrize("backward", [False, True])
+def test_fa2_is_slower_than_fa3_on_hopper_and_the_same_kernel_on_ampere(backend, backward):
+    auto = backend.attention_time_s(H100, *SHAPE, backward)
+    fa2 = backend.attention_time_s(H100, *SHAPE, backward, kernel="fa2")
+    # FA3 paper Fig. 5/7: FlashAttention-3 is 1.5-2x FlashAttention-2 on H100.
+    assert 1.3 < fa2 / auto < 2.6
+    assert backend.attention_time_s(A100, *SHAPE, backward, kernel="fa2") == pytest.approx(
+        backend.attention_time_s(A100, *SHAPE, backward), rel=1e-12)
+
+
+@pytest.mark.parametrize("gpu", [A100, H100])
+def test_triton_is_fa2_times_the_calibrated_ratio(gpu):
+    ratio = load_attention_kernels().derived["triton"].time_ratio
+    assert 1.3 <= ratio <= 2.5  # FlashAttention-2 paper §4.1: FA2 is 1.3-2.5x the Triton kernel
+    backend = RooflineBackend()
+    for backward in (False, True):
+        assert backend.attention_time_s(gpu, *SHAPE, backward, kernel="triton") == pytest.approx(
+            ratio * backend.attention_time_s(gpu, *SHAPE, backward, kernel="fa2"), rel=1e-12)
+
+
+def test_fa2_without_calibration_is_an_input_error():
+    with pytest.raises(InputError, match="attention_kernel='fa2'"):
+        RooflineBackend().attention_time_s(B200, *SHAPE, False, kernel="fa2")
+    result = runner.invoke(app, ["train", "--model", "llama3-8b", "--system", "dgx-b200",
+                                 "--gpus", "8", "--attention-kernel", "fa2"])
+    assert result.exit_code == 2
+    assert "attention_kernel" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_train_attention_kernel_flag_slows_only_attention():
+    base = ["train", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "8",
+            "--seq-length", "8192", "--json"]
+    auto = json.loads(runner.invoke(app, base).stdout)
+    fa2 = json.loads(runner.invoke(app, base + ["--attention-kernel", "fa2"]).stdout)
+    assert fa2["strategy"]["attention_kernel"] == "fa2"
+    assert fa2["breakdown_s"]["compute_attention"] > 1.3 * auto["breakdown_s"]["compute_attention"]
+    assert fa2["breakdown_s"]["compute_gemm"] == pytest.approx(
+        auto["breakdown_s"]["compute_gemm"], rel=1e-12)
+
+
+def test_unfused_forward_is_its_two_gemms_and_two_passes():
+    backend = RooflineBackend()
+    b, a, s, d = 2, 16, 2048, 128
+    scores = b * a * s * s
+    expected = (backend.gemm_time_s(A100, s, s, d, b * a, "fp16")
+                + backend.gemm_time_s(A100, s, d, s, b * a, "fp16")
+                + backend.memory_bound_time_s(A100, 4 * scores)
+                + backend.memory_bound_time_s(A100, 5 * scores))
+    got = unfused_attention_time_s(backend, A100, b, a, s, s, d, d, False, "fp16", dropout=True)
+    assert got == pytest.approx(expected, rel=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seq=st.sampled_from([512, 1024, 2048, 4096]), heads=st.sampled_from([8, 16, 32]),
+       backward=st.booleans())
+def test_unfused_is_slower_than_flash_and_dropout_adds_time(seq, heads, backward):
+    backend = RooflineBackend()
+    args = (A100, 4, heads, seq, seq, 128, 128)
+    flash = backend.attention_time_s(*args, True, backward)
+    plain = unfused_attention_time_s(backend, *args, backward)
+    dropped = unfused_attention_time_s(backend, *args, backward, dropout=True)
+    assert plain > flash
+    assert dropped > plain
+
+
+def test_unfused_attention_costs_a_megatron_gpt_step_time():
+    model = load_model("gpt3-175b")
+    system = load_system("dgx-a100")
+    workload = Workload(seq_length=2048, global_batch_size=64)
+    flash = Strategy(num_gpus=64, tp=8, pp=8, micro_batch_size=1)
+    unfused = flash.model_copy(update={"flash_attention": False})
+    t_flash = estimate_training(model, system, flash, workload)
+    t_unfused = estimate_training(model, system, unfused, workload)
+    assert t_unfused.breakdown.compute_attention_s > 2 * t_flash.breakdown.compute_attention_s
+    assert t_unfused.breakdown.compute_gemm_s == pytest.approx(t_flash.breakdown.compute_gemm_s)
+
+
+@pytest.mark.parametrize(("framework", "kernel"), [
+    ("torchtitan + torch.compile", "fa2"),
+    ("Composer + llm-foundry (FlashAttention)", "triton"),
+    ("NeMo 2.0 / Megatron-Core", "auto"),
+    ("Megatron-LM", "auto"),
+])
+def test_validation_rows_map_framework_to_kernel(framework, kernel):
+    notes: list[str] = []
+    assert attention_kernel({"framework": framework, "source_id": "x"}, notes) == kernel
+    assert bool(notes) == (kernel != "auto")
