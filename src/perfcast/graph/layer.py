@@ -26,6 +26,7 @@ from perfcast.graph.ops import (
     Op,
     Phase,
 )
+from perfcast.kernels.memory_bound import fused_chain_bytes
 from perfcast.specs.dtypes import ACTIVATION_BYTES
 from perfcast.specs.model import ModelSpec
 
@@ -169,15 +170,19 @@ def mlp_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
 
 def layer_memory_bound_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     """Norms and residual adds (forward), bytes through HBM per element of the hidden state:
-    a norm reads and writes it (2·2 B), a residual add reads two and writes one (3·2 B), a
-    dropout reads it, writes it and writes a 1-byte mask (2 + 2 + 1 = 2.5·2 B)."""
+    a norm reads and writes it (2·2 B), a residual add reads two and writes one (3·2 B). With
+    hidden dropout the dropout is fused into the residual add (Megatron-LM
+    ``bias_dropout_add_fused``, on by default; torch.compile fuses it likewise): read two,
+    write one and a 1-byte mask (3·2 + 1 B)."""
     T, h = shape.tokens, model.hidden_size
     norm_tokens = T / shape.tp if shape.sequence_parallel else T
     hidden_bytes = ACT_BYTES * norm_tokens * h
     ops: list[Op] = [MemoryOp("norm", Phase.FORWARD, 2 * hidden_bytes, count=model.norms_per_layer)]
-    ops.append(MemoryOp("residual_add", Phase.FORWARD, 3 * hidden_bytes, count=2))
     if model.hidden_dropout > 0:
-        ops.append(MemoryOp("dropout", Phase.FORWARD, 2.5 * hidden_bytes, count=2))
+        fused = fused_chain_bytes(2.0, 1.5, norm_tokens * h, ACT_BYTES)  # x, residual -> y, mask
+        ops.append(MemoryOp("dropout_add", Phase.FORWARD, fused, count=2))
+    else:
+        ops.append(MemoryOp("residual_add", Phase.FORWARD, 3 * hidden_bytes, count=2))
     return ops
 
 

@@ -28,14 +28,14 @@ TENSORS_READ_WRITTEN: Final[dict[str, tuple[float, float]]] = {
     "rotary": (1.0, 1.0),
     "softmax": (1.0, 1.0),
     "cross_entropy": (1.0, 1.0),
-    "dropout": (1.0, 1.25),
+    "dropout": (1.0, 1.5),
 }
 """(tensors read, tensors written) per element of each forward kernel: a norm reads x and
 writes y (the weight vector is negligible); a residual add reads two; SwiGLU (Shazeer 2020)
 reads gate and up and writes their product; RoPE (Su et al. 2021) rewrites Q/K in place;
 softmax and cross-entropy (fused log-softmax + NLL, Megatron ``vocab_parallel_cross_entropy``)
-read logits and write probabilities/gradients; dropout writes y plus a 1-byte mask (¼ of a
-16-bit tensor, Korthikanti et al. 2022 §4.1)."""
+read logits and write probabilities/gradients; dropout writes y plus a 1-byte mask (½ of a
+16-bit tensor: sbh bytes against 2sbh, Korthikanti et al. 2022 §4.1)."""
 
 
 def kernel_bytes(kernel: str, elements: Floats, bytes_per_element: float = 2.0) -> Floats:
