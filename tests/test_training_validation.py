@@ -2,9 +2,10 @@
 
 Current (2026-11-21, roofline kernels, NCCL-style collective algorithms with overlap, one
 fitted kernel-overhead fraction per GPU generation, FP8 cast kernels per recipe): quality A/B
-dense rows MAPE 16.2%, median 10.1%, 49% within 10%, 76% within 20%; Korthikanti et al. 2022
-step times within 16.1%; MoE rows MAPE 17.8% (7 of 9 within 20%). Issue targets: MAPE <= 15%,
->= 60% within 10%, Korthikanti within 10%; MoE rows each within 20%.
+dense rows MAPE 16.1%, median 10.1%, 49% within 10%, 76% within 20%; Korthikanti et al. 2022
+step times within 16.1%; MoE rows MAPE 15.9% (8 of 9 within 20%; the miss is gpt-oss-120b, whose
+source does not state EP); the three NeMo Mixtral rows (B200, GB200) within 5.5%. Issue targets:
+MAPE <= 15%, >= 60% within 10%, Korthikanti within 10%; MoE rows each within 20%.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ WITHIN_10_MIN = 0.48
 WITHIN_20_MIN = 0.75
 KORTHIKANTI_BOUND = 0.165
 MIN_ROWS = 300
-MOE_MAPE_BOUND = 0.19
-MOE_WITHIN_20_MIN = 7
+MOE_MAPE_BOUND = 0.16
+MOE_WITHIN_20_MIN = 8
+NEMO_MIXTRAL_BOUND = 0.06
 
 
 @pytest.fixture(scope="module")
@@ -57,10 +59,22 @@ def test_korthikanti_step_times(dense_ab):
         assert abs(row.error) <= KORTHIKANTI_BOUND, (row.row_id, row.error)
 
 
-def test_moe_rows():
+@pytest.fixture(scope="module")
+def moe_rows():
     path = shared_path("ground_truth", "training.csv")
-    report = validate_training(path, estimate_training)
-    errors = [abs(row.error) for row in report.rows if row.arch_type != "dense"]
+    return validate_training(path, estimate_training, arch_types=("moe",)).rows
+
+
+def test_moe_rows(moe_rows):
+    errors = [abs(row.error) for row in moe_rows]
     assert len(errors) >= 9
     assert statistics.mean(errors) <= MOE_MAPE_BOUND
     assert sum(e <= 0.20 for e in errors) >= MOE_WITHIN_20_MIN
+
+
+def test_nemo_mixtral_rows_each_within_bound(moe_rows):
+    """Issue 6 done-when: every NeMo Mixtral row within 20% (measured: within 5.5%)."""
+    rows = [r for r in moe_rows if r.source_id == "nemo_perf" and "mixtral" in r.model]
+    assert len(rows) == 3
+    for row in rows:
+        assert abs(row.error) <= NEMO_MIXTRAL_BOUND, (row.row_id, row.model, row.gpu, row.error)
