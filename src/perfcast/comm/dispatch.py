@@ -1,4 +1,6 @@
-"""Network bytes of an MoE token dispatch that deduplicates per destination node (DeepEP).
+"""MoE token dispatch beyond NCCL's all-to-all: DeepEP's normal and low-latency kernels.
+
+**Normal kernels: network bytes deduplicated per destination node.**
 
 A token routed to k experts spread uniformly over the K scale-up domains (nodes) of the
 expert-parallel group reaches each remote node with probability 1 − (1 − 1/K)^k. A plain
@@ -13,6 +15,19 @@ e.g. 0.66 for k = 8 over K = 8 nodes (DeepSeek-V3 on 64 GPUs), 0.45 over K = 4. 
 routing is assumed (DeepSeek-V3's node-limited routing, at most M = 4 nodes per token, would
 lower it further). The NVLink forwarding of the k copies runs pipelined under the network
 phase (``comm.algorithms.all_to_all.pxn_cost``) and is not the bottleneck on NVSwitch systems.
+
+**Low-latency kernels** (DeepEP README, "low-latency kernels with pure RDMA ... for inference
+decoding"; shared/reference/collectives.md section 7): every copy of a token goes straight to
+its expert's rank over the sender's NIC (RDMA even inside a node, no NVLink forwarding, no node
+deduplication), in one pass with no NCCL protocol steps. A rank that sends S bytes (all k
+copies of its tokens, as the README counts them) takes
+
+    t = max(α_out, S / (B_NIC · f(EP)))
+
+with f the README's achieved "RDMA BW" over the line rate (0.92 at EP 8 to 0.78 at EP 128,
+``calibration/deepep_low_latency.yaml``) and α_out the system's one-way scale-out latency as a
+floor for tiny batches (the README latencies at 128 tokens are bandwidth-bound: its bandwidth
+column is bytes over latency).
 """
 
 from __future__ import annotations
@@ -20,6 +35,11 @@ from __future__ import annotations
 import numpy as np
 
 from perfcast.arrays import Floats
+from perfcast.calibration.deepep_low_latency import (
+    DeepEPLowLatencyCalibration,
+    load_deepep_low_latency,
+)
+from perfcast.specs.hardware import SystemSpec
 
 
 def node_dedup_factor(fanout: Floats, num_domains: Floats) -> Floats:
@@ -29,3 +49,14 @@ def node_dedup_factor(fanout: Floats, num_domains: Floats) -> Floats:
     nodes = np.maximum(np.asarray(num_domains, dtype=float), 1.0)
     reached = nodes * (1.0 - (1.0 - 1.0 / nodes) ** k) / k
     return np.where((nodes > 1) & (k > 1), reached, 1.0)[()]
+
+
+def low_latency_all_to_all_time_s(size_bytes: Floats, system: SystemSpec, group_size: Floats,
+                                  calibration: DeepEPLowLatencyCalibration | None = None
+                                  ) -> Floats:
+    """Seconds of one DeepEP low-latency dispatch or combine in which a rank sends
+    ``size_bytes`` (module docstring); 0 for a group of one. Array-friendly."""
+    cal = calibration or load_deepep_low_latency()
+    bandwidth = system.scale_out_bandwidth_Bps * cal.fraction(group_size)
+    seconds = np.maximum(system.scale_out_latency_s, np.asarray(size_bytes, dtype=float) / bandwidth)
+    return np.where(np.asarray(group_size) > 1, seconds, 0.0)[()]

@@ -145,6 +145,11 @@ class MemoryOp:
         return 0.0
 
 
+LOW_LATENCY_ALGORITHM = "deepep-low-latency"
+"""``CommOp.algorithm`` of a DeepEP low-latency dispatch or combine (timed by
+``comm.dispatch.low_latency_all_to_all_time_s``, not by an NCCL algorithm)."""
+
+
 @dataclass(frozen=True)
 class CommOp:
     name: str
