@@ -215,7 +215,9 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         for phase in (Phase.FORWARD, Phase.BACKWARD_DGRAD):
             ops.append(CommOp("ep_all_to_all", phase, Group.EP, Collective.ALL_TO_ALL,
                               a2a_bytes, count=2, algorithm="pxn" if deepep else None,
-                              fanout=k if deepep else 1))
+                              fanout=k if deepep else 1,
+                              route_groups=(model.moe_router_num_groups,
+                                            model.moe_router_group_topk)))
     return ops
 
 

@@ -167,6 +167,8 @@ class CommOp:
     fanout: int = 1
     """Destinations of each token in an MoE dispatch (top-k); a node-deduplicating dispatcher
     (DeepEP) sends a token once per destination node (``comm.dispatch``)."""
+    route_groups: tuple[int, int] = (1, 1)
+    """(expert groups G, groups per token M) of group-limited routing; (1, 1) = unlimited."""
 
     kind = OpKind.COMM
 

@@ -85,7 +85,8 @@ def _dispatch_bytes(op: CommOp, system: SystemSpec, size, stride):
     from perfcast.comm.dispatch import node_dedup_factor
     from perfcast.comm.placement import num_domains
 
-    return op.size_bytes * node_dedup_factor(op.fanout, num_domains(system, size, stride))
+    return op.size_bytes * node_dedup_factor(op.fanout, num_domains(system, size, stride),
+                                             *op.route_groups)
 
 
 def comm_op_time_s(op: CommOp, system: SystemSpec, strategy: Strategy):
