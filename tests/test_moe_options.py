@@ -105,3 +105,45 @@ def _ep_comm(dispatcher: str, gpus: int, ep: int) -> float:
 def test_deepep_cuts_network_dispatch_not_in_node():
     assert _ep_comm("deepep", 64, 64) < 0.9 * _ep_comm("alltoall", 64, 64)
     assert _ep_comm("deepep", 8, 8) <= _ep_comm("alltoall", 8, 8) * (1 + 1e-9)
+
+
+def test_node_limited_routing_hand_values():
+    """DeepSeek-V3 §2.1.2: 4 of 8 groups, one group per node at 8 nodes -> at most 4 nodes."""
+    from perfcast.comm.dispatch import node_dedup_factor, reachable_domains
+
+    v3 = load_model("deepseek-v3")
+    assert (v3.moe_router_num_groups, v3.moe_router_group_topk) == (8, 4)  # HF n_group, topk_group
+    assert reachable_domains(8, 8, 4) == 4.0
+    assert reachable_domains(16, 8, 4) == 8.0  # a group spans 2 nodes
+    # 4 nodes of 2 groups each: a node is missed by all 4 drawn groups w.p. C(6,4)/C(8,4)
+    assert reachable_domains(4, 8, 4) == pytest.approx(4 * (1 - 15 / 70))
+    assert reachable_domains(8, 1, 1) == 8.0
+    assert node_dedup_factor(8, 8, 8, 4) == pytest.approx(node_dedup_factor(8, 4))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 16), st.sampled_from([1, 2, 4, 8, 16, 32]),
+       st.sampled_from([(8, 1), (8, 3), (8, 4), (8, 8), (16, 2), (4, 4)]))
+def test_group_limit_never_adds_network_bytes(k, nodes, groups):
+    from perfcast.comm.dispatch import node_dedup_factor, reachable_domains
+
+    assert reachable_domains(nodes, *groups) <= nodes + 1e-12
+    assert node_dedup_factor(k, nodes, *groups) <= node_dedup_factor(k, nodes) + 1e-12
+
+
+def test_node_limited_routing_cuts_deepseek_v3_dispatch():
+    v3 = load_model("deepseek-v3")
+    unlimited = v3.model_copy(update={"moe_router_num_groups": 1, "moe_router_group_topk": 1})
+    strategy = Strategy(num_gpus=512, pp=8, ep=64, distributed_optimizer=True,
+                        moe_token_dispatcher="deepep")
+    system, workload = load_system("dgx-h100", num_gpus=512), Workload(seq_length=4096,
+                                                                        global_batch_size=512)
+    limited_s = estimate_training(v3, system, strategy, workload).breakdown.ep_comm_s
+    unlimited_s = estimate_training(unlimited, system, strategy, workload).breakdown.ep_comm_s
+    assert limited_s < 0.8 * unlimited_s
+
+
+def test_router_groups_must_tile_the_experts():
+    mixtral = load_model("mixtral-8x7b")
+    with pytest.raises(ValueError, match="moe_router_num_groups=3"):
+        mixtral.model_validate({**mixtral.model_dump(), "moe_router_num_groups": 3})

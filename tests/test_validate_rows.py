@@ -123,6 +123,7 @@ def test_mpt_shard_grad_op_and_pure_bf16_rows():
     assert _parsed("136").strategy.zero_stage == 2  # PyTorch FSDP SHARD_GRAD_OP
     pure = _parsed("263").strategy  # A100 40GB, "bf16 (MP mode PURE)"
     assert pure.fsdp and pure.grad_reduce_dtype == "bf16"
+    assert _parsed("517").strategy.grad_reduce_dtype == "fp32"  # NeMo AutoModel: FSDP2 default
 
 
 def test_nemo_h100_fp8_row_with_tp_pp_vpp_cp():
@@ -132,6 +133,7 @@ def test_nemo_h100_fp8_row_with_tp_pp_vpp_cp():
     assert s.sequence_parallel and s.distributed_optimizer and s.schedule == "interleaved"
     assert (s.precision, s.fp8_recipe, s.micro_batch_size) == ("fp8", "delayed", 1)
     assert s.fp8_weight_cache  # Megatron-Core: FP8 weights cast once per step
+    assert s.grad_reduce_dtype == "bf16"  # NeMo performance recipes: grad_reduce_in_fp32=False
     assert row.model.num_key_value_heads == 8 and row.model.activation == "swiglu"
     assert row.measured_tokens_per_s_per_gpu == 1524
 

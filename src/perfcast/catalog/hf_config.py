@@ -291,6 +291,10 @@ def _moe(read: _Reader, family: Family, layers: int) -> dict[str, Any]:
             "moe_layer_freq", ("moe_layer_freq", "decoder_sparse_step"), required=False
         ) or 1,
         "router_bias": family.router_bias,
+        "moe_router_num_groups": read.integer(
+            "moe_router_num_groups", ("n_group",), required=False) or 1,
+        "moe_router_group_topk": read.integer(
+            "moe_router_group_topk", ("topk_group",), required=False) or 1,
     }
     shared_width = read.integer(
         "shared_expert_intermediate_size", ("shared_expert_intermediate_size",), required=False

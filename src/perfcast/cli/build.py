@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfcast.cli.options import RunArgs
+from perfcast.cli.options import RunArgs, strategy_dispatcher
 from perfcast.errors import InputError
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.model import ModelSpec
@@ -62,8 +62,7 @@ def build_specs(args: RunArgs) -> RunSpecs:
         attention_kernel=args.attention_kernel,
         mtp_num_layers=args.mtp_num_layers,
         make_vocab_size_divisible_by=args.make_vocab_size_divisible_by,
-        moe_token_dispatcher="deepep" if args.moe_token_dispatcher == "flex"
-        else args.moe_token_dispatcher,
+        moe_token_dispatcher=strategy_dispatcher(args.moe_token_dispatcher),
         moe_load_imbalance=args.moe_load_imbalance,
         moe_grouped_gemm=args.moe_grouped_gemm,
         moe_capacity_factor=args.moe_capacity_factor,

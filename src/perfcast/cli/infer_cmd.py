@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from perfcast.cli.errors import handle_input_errors
+from perfcast.cli.options import DispatcherOpt, strategy_dispatcher
 
 
 class ActPrecisionOpt(str, Enum):
@@ -52,6 +53,10 @@ def infer_command(
     pp: Annotated[int, _opt("--pp", "--pipeline-model-parallel-size", help="Pipeline-parallel size.")] = 1,
     ep: Annotated[int, _opt(
         "--ep", "--expert-model-parallel-size", help="Expert-parallel size (inside the TP group).")] = 1,
+    moe_token_dispatcher: Annotated[DispatcherOpt, _opt(
+        "--moe-token-dispatcher-type", "--moe-token-dispatcher",
+        help="MoE dispatch; deepep-low-latency: DeepEP's pure-RDMA decode kernels "
+             "(prefill uses DeepEP's normal kernels).")] = DispatcherOpt.alltoall,
     batch_size: Annotated[int, _opt("--batch-size", "-b", help="Concurrent sequences per replica.")] = 1,
     input_len: Annotated[int, _opt("--input-len", help="Prompt tokens per sequence.")] = 128,
     output_len: Annotated[int, _opt("--output-len", help="Generated tokens per sequence.")] = 128,
@@ -95,7 +100,8 @@ def infer_command(
 
     spec = load_model(model)
     num_gpus = gpus if gpus is not None else tp * pp
-    strategy = Strategy(num_gpus=num_gpus, tp=tp, pp=pp, ep=ep, etp=tp // ep if ep > 1 else None)
+    strategy = Strategy(num_gpus=num_gpus, tp=tp, pp=pp, ep=ep, etp=tp // ep if ep > 1 else None,
+                        moe_token_dispatcher=strategy_dispatcher(moe_token_dispatcher.value))
     options = dict(
         input_len=input_len, output_len=output_len, precision=precision.value,
         weight_precision=weight_precision.value if weight_precision else None,

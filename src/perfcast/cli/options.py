@@ -42,6 +42,13 @@ class DispatcherOpt(str, Enum):
     alltoall = "alltoall"
     deepep = "deepep"
     flex = "flex"
+    deepep_low_latency = "deepep-low-latency"
+
+
+def strategy_dispatcher(value: str) -> str:
+    """``Strategy.moe_token_dispatcher`` of a ``--moe-token-dispatcher-type`` value (Megatron's
+    'flex' dispatcher runs DeepEP)."""
+    return "deepep" if value == DispatcherOpt.flex.value else value
 
 
 class AttentionKernelOpt(str, Enum):
@@ -145,7 +152,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("attention_kernel", AttentionKernelOpt, typer.Option(AttentionKernelOpt.auto, "--attention-kernel", help="Fused-attention kernel: auto (the GPU's own: FA2 Ampere, FA3/cuDNN Hopper, cuDNN Blackwell), fa2 (FlashAttention-2, PyTorch SDPA) or triton (FlashAttention Triton).")),
     ("make_vocab_size_divisible_by", int, typer.Option(128, "--make-vocab-size-divisible-by", min=1, help="Pad the vocabulary to a multiple of this times tp (Megatron-LM).")),
     ("mtp_num_layers", int, typer.Option(0, "--mtp-num-layers", min=0, help="Multi-token prediction modules trained with the model (DeepSeek-V3: 1).")),
-    ("moe_token_dispatcher", DispatcherOpt, typer.Option(DispatcherOpt.alltoall, "--moe-token-dispatcher-type", "--moe-token-dispatcher", help="MoE dispatch: NCCL all-to-all, or DeepEP (node-deduplicated; Megatron 'flex').")),
+    ("moe_token_dispatcher", DispatcherOpt, typer.Option(DispatcherOpt.alltoall, "--moe-token-dispatcher-type", "--moe-token-dispatcher", help="MoE dispatch: NCCL all-to-all, or DeepEP (node-deduplicated; Megatron 'flex'); deepep-low-latency is serving-only.")),
     ("moe_load_imbalance", float, typer.Option(1.0, "--moe-load-imbalance", min=1.0, help="MoE: tokens at the busiest expert rank over the mean (1 = balanced).")),
     ("moe_grouped_gemm", bool, typer.Option(True, "--moe-grouped-gemm/--no-moe-grouped-gemm", help="MoE: local experts as one grouped GEMM, or one GEMM per expert.")),
     ("moe_capacity_factor", float | None, typer.Option(None, "--moe-expert-capacity-factor", "--moe-capacity-factor", help="MoE: expert capacity over the balanced load; tokens beyond it dropped (default dropless).")),

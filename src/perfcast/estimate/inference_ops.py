@@ -73,6 +73,16 @@ def _moe_read_only_hit(model: ModelSpec, strategy: Strategy, ops: list, tokens: 
     return out
 
 
+def step_dispatcher(strategy: Strategy, passes: tuple[AttentionPass, ...]) -> str:
+    """The MoE dispatcher of one step: with 'deepep-low-latency', decode-only steps use DeepEP's
+    low-latency kernels and steps with prefill tokens its normal kernels (DeepEP README: normal
+    kernels for training and inference prefill, low-latency kernels for inference decoding;
+    SGLang ``--deepep-mode auto`` switches the same way)."""
+    if strategy.moe_token_dispatcher != "deepep-low-latency":
+        return strategy.moe_token_dispatcher
+    return strategy.moe_token_dispatcher if all(p.decode for p in passes) else "deepep"
+
+
 def step_layer_ops(
     model: ModelSpec,
     strategy: Strategy,
@@ -88,7 +98,8 @@ def step_layer_ops(
     """
     tp = strategy.tp
     shape = LayerShape(micro_batch=1, seq_length=tokens, tp=tp, ep=strategy.ep,
-                       expert_tp=strategy.expert_tp, moe=moe)
+                       expert_tp=strategy.expert_tp, moe=moe,
+                       moe_token_dispatcher=step_dispatcher(strategy, passes))
     attn_shape = replace(shape, seq_length=tokens / tp, tp=1) if attention_dp else shape
     attention = [op for op in attention_forward_ops(model, attn_shape)
                  if not isinstance(op, AttentionOp)]

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfcast.graph.fp8_casts import fp8_cast_ops
+from perfcast.graph.fp8_casts import DEEPSEEK_TILE, fp8_cast_ops
 from perfcast.graph.ops import (
+    LOW_LATENCY_ALGORITHM,
     AttentionOp,
     Collective,
     CommOp,
@@ -27,7 +28,7 @@ from perfcast.graph.ops import (
     Phase,
 )
 from perfcast.kernels.memory_bound import fused_chain_bytes
-from perfcast.specs.dtypes import ACTIVATION_BYTES
+from perfcast.specs.dtypes import ACTIVATION_BYTES, BYTES_PER_ELEMENT
 from perfcast.specs.model import ModelSpec
 
 ACT_BYTES = ACTIVATION_BYTES
@@ -53,7 +54,8 @@ class LayerShape:
     moe_grouped_gemm: bool = True
     """Local experts as one grouped GEMM; else one GEMM kernel per expert."""
     moe_token_dispatcher: str = "alltoall"
-    """'alltoall' (NCCL) or 'deepep' (node-deduplicated, PXN-style)."""
+    """'alltoall' (NCCL), 'deepep' (node-deduplicated, PXN-style) or 'deepep-low-latency'
+    (pure RDMA, FP8 dispatch; forward only)."""
     vocab_size_padded: int | None = None
     """Vocabulary rows of the LM head after padding; None = the model's vocab_size."""
     fp8_recipe: str | None = None
@@ -213,13 +215,31 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         k = model.num_experts_per_tok
         tokens = T / shape.tp if shape.sequence_parallel else T
         # The busiest rank receives routed_load × the balanced volume (and sends it back).
-        a2a_bytes = ACT_BYTES * tokens * k * h * shape.routed_load
+        copies = tokens * k * h * shape.routed_load
+        if shape.moe_token_dispatcher == "deepep-low-latency":
+            return ops + low_latency_dispatch_ops(copies)
+        a2a_bytes = ACT_BYTES * copies
         deepep = shape.moe_token_dispatcher == "deepep"
         for phase in (Phase.FORWARD, Phase.BACKWARD_DGRAD):
             ops.append(CommOp("ep_all_to_all", phase, Group.EP, Collective.ALL_TO_ALL,
                               a2a_bytes, count=2, algorithm="pxn" if deepep else None,
-                              fanout=k if deepep else 1))
+                              fanout=k if deepep else 1,
+                              route_groups=(model.moe_router_num_groups,
+                                            model.moe_router_group_topk)))
     return ops
+
+
+def low_latency_dispatch_ops(copies: float) -> list[CommOp]:
+    """DeepEP low-latency dispatch and combine of ``copies`` token-expert elements (tokens ×
+    top-k × hidden) in a forward pass: FP8 dispatch with one fp32 scale per 1×128 tile
+    (1 + 4/128 B per element) and BF16 combine (2 B), the README's "FP8 dispatch / BF16
+    combine" (shared/reference/collectives.md §7; DeepSeek-V3 report §3.3.2 for the tiles).
+    Decode-only kernels: there is no backward."""
+    dispatch_bytes = (BYTES_PER_ELEMENT["fp8"] + BYTES_PER_ELEMENT["fp32"] / DEEPSEEK_TILE) * copies
+    return [CommOp(name, Phase.FORWARD, Group.EP, Collective.ALL_TO_ALL, size,
+                   algorithm=LOW_LATENCY_ALGORITHM)
+            for name, size in (("ep_dispatch_low_latency", dispatch_bytes),
+                               ("ep_combine_low_latency", ACT_BYTES * copies))]
 
 
 def backward_ops(forward: list[Op]) -> list[Op]:

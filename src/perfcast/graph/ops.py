@@ -150,6 +150,11 @@ class MemoryOp:
         return 0.0
 
 
+LOW_LATENCY_ALGORITHM = "deepep-low-latency"
+"""``CommOp.algorithm`` of a DeepEP low-latency dispatch or combine (timed by
+``comm.dispatch.low_latency_all_to_all_time_s``, not by an NCCL algorithm)."""
+
+
 @dataclass(frozen=True)
 class CommOp:
     name: str
@@ -167,6 +172,8 @@ class CommOp:
     fanout: int = 1
     """Destinations of each token in an MoE dispatch (top-k); a node-deduplicating dispatcher
     (DeepEP) sends a token once per destination node (``comm.dispatch``)."""
+    route_groups: tuple[int, int] = (1, 1)
+    """(expert groups G, groups per token M) of group-limited routing; (1, 1) = unlimited."""
 
     kind = OpKind.COMM
 

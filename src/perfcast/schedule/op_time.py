@@ -14,7 +14,15 @@ from functools import lru_cache
 import numpy as np
 
 from perfcast.graph.fp8_casts import gemm_in_fp8
-from perfcast.graph.ops import AttentionOp, CommOp, ComputeOp, GemmOp, Group, MemoryOp
+from perfcast.graph.ops import (
+    LOW_LATENCY_ALGORITHM,
+    AttentionOp,
+    CommOp,
+    ComputeOp,
+    GemmOp,
+    Group,
+    MemoryOp,
+)
 from perfcast.kernels.backend import KernelBackend
 from perfcast.kernels.unfused_attention import unfused_attention_time_s
 from perfcast.specs.hardware import SystemSpec
@@ -82,18 +90,22 @@ def _dispatch_bytes(op: CommOp, system: SystemSpec, size, stride):
     from perfcast.comm.dispatch import node_dedup_factor
     from perfcast.comm.placement import num_domains
 
-    return op.size_bytes * node_dedup_factor(op.fanout, num_domains(system, size, stride))
+    return op.size_bytes * node_dedup_factor(op.fanout, num_domains(system, size, stride),
+                                             *op.route_groups)
 
 
 def comm_op_time_s(op: CommOp, system: SystemSpec, strategy: Strategy):
     """Seconds for ``op`` (all repetitions) with its forced algorithm, else the one NCCL would
-    pick on its group.
+    pick on its group; DeepEP low-latency dispatches by ``comm.dispatch``.
 
     Array-friendly: group sizes and ``op.size_bytes`` may be numpy arrays (the bulk search);
     scalars take the memoized path. A group of one costs 0."""
     from perfcast.comm import group_collective_time_s
+    from perfcast.comm.dispatch import low_latency_all_to_all_time_s
 
     size, stride = group_size_and_stride(op.group, strategy)
+    if op.algorithm == LOW_LATENCY_ALGORITHM:
+        return op.count * low_latency_all_to_all_time_s(op.size_bytes, system, size)
     size_bytes = _dispatch_bytes(op, system, size, stride)
     if all(np.ndim(x) == 0 for x in (size, stride, size_bytes)):
         if size <= 1:

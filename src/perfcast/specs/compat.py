@@ -44,7 +44,12 @@ def check_strategy_for_model(model: ModelSpec, strategy: Strategy) -> None:
 
 
 def check_workload_for_strategy(workload: Workload, strategy: Strategy) -> None:
-    """Raise ``InputError`` if the global batch is not whole micro-batches on every DP rank."""
+    """Raise ``InputError`` if the global batch is not whole micro-batches on every DP rank, or
+    the strategy cannot train (DeepEP's low-latency kernels are its inference-decoding path,
+    DeepEP README; training dispatches with 'alltoall' or 'deepep')."""
+    if strategy.moe_token_dispatcher == "deepep-low-latency":
+        raise InputError("moe_token_dispatcher", strategy.moe_token_dispatcher,
+                         "is DeepEP's decode-only path; train with 'alltoall' or 'deepep'")
     per_step = strategy.micro_batch_size * strategy.dp
     if workload.global_batch_size % per_step != 0:
         raise InputError(

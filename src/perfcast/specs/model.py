@@ -103,6 +103,15 @@ class ModelSpec(BaseModel):
         default=1, ge=1, description="Every n-th layer (after the dense ones) is MoE."
     )
     router_bias: bool = Field(default=False, description="Router linear layer has a bias.")
+    moe_router_num_groups: int = Field(
+        default=1, ge=1, description="Expert groups of group-limited routing (HF n_group; "
+        "Megatron-Core --moe-router-num-groups); 1 = no limit.",
+    )
+    moe_router_group_topk: int = Field(
+        default=1, ge=1, description="Groups a token's experts may come from (HF topk_group; "
+        "--moe-router-group-topk). DeepSeek-V3: 4 of 8, one group per node at EP 64 = "
+        "node-limited routing, at most M = 4 nodes per token (DeepSeek-V3 report §2.1.2).",
+    )
     # --- MLA (DeepSeek-V2/V3) ---
     q_lora_rank: int | None = Field(default=None, gt=0, description="MLA query LoRA rank.")
     kv_lora_rank: int | None = Field(
@@ -140,6 +149,12 @@ class ModelSpec(BaseModel):
                 raise ValueError(
                     f"num_experts_per_tok={self.num_experts_per_tok} must be in "
                     f"1..num_experts={self.num_experts}"
+                )
+            groups, topk = self.moe_router_num_groups, self.moe_router_group_topk
+            if self.num_experts % groups != 0 or topk > groups:
+                raise ValueError(
+                    f"moe_router_num_groups={groups} must divide num_experts={self.num_experts} "
+                    f"and be >= moe_router_group_topk={topk}"
                 )
             if self.first_k_dense_layers > self.num_hidden_layers:
                 raise ValueError(

@@ -20,7 +20,11 @@ framework or per source and are recorded in the row's ``notes`` when used.
 - ``precision``: fp8 / float8 -> fp8 (recipe from the text: rowwise, tensorwise / per-tensor
   current scaling, blockwise, delayed; unstated: torchtitan float8 default ``tensorwise``,
   otherwise Transformer Engine's default delayed scaling); fp16 -> fp16; bf16 -> bf16;
-  empty -> bf16. Composer "MP mode PURE" reduces gradients in bf16.
+  empty -> bf16. Composer "MP mode PURE" reduces gradients in bf16, and so do Megatron-Core
+  (NeMo) performance runs: NeMo 2.x ``pretrain_performance_optimizations`` of every LLM recipe
+  sets ``recipe.trainer.plugins.grad_reduce_in_fp32 = False`` (nemo_toolkit 2.2.0,
+  ``nemo/collections/llm/recipes/*.py``; the precision plugin overrides the DDP config), and the
+  NeMo 1.x launcher configs set ``optim.grad_sync_dtype: bf16``.
 - micro-batch: ``micro_batch``; else global/(dp·grad_accum); else for torchtitan pipelines the
   local batch split into pp micro-batches (``pipeline_parallel_microbatches`` defaults to the
   number of stages); else 1.
@@ -202,6 +206,9 @@ def precision(row: Mapping[str, str | None], notes: list[str]) -> dict[str, Any]
     fields: dict[str, Any] = {}
     if "mp mode pure" in text:
         fields["grad_reduce_dtype"] = "bf16"
+    elif is_megatron_core(row):
+        fields["grad_reduce_dtype"] = "bf16"
+        notes.append("NeMo performance recipe: gradients reduced in bf16 (grad_reduce_in_fp32=False)")
     if "fp8" in text or "float8" in text:
         # Megatron-Core passes is_first_microbatch, so Transformer Engine casts FP8 weights once
         # per step; torchao and Composer cast them in every forward.
