@@ -28,6 +28,7 @@ import yaml
 
 from perfcast.calibration.training_overheads import TrainingOverhead, TrainingOverheads
 from perfcast.estimate.training import estimate_training
+from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND
 from perfcast.validate.compare import validate_training
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +54,7 @@ def _fit(log_ratio: np.ndarray, r: np.ndarray) -> float:
     return float(grid[int(np.argmin(loss))])
 
 
-def main(path: Path, write: bool, kernel_backend: str = "roofline") -> None:
+def main(path: Path, write: bool, kernel_backend: str = DEFAULT_KERNEL_BACKEND) -> None:
     runs = [validate_training(path, partial(estimate_training, overheads=_overheads(f),
                                             kernel_backend=kernel_backend),
                               qualities=("A", "B"), arch_types=("dense",)) for f in (0.0, 1.0)]
@@ -93,7 +94,7 @@ def main(path: Path, write: bool, kernel_backend: str = "roofline") -> None:
 
 
 if __name__ == "__main__":
-    backend = "roofline"
+    backend = DEFAULT_KERNEL_BACKEND.value
     args = []
     for a in sys.argv[1:]:
         if a.startswith("--kernel-backend="):

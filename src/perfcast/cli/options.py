@@ -57,6 +57,10 @@ class KernelBackendOpt(str, Enum):
     measured = "measured"
 
 
+DEFAULT_KERNEL_BACKEND_OPT = KernelBackendOpt.roofline
+"""``perfcast.kernels.backend.DEFAULT_KERNEL_BACKEND``, mirrored here so ``--help`` imports no
+numpy (tests/test_kernels_speed_paths.py checks they agree)."""
+
 KernelBackendOption = Annotated[KernelBackendOpt, typer.Option(
     "--kernel-backend", help="Kernel time model: roofline, analytical (tile/wave) or measured.")]
 KernelTableOption = Annotated[Path | None, typer.Option(
