@@ -116,3 +116,14 @@ def test_cli_fp8_cast_flags():
     step = {flag: json.loads(r.stdout)["step_time_s"] for flag, r in runs.items()}
     assert step[""] < step["--no-fp8-fused-casts"] and step[""] < step["--no-fp8-weight-cache"]
     assert json.loads(runs["--no-fp8-fused-casts"].stdout)["strategy"]["fp8_fused_casts"] is False
+
+
+@pytest.mark.parametrize(("system", "exit_code"), [("dgx-h100", 2), ("dgx-b200", 0), ("mi355x-8", 0)])
+def test_cli_mxfp8_needs_mx_block_scaling_tensor_cores(system, exit_code):
+    result = CliRunner().invoke(app, ["train", "--model", "llama3-8b", "--system", system, "--gpus",
+                                      "8", "--fp8", "--fp8-recipe", "mxfp8", "--json"])
+    assert result.exit_code == exit_code, result.output
+    if exit_code:
+        assert result.stderr.strip().splitlines() == [
+            "error: fp8_recipe='mxfp8': MX block scaling needs Blackwell-class tensor cores; "
+            "gpu 'h100-sxm' is hopper"]
