@@ -121,6 +121,12 @@ class GPUSpec(BaseModel):
         """True when the tensor cores take MX block-scaled operands (``MX_BLOCK_SCALING_GENERATIONS``)."""
         return self.generation in MX_BLOCK_SCALING_GENERATIONS
 
+    @property
+    def nvfp4(self) -> bool:
+        """True when the tensor cores take NVFP4 (E2M1 with an E4M3 scale per 16 elements):
+        NVIDIA parts with an FP4 peak, i.e. Blackwell (PTX ISA 8.7 ``.kind::mxf4nvf4``)."""
+        return self.vendor == "nvidia" and self.supports("fp4")
+
     def supports(self, precision: Precision) -> bool:
         try:
             self.peak_flops(precision)
