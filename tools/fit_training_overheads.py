@@ -38,8 +38,7 @@ HEADER = """\
 # the kernel model's time (kernel gaps, host overhead, sustained clocks below best-shape GEMM
 # microbenchmarks, communication kernels slowing compute). Written by
 # tools/fit_training_overheads.py on {date} from the quality A/B dense rows of
-# shared/ground_truth/training.csv (least-absolute-log-error fit per generation) with the
-# '{backend}' kernel backend (the estimator's default; refit when either changes).
+# shared/ground_truth/training.csv (least-absolute-log-error fit per generation).
 """
 
 
@@ -89,7 +88,7 @@ def main(path: Path, write: bool, kernel_backend: str = DEFAULT_KERNEL_BACKEND) 
     if write:
         import datetime
 
-        text = HEADER.format(date=datetime.date.today().isoformat(), backend=kernel_backend)
+        text = HEADER.format(date=datetime.date.today().isoformat())
         OUT.write_text(text + yaml.safe_dump(entries, sort_keys=True, width=100))
         print(f"wrote {OUT}")
 

@@ -58,7 +58,7 @@ class KernelBackendOpt(str, Enum):
     measured = "measured"
 
 
-DEFAULT_KERNEL_BACKEND_OPT = KernelBackendOpt.analytical
+DEFAULT_KERNEL_BACKEND_OPT = KernelBackendOpt.roofline
 """``perfcast.kernels.backend.DEFAULT_KERNEL_BACKEND``, mirrored here so ``--help`` imports no
 numpy (tests/test_kernels_speed_paths.py checks they agree)."""
 
