@@ -28,7 +28,6 @@ import yaml
 
 from perfcast.calibration.training_overheads import TrainingOverhead, TrainingOverheads
 from perfcast.estimate.training import estimate_training
-from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND
 from perfcast.validate.compare import validate_training
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +53,7 @@ def _fit(log_ratio: np.ndarray, r: np.ndarray) -> float:
     return float(grid[int(np.argmin(loss))])
 
 
-def main(path: Path, write: bool, kernel_backend: str = DEFAULT_KERNEL_BACKEND) -> None:
+def main(path: Path, write: bool, kernel_backend: str = "roofline") -> None:
     runs = [validate_training(path, partial(estimate_training, overheads=_overheads(f),
                                             kernel_backend=kernel_backend),
                               qualities=("A", "B"), arch_types=("dense",)) for f in (0.0, 1.0)]
@@ -94,7 +93,7 @@ def main(path: Path, write: bool, kernel_backend: str = DEFAULT_KERNEL_BACKEND) 
 
 
 if __name__ == "__main__":
-    backend = DEFAULT_KERNEL_BACKEND.value
+    backend = "roofline"
     args = []
     for a in sys.argv[1:]:
         if a.startswith("--kernel-backend="):
