@@ -5,22 +5,16 @@ per core (numpy runs element-wise work on one core), the wall time of the whole 
 the best strategy found next to the published Llama 3 layout (TP 8, PP 16, DP 128) as
 forecast by perfcast.
 
-    python benchmarks/search_speed.py [--kernel-backend=NAME]   (default: the estimator's)
-
-``tables_s`` is the one-off kernel timing of every distinct layer (``BulkEvaluator.for_space``,
-where the kernel backend runs); ``strategies_per_s_per_core`` counts the bulk evaluation
-alone and ``..._incl_tables`` both.
+    python benchmarks/search_speed.py
 """
 
 from __future__ import annotations
 
-import sys
 import time
 
 from perfcast.catalog.models import load_model
 from perfcast.catalog.systems import load_system
 from perfcast.estimate.training import estimate_training
-from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND
 from perfcast.search.bulk import BulkEvaluator
 from perfcast.search.enumerate import enumerate_strategies
 from perfcast.search.run import search_strategies
@@ -29,24 +23,20 @@ from perfcast.specs import Strategy, Workload
 NUM_GPUS = 16384
 
 
-def main(kernel_backend: str) -> None:
+def main() -> None:
     model = load_model("llama-3.1-405b")
     system = load_system("dgx-h100", num_gpus=NUM_GPUS)
     workload = Workload(seq_length=8192, global_batch_size=2048)
 
     space = enumerate_strategies(model, system, NUM_GPUS, workload)
-    start = time.perf_counter()
-    evaluator = BulkEvaluator.for_space(model, system, workload, space, kernel_backend)
-    tables_s = time.perf_counter() - start
+    evaluator = BulkEvaluator.for_space(model, system, workload, space)
     start = time.perf_counter()
     evaluator.evaluate_all(space)
     bulk_s = time.perf_counter() - start
     print(f"strategies: {len(space)}  blocks: {len(space.blocks)}  "
           f"layer_keys: {len(space.layer_keys)}  invalid_layouts: {space.invalid}")
     print(f"bulk_evaluate_s: {bulk_s:.3f}")
-    print(f"kernel_backend: {kernel_backend}  tables_s: {tables_s:.3f}")
     print(f"strategies_per_s_per_core: {len(space) / bulk_s:.0f}")
-    print(f"strategies_per_s_per_core_incl_tables: {len(space) / (bulk_s + tables_s):.0f}")
 
     start = time.perf_counter()
     result = search_strategies(model, system, workload, NUM_GPUS, top=1)
@@ -55,8 +45,7 @@ def main(kernel_backend: str) -> None:
 
     published = Strategy(num_gpus=NUM_GPUS, tp=8, pp=16, sequence_parallel=True,
                          distributed_optimizer=True, recompute="selective")
-    rows = [("published TP8 PP16 DP128",
-             estimate_training(model, system, published, workload, kernel_backend=kernel_backend)),
+    rows = [("published TP8 PP16 DP128", estimate_training(model, system, published, workload)),
             ("best found", result.best[0].report)]
     print(f"{'layout':28} {'tok/s/GPU':>10} {'MFU':>6} {'step s':>8} {'GiB':>6} fits  strategy")
     for name, r in rows:
@@ -68,5 +57,4 @@ def main(kernel_backend: str) -> None:
 
 
 if __name__ == "__main__":
-    names = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--kernel-backend=")]
-    main(names[-1] if names else DEFAULT_KERNEL_BACKEND.value)
+    main()

@@ -7,55 +7,39 @@ calibration's (``calibration/kernel_roofline.yaml``). A GPU without SM count or 
 catalog (TPU, Gaudi, parts whose clock is not published) is timed by the roofline backend;
 ``AnalyticalBackend.uses_roofline(gpu)`` says so.
 
-Speed: a training estimate asks for the same few dozen scalar GEMM and attention shapes again
-and again (and the search for the same shapes per layer key), so scalar calls are memoized
-per backend instance on (GPU, shape, precision); array calls are evaluated every time. Both
-run the same formulas, so a memoized value equals the array path's element exactly.
+Speed: a training estimate asks for the same few dozen scalar GEMM shapes again and again (and
+the search's layer tables for the same shapes per layer key), so scalar GEMM calls are
+memoized per backend instance on (GPU, shape, precision) and scalar attention calls in
+``analytical_attention``; array calls are evaluated every time. Both run the same formulas,
+so a memoized value equals the array path's element exactly.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from numbers import Real
 
 import numpy as np
 
-from perfcast.arrays import Bools, Floats
+from perfcast.arrays import Bools, Floats, all_scalars
 from perfcast.calibration.kernel_analytical import (
     GenerationAnalytical,
     KernelAnalyticalCalibration,
     load_kernel_analytical,
 )
 from perfcast.calibration.kernel_roofline import GEMM_CLASS
+from perfcast.kernels import analytical_gemm
 from perfcast.kernels.analytical_attention import (
     AttentionCall,
     AttentionRates,
     attention_backward_time_s,
     attention_forward_time_s,
 )
-from perfcast.kernels.analytical_gemm import (
-    GemmPlan,
-    gemm_time_s,
-    grouped_gemm_time_s,
-    plan_gemm,
-)
+from perfcast.kernels.analytical_gemm import GemmPlan, plan_gemm, plan_grouped_gemm
 from perfcast.kernels.backend import KernelBackendName
 from perfcast.kernels.memory_bound import memory_bound_kernels_time_s
 from perfcast.kernels.roofline import ATTENTION_16BIT_PEAK, RooflineBackend
 from perfcast.specs.hardware import GPUSpec, Precision
-
-SCALAR_MEMO_SIZE = 1 << 16
-"""Memoized scalar kernel calls per backend instance (a 405B estimate uses ~50 shapes, a
-16,384-GPU search's layer tables a few thousand)."""
-
-
-_SCALAR_TYPES = frozenset({int, float, bool, np.float64, np.int64, np.bool_})
-
-
-def _scalars(*values: object) -> bool:
-    """True when every value is a plain (Python or numpy) real number or bool, not an array."""
-    return all(type(v) in _SCALAR_TYPES or isinstance(v, Real | np.bool_) for v in values)
 
 
 @dataclass(frozen=True)
@@ -67,12 +51,9 @@ class AnalyticalBackend:
     name: KernelBackendName = KernelBackendName.ANALYTICAL
 
     def __post_init__(self) -> None:
-        # Per-instance memo of scalar calls (keys: method name, GPU, shape, precision).
-        memo = lru_cache(maxsize=SCALAR_MEMO_SIZE)(self._evaluate)
-        object.__setattr__(self, "_memo", memo)
-
-    def _evaluate(self, method: str, *args: object) -> Floats:
-        return getattr(self, method)(*args)
+        # Per-instance memo of scalar GEMM calls (key: GPU, m, n, k, batch, precision).
+        memo = lru_cache(maxsize=analytical_gemm.GEMM_MEMO_SIZE)(self._gemm_time_s)
+        object.__setattr__(self, "_gemm_memo", memo)
 
     def __reduce__(self) -> tuple:
         # Pickle the fields only; the unpickled instance builds a fresh memo.
@@ -105,15 +86,15 @@ class AnalyticalBackend:
         """``batch`` GEMMs C[m,n] = A[m,k]·B[k,n], seconds (``analytical_gemm``)."""
         if self.uses_roofline(gpu):
             return self.roofline.gemm_time_s(gpu, m, n, k, batch, precision)
-        if _scalars(m, n, k, batch):
-            return self._memo("_gemm_time_s", gpu, float(m), float(n), float(k), float(batch),
-                              precision)
+        if all_scalars(m, n, k, batch):
+            return self._gemm_memo(gpu, float(m), float(n), float(k), float(batch), precision)
         return self._gemm_time_s(gpu, m, n, k, batch, precision)
 
     def _gemm_time_s(self, gpu: GPUSpec, m: Floats, n: Floats, k: Floats, batch: Floats,
                      precision: Precision) -> Floats:
         hbm_eff, launch = self._hbm_and_launch(gpu)
-        return gemm_time_s(gpu, m, n, k, batch, precision, self.params(gpu).gemm, hbm_eff, launch)
+        return analytical_gemm.gemm_time_s(gpu, m, n, k, batch, precision, self.params(gpu).gemm,
+                                           hbm_eff, launch)
 
     def grouped_gemm_time_s(self, gpu: GPUSpec, tokens_per_expert: Floats, n: Floats,
                             k: Floats, precision: Precision = "bf16") -> Floats:
@@ -122,8 +103,8 @@ class AnalyticalBackend:
         if self.uses_roofline(gpu):
             m = np.asarray(tokens_per_expert, dtype=float)
             return self.roofline.gemm_time_s(gpu, m.max(axis=-1), n, k, m.shape[-1], precision)
-        return grouped_gemm_time_s(gpu, tokens_per_expert, n, k, precision,
-                                   self.params(gpu).gemm, hbm_eff, launch)
+        return plan_grouped_gemm(gpu, tokens_per_expert, n, k, precision,
+                                 self.params(gpu).gemm, hbm_eff, launch).time_s
 
     def attention_time_s(
         self, gpu: GPUSpec, batch: Floats, num_heads: Floats, seq_q: Floats, seq_kv: Floats,
@@ -137,18 +118,6 @@ class AnalyticalBackend:
                 gpu, batch, num_heads, seq_q, seq_kv, head_dim_qk, head_dim_v, causal,
                 backward, precision, num_kv_heads=num_kv_heads)
         kv_heads = num_heads if num_kv_heads is None else num_kv_heads
-        if _scalars(batch, num_heads, seq_q, seq_kv, head_dim_qk, head_dim_v, causal, kv_heads):
-            return self._memo("_attention_time_s", gpu, float(batch), float(num_heads),
-                              float(seq_q), float(seq_kv), float(head_dim_qk), float(head_dim_v),
-                              bool(causal), bool(backward), precision, float(kv_heads))
-        return self._attention_time_s(gpu, batch, num_heads, seq_q, seq_kv, head_dim_qk,
-                                      head_dim_v, causal, backward, precision, kv_heads)
-
-    def _attention_time_s(
-        self, gpu: GPUSpec, batch: Floats, num_heads: Floats, seq_q: Floats, seq_kv: Floats,
-        head_dim_qk: Floats, head_dim_v: Floats, causal: Bools, backward: bool,
-        precision: Precision, kv_heads: Floats,
-    ) -> Floats:
         fp8 = GEMM_CLASS[precision] == "fp8" and gpu.supports(precision) and not backward
         prec = precision if fp8 else ATTENTION_16BIT_PEAK
         params = self.params(gpu)

@@ -46,6 +46,10 @@ from perfcast.specs.hardware import GPUSpec, Precision
 PARTIAL_BYTES = 4.0
 """Split-K partial sums are fp32 (CUTLASS ``GemmSplitKParallel`` workspace, 4 B/element)."""
 
+GEMM_MEMO_SIZE = 1 << 16
+"""Scalar GEMM calls memoized per analytical backend (a 405B estimate uses ~40 shapes, a
+16,384-GPU search's layer tables about 1,300)."""
+
 
 @dataclass(frozen=True)
 class GemmRates:
@@ -238,43 +242,22 @@ def gemm_time_s(
                             model, launch_overhead_s, np.broadcast(m, n, k, batch).ndim)
 
 
-def _grouped_gemm(
+def plan_grouped_gemm(
     gpu: GPUSpec, tokens_per_expert: Floats, n: Floats, k: Floats, precision: Precision,
-    model: GemmTileModel, hbm_efficiency: float,
-) -> tuple[GemmRates, TileCounter, Floats, Floats, int]:
-    """``plan_tiles`` arguments (rates, tile counter, bytes, depth, shape dimensions) of one
-    grouped GEMM.
+    model: GemmTileModel, hbm_efficiency: float, launch_overhead_s: float,
+) -> GemmPlan:
+    """One grouped GEMM over experts with ``tokens_per_expert`` rows each (last axis = experts).
 
     Tiles = Σ_e ⌈m_e/T_m⌉·⌈n/T_n⌉ share the waves (CUTLASS grouped GEMM, DeepGEMM
     m-grouped contiguous layout), so an imbalanced routing pays for its padding and its
     biggest experts; bytes = Σ_e compulsory bytes (every expert reads its own weights).
     """
     m = np.asarray(tokens_per_expert, dtype=float)
-    return (
-        GemmRates.of(gpu, precision, model, hbm_efficiency),
+    rates = GemmRates.of(gpu, precision, model, hbm_efficiency)
+    return plan_tiles(
+        rates,
         lambda tm, tn: np.sum(num_tiles(m, np.expand_dims(n, -1), tm[..., None], tn[..., None]),
                               axis=-1),
         np.sum(gemm_bytes(m, np.expand_dims(n, -1), np.expand_dims(k, -1), 1, precision),
                axis=-1),
-        k, np.broadcast(m[..., 0], n, k).ndim)
-
-
-def plan_grouped_gemm(
-    gpu: GPUSpec, tokens_per_expert: Floats, n: Floats, k: Floats, precision: Precision,
-    model: GemmTileModel, hbm_efficiency: float, launch_overhead_s: float,
-) -> GemmPlan:
-    """One grouped GEMM over experts with ``tokens_per_expert`` rows each (last axis = experts;
-    tiles and bytes: ``_grouped_gemm``)."""
-    rates, counter, compulsory, depth, ndim = _grouped_gemm(
-        gpu, tokens_per_expert, n, k, precision, model, hbm_efficiency)
-    return plan_tiles(rates, counter, compulsory, depth, model, launch_overhead_s, ndim)
-
-
-def grouped_gemm_time_s(
-    gpu: GPUSpec, tokens_per_expert: Floats, n: Floats, k: Floats, precision: Precision,
-    model: GemmTileModel, hbm_efficiency: float, launch_overhead_s: float,
-) -> Floats:
-    """``plan_grouped_gemm(...).time_s`` alone, seconds (the fastest candidate's total)."""
-    rates, counter, compulsory, depth, ndim = _grouped_gemm(
-        gpu, tokens_per_expert, n, k, precision, model, hbm_efficiency)
-    return best_tile_time_s(rates, counter, compulsory, depth, model, launch_overhead_s, ndim)
+        k, model, launch_overhead_s, np.broadcast(m[..., 0], n, k).ndim)
