@@ -7,8 +7,10 @@ signatures. A float in gives a float (or numpy scalar) out; an array in gives an
 
 from __future__ import annotations
 
+from numbers import Real
 from typing import Any, TypeAlias
 
+import numpy as np
 from numpy.typing import NDArray
 
 Floats: TypeAlias = float | NDArray[Any]
@@ -16,3 +18,11 @@ Floats: TypeAlias = float | NDArray[Any]
 
 Bools: TypeAlias = bool | NDArray[Any]
 """A bool or a numpy array of bools."""
+
+_SCALAR_TYPES = frozenset({int, float, bool, np.float64, np.int64, np.bool_})
+
+
+def all_scalars(*values: object) -> bool:
+    """True when every value is one number or bool (Python or numpy scalar), not an array:
+    the calls a kernel model may memoize."""
+    return all(type(v) in _SCALAR_TYPES or isinstance(v, Real | np.bool_) for v in values)

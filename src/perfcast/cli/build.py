@@ -72,6 +72,12 @@ def build_specs(args: RunArgs) -> RunSpecs:
     )
     if strategy.precision == "fp8" and not system.gpu.supports("fp8"):
         raise InputError("precision", "fp8", f"gpu {system.gpu.name!r} has no FP8 tensor cores")
+    if strategy.precision == "fp8" and strategy.fp8_recipe == "mxfp8" and not system.gpu.mx_block_scaling:
+        raise InputError("fp8_recipe", "mxfp8", f"MX block scaling needs Blackwell-class tensor cores; "
+                         f"gpu {system.gpu.name!r} is {system.gpu.generation}")
+    if strategy.precision == "fp8" and strategy.fp8_recipe == "nvfp4" and not system.gpu.nvfp4:
+        raise InputError("fp8_recipe", "nvfp4", f"NVFP4 needs NVIDIA Blackwell FP4 tensor cores; "
+                         f"gpu {system.gpu.name!r} is {system.gpu.generation}")
     gbs = args.global_batch_size
     if gbs is None:
         per_stage = DEFAULT_MICRO_BATCHES_PER_STAGE * args.pp if args.pp > 1 else 1

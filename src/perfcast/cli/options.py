@@ -36,6 +36,7 @@ class FP8RecipeOpt(str, Enum):
     rowwise_hp_wgrad = "rowwise-hp-wgrad"
     blockwise = "blockwise"
     mxfp8 = "mxfp8"
+    nvfp4 = "nvfp4"
 
 
 class DispatcherOpt(str, Enum):
@@ -71,6 +72,10 @@ class KernelBackendOpt(str, Enum):
     analytical = "analytical"
     measured = "measured"
 
+
+DEFAULT_KERNEL_BACKEND_OPT = KernelBackendOpt.roofline
+"""``perfcast.kernels.backend.DEFAULT_KERNEL_BACKEND``, mirrored here so ``--help`` imports no
+numpy (tests/test_kernels_speed_paths.py checks they agree)."""
 
 KernelBackendOption = Annotated[KernelBackendOpt, typer.Option(
     "--kernel-backend", help="Kernel time model: roofline, analytical (tile/wave) or measured.")]
@@ -144,7 +149,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("distributed_optimizer", bool, typer.Option(False, "--use-distributed-optimizer", "--distributed-optimizer", help="Shard optimizer states over DP.")),
     ("precision", PrecisionOpt, typer.Option(PrecisionOpt.bf16, "--precision", help="GEMM precision.")),
     ("fp8", bool, typer.Option(False, "--fp8", help="Same as --precision fp8.")),
-    ("fp8_recipe", FP8RecipeOpt, typer.Option(FP8RecipeOpt.tensorwise, "--fp8-recipe", help="FP8 scaling recipe.")),
+    ("fp8_recipe", FP8RecipeOpt, typer.Option(FP8RecipeOpt.tensorwise, "--fp8-recipe", help="FP8 scaling recipe (nvfp4: FP4 GEMMs, Blackwell).")),
     ("fp8_fused_casts", bool, typer.Option(True, "--fp8-fused-casts/--no-fp8-fused-casts", help="FP8: fuse input casts into the preceding norm/activation.")),
     ("fp8_weight_cache", bool, typer.Option(True, "--fp8-weight-cache/--no-fp8-weight-cache", help="FP8: cast weights once per step, not per micro-batch.")),
     ("grad_reduce_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--grad-reduce-dtype", help="Main-gradient dtype.")),

@@ -10,7 +10,7 @@ import typer
 
 from perfcast.cli.errors import handle_input_errors
 from perfcast.cli.options import (
-    KernelBackendOpt,
+    DEFAULT_KERNEL_BACKEND_OPT,
     KernelBackendOption,
     KernelTableOption,
     RunArgs,
@@ -35,7 +35,7 @@ def train_command(
     pipeline_schedule: Annotated[ScheduleOpt, typer.Option(
         "--pipeline-schedule", help="Pipeline schedule (auto: interleaved if vpp > 1).")
     ] = ScheduleOpt.auto,
-    kernel_backend: KernelBackendOption = KernelBackendOpt.roofline,
+    kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
     kernel_table: KernelTableOption = None,
     trace: Annotated[Path | None, typer.Option(
         "--trace", help="Write the step as Chrome-trace / Perfetto JSON to this file.")] = None,

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from perfcast.cli.errors import handle_input_errors
-from perfcast.cli.options import KernelBackendOpt, KernelBackendOption, KernelTableOption
+from perfcast.cli.options import DEFAULT_KERNEL_BACKEND_OPT, KernelBackendOption, KernelTableOption
 
 DataOption = Annotated[
     Path, typer.Option("--data", help="CSV with the ground_truth training.csv or inference.csv schema.")
@@ -29,7 +29,7 @@ def _qualities(text: str | None) -> tuple[str, ...] | None:
 @handle_input_errors
 def validate_command(
     data: DataOption, json: JsonFlag = False, quality: QualityOption = None,
-    kernel_backend: KernelBackendOption = KernelBackendOpt.roofline,
+    kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
     kernel_table: KernelTableOption = None,
 ) -> None:
     """Forecast every measured row (training tokens/s/GPU, or each inference row's metric in its

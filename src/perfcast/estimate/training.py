@@ -30,7 +30,7 @@ from perfcast.graph.param_sharding import (
     stage_params,
 )
 from perfcast.graph.stage import stage_graph
-from perfcast.kernels.backend import KernelBackend, KernelBackendName, get_backend
+from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackend, KernelBackendName, get_backend
 from perfcast.memory.estimate import estimate_memory
 from perfcast.schedule.data_parallel import data_parallel_time
 from perfcast.schedule.op_time import comm_op_time_s
@@ -158,7 +158,7 @@ def estimate_training(
     system: SystemSpec,
     strategy: Strategy,
     workload: Workload,
-    kernel_backend: KernelBackendName | str | KernelBackend = KernelBackendName.ROOFLINE,
+    kernel_backend: KernelBackendName | str | KernelBackend = DEFAULT_KERNEL_BACKEND,
     overheads: TrainingOverheads | None = None,
 ) -> TrainingReport:
     """Step time, throughput, MFU and a breakdown for one training step (no side effects).

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perfcast.estimate.training_report import TrainingReport
+from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, get_backend
 from perfcast.schedule.simulate import simulate_pipeline
 from perfcast.schedule.timeline import PipelineTimeline
 
@@ -43,18 +44,18 @@ class OperatorPoint:
 
 
 def stage_operator_points(model, system, strategy, seq_length: int, stage: int,
-                          kernel_backend: str = "roofline") -> tuple[OperatorPoint, ...]:
+                          kernel_backend: str = DEFAULT_KERNEL_BACKEND) -> tuple[OperatorPoint, ...]:
     """Roofline points of the distinct compute ops of pipeline stage ``stage``."""
+    from perfcast.graph.fp8_casts import gemm_format
     from perfcast.graph.ops import AttentionOp, GemmOp
     from perfcast.graph.stage import stage_graph
-    from perfcast.kernels.backend import get_backend
     from perfcast.kernels.counts import attention_bytes, gemm_bytes
     from perfcast.schedule.op_time import compute_op_time_s
 
     backend = get_backend(kernel_backend)
     graph = stage_graph(model, strategy, seq_length, stage)
     ops = [op for group in graph.layers for op in group.compute] + list(graph.extra_compute)
-    precision = "fp8" if strategy.precision == "fp8" else "bf16"
+    precision = gemm_format(strategy.fp8_recipe) if strategy.precision == "fp8" else "bf16"
     points = []
     for op in ops:
         if isinstance(op, GemmOp):

@@ -1,4 +1,5 @@
-"""FP8 / MX training: which GEMMs run in FP8, and the cast/scale kernels each recipe adds.
+"""FP8 / MX / NVFP4 training: which GEMMs run in FP8 (FP4), and the cast/scale kernels each
+recipe adds.
 
 An FP8 GEMM ``Y[m, n] = X[m, k] · W[k, n]`` needs its operands quantized from BF16 (E4M3 for
 X and W, E5M2 or E4M3 for the gradient dY; Micikevicius et al. 2022, "FP8 Formats for Deep
@@ -28,12 +29,21 @@ FP8 out = 1 B/element per layout), per recipe:
 - ``mxfp8`` (OCP Microscaling Formats (MX) Specification v1.0, §5; TE ``MXFP8BlockScaling``):
   one E8M0 (1-byte) scale per 32 consecutive elements along the reduction axis (E/32 B per
   layout); one kernel writes both layouts: read 2E, write L·(E + E/32).
+- ``nvfp4`` (NVIDIA, *Pretraining Large Language Models with NVFP4*, arXiv 2509.25149, 2025,
+  §3-4; TE ``NVFP4BlockScaling``): every linear-layer GEMM (forward, dgrad, wgrad) runs at the
+  FP4 peak on E2M1 operands (0.5 B/element), one E4M3 scale (1 B) per 16 consecutive elements
+  of activations and gradients (E/16 B per layout) and per 16×16 block of weights (E/256 B),
+  plus one fp32 per-tensor scale from the tensor's amax (not counted). The per-tensor scale is
+  current scaling, so like ``tensorwise`` an amax pass precedes the cast: read 2E + read 2E,
+  write L·E/2. The random Hadamard transform of the wgrad inputs and the stochastic rounding
+  of gradients run inside the cast kernel (no extra HBM bytes). The paper's BF16 tail layers
+  are not modelled; router, LM head and attention stay BF16 as for FP8.
 
 Fusion (``fp8_fused_casts``): Transformer Engine quantizes a GEMM input inside the kernel that
 produces it (``LayerNormLinear`` / ``LayerNormMLP``: the norm writes FP8; fused SwiGLU + cast
 before the MLP output projection). The fused cast keeps only its write: the separate 2 B read
 disappears (delayed, blockwise, mxfp8, and the first rowwise layout, whose row the producer
-owns). Current tensorwise scaling needs the amax before it can cast, so fusion only folds the
+owns). Current tensorwise (and NVFP4) scaling needs the amax before it can cast, so fusion only folds the
 amax pass into the producer's epilogue (torch.compile / TE norm amax); the cast pass remains.
 Only forward inputs marked ``GemmOp.cast_fusable`` fuse; weights and gradients never do here.
 
@@ -58,11 +68,20 @@ from perfcast.specs.dtypes import BYTES_PER_ELEMENT
 HP_BYTES = BYTES_PER_ELEMENT["bf16"]
 """High-precision source of every cast (BF16 activations, gradients, working weights)."""
 FP8_BYTES = BYTES_PER_ELEMENT["fp8"]
+FP4_BYTES = BYTES_PER_ELEMENT["fp4"]
 SCALE_FP32_BYTES = BYTES_PER_ELEMENT["fp32"]
 MX_BLOCK = 32
 """MX block size (OCP MX spec v1.0 §5.2: k = 32 for MXFP8), one E8M0 byte per block."""
 DEEPSEEK_TILE = 128
 """Blockwise tile: 1×128 for activations/gradients, 128×128 for weights (DeepSeek-V3 §3.3.2)."""
+NVFP4_BLOCK = 16
+"""NVFP4 block: 1×16 for activations/gradients, 16×16 for weights, one E4M3 byte each (NVFP4
+pretraining paper §2, §4.1)."""
+
+
+def gemm_format(recipe: str | None) -> str:
+    """Tensor-core format of the low-precision GEMMs of ``recipe``: 'fp4' for NVFP4, else 'fp8'."""
+    return "fp4" if recipe == "nvfp4" else "fp8"
 
 
 def gemm_in_fp8(op: GemmOp, precision: str, recipe: str | None) -> bool:
@@ -81,6 +100,8 @@ def scale_bytes(elements, reduce_len, recipe: str, weight: bool):
         return SCALE_FP32_BYTES * elements / reduce_len
     if recipe == "mxfp8":
         return elements / MX_BLOCK
+    if recipe == "nvfp4":
+        return elements / (NVFP4_BLOCK ** 2 if weight else NVFP4_BLOCK)
     if recipe == "blockwise":
         tile = DEEPSEEK_TILE ** 2 if weight else DEEPSEEK_TILE
         return SCALE_FP32_BYTES * elements / tile
@@ -92,8 +113,9 @@ def cast_bytes(elements, layouts: int, recipe: str, fused: bool):
     ``layouts`` FP8 layouts; per-recipe formulas in the module docstring. Array-friendly."""
     if layouts == 0:
         return 0.0 * elements
-    read, write = HP_BYTES * elements, FP8_BYTES * elements * layouts
-    if recipe == "tensorwise":
+    low_bytes = FP4_BYTES if gemm_format(recipe) == "fp4" else FP8_BYTES
+    read, write = HP_BYTES * elements, low_bytes * elements * layouts
+    if recipe in ("tensorwise", "nvfp4"):
         return (0 if fused else read) + read + write
     if recipe in ("delayed", "blockwise", "mxfp8"):
         return (0 if fused else read) + write

@@ -6,21 +6,29 @@ GPU generation in ``calibration/kernel_analytical.yaml`` (fitted by
 calibration's (``calibration/kernel_roofline.yaml``). A GPU without SM count or clock in the
 catalog (TPU, Gaudi, parts whose clock is not published) is timed by the roofline backend;
 ``AnalyticalBackend.uses_roofline(gpu)`` says so.
+
+Speed: a training estimate asks for the same few dozen scalar GEMM shapes again and again (and
+the search's layer tables for the same shapes per layer key), so scalar GEMM calls are
+memoized per backend instance on (GPU, shape, precision) and scalar attention calls in
+``analytical_attention``; array calls are evaluated every time. Both run the same formulas,
+so a memoized value equals the array path's element exactly.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
-from perfcast.arrays import Bools, Floats
+from perfcast.arrays import Bools, Floats, all_scalars
 from perfcast.calibration.kernel_analytical import (
     GenerationAnalytical,
     KernelAnalyticalCalibration,
     load_kernel_analytical,
 )
 from perfcast.calibration.kernel_roofline import GEMM_CLASS
+from perfcast.kernels import analytical_gemm
 from perfcast.kernels.analytical_attention import (
     AttentionCall,
     AttentionRates,
@@ -43,6 +51,15 @@ class AnalyticalBackend:
     calibration: KernelAnalyticalCalibration = field(default_factory=load_kernel_analytical)
     roofline: RooflineBackend = field(default_factory=RooflineBackend)
     name: KernelBackendName = KernelBackendName.ANALYTICAL
+
+    def __post_init__(self) -> None:
+        # Per-instance memo of scalar GEMM calls (key: GPU, m, n, k, batch, precision).
+        memo = lru_cache(maxsize=analytical_gemm.GEMM_MEMO_SIZE)(self._gemm_time_s)
+        object.__setattr__(self, "_gemm_memo", memo)
+
+    def __reduce__(self) -> tuple:
+        # Pickle the fields only; the unpickled instance builds a fresh memo.
+        return type(self), (self.calibration, self.roofline, self.name)
 
     def params(self, gpu: GPUSpec) -> GenerationAnalytical:
         """The calibration block for ``gpu``'s generation (else ``default``)."""
@@ -71,7 +88,15 @@ class AnalyticalBackend:
         """``batch`` GEMMs C[m,n] = A[m,k]·B[k,n], seconds (``analytical_gemm``)."""
         if self.uses_roofline(gpu):
             return self.roofline.gemm_time_s(gpu, m, n, k, batch, precision)
-        return self.plan_gemm(gpu, m, n, k, batch, precision).time_s
+        if all_scalars(m, n, k, batch):
+            return self._gemm_memo(gpu, float(m), float(n), float(k), float(batch), precision)
+        return self._gemm_time_s(gpu, m, n, k, batch, precision)
+
+    def _gemm_time_s(self, gpu: GPUSpec, m: Floats, n: Floats, k: Floats, batch: Floats,
+                     precision: Precision) -> Floats:
+        hbm_eff, launch = self._hbm_and_launch(gpu)
+        return analytical_gemm.gemm_time_s(gpu, m, n, k, batch, precision, self.params(gpu).gemm,
+                                           hbm_eff, launch)
 
     def grouped_gemm_time_s(self, gpu: GPUSpec, tokens_per_expert: Floats, n: Floats,
                             k: Floats, precision: Precision = "bf16") -> Floats:

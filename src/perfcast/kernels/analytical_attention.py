@@ -23,16 +23,18 @@ dK += dSᵀ·Q, dQ += dS·K): 2·B_q·B_kv·(3·d_qk + 2·d_v) FLOPs (2.5× forw
 one exponential per score, and the dQ accumulation: B_q·d_qk fp32 atomics read-modify-written
 in L2 per step (FA2 §3.2). Plus the pre-pass D = rowsum(dO∘O) and the dQ fp32→16-bit
 post-pass as memory-bound kernels. Decode (s_q = 1) comes out as a memory-bound pass over the
-(paged) KV cache: the HBM floor dominates. Array-friendly.
+(paged) KV cache: the HBM floor dominates. Array-friendly; a call whose shapes are all scalars
+is memoized (a training estimate times the same few attention shapes many times).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from functools import lru_cache
 
 import numpy as np
 
-from perfcast.arrays import Bools, Floats
+from perfcast.arrays import Bools, Floats, all_scalars
 from perfcast.calibration.kernel_analytical import AttentionTileModel
 from perfcast.kernels.counts import attention_bytes, attention_keys_per_query
 from perfcast.kernels.efficiency import memory_time_s
@@ -56,6 +58,9 @@ are padded to it."""
 SPLIT_KV = (1, 2, 4, 8, 16, 32)
 """Split-KV factors of the forward pass (flash-decoding, Dao et al. 2023 blog)."""
 
+ATTENTION_MEMO_SIZE = 1 << 14
+"""Scalar attention calls memoized per direction (key: the call's shapes and the rates)."""
+
 
 def _overlapped(t_mma: Floats, t_exp: Floats, overlap: float) -> Floats:
     """Matmul and softmax of one step: max + (1 − ω)·min (ω = fraction hidden)."""
@@ -75,6 +80,14 @@ class AttentionCall:
     head_dim_v: Floats
     causal: Bools
     precision: Precision
+
+    def as_scalars(self) -> AttentionCall | None:
+        """This call with every shape as a float and ``causal`` as a bool (a memo key that
+        does not depend on int/float/numpy types), or None when any field is an array."""
+        values = [getattr(self, f.name) for f in fields(self)[:-2]]
+        if not all_scalars(*values, self.causal):
+            return None
+        return AttentionCall(*(float(v) for v in values), bool(self.causal), self.precision)
 
 
 @dataclass(frozen=True)
@@ -100,7 +113,12 @@ class AttentionRates:
 
 
 def attention_forward_time_s(call: AttentionCall, rates: AttentionRates) -> Floats:
-    """One flash-attention forward pass, seconds (formulas: module doc)."""
+    """One flash-attention forward pass, seconds (formulas: module doc; scalars memoized)."""
+    scalar = call.as_scalars()
+    return _forward_time_s(call, rates) if scalar is None else _forward_memo(scalar, rates)
+
+
+def _forward_time_s(call: AttentionCall, rates: AttentionRates) -> Floats:
     model, clock, sms, sm_load_Bps = rates.model, rates.clock_Hz, rates.sms, rates.sm_load_Bps
     batch, num_heads, num_kv_heads = call.batch, call.num_heads, call.num_kv_heads
     seq_q, seq_kv, causal = call.seq_q, call.seq_kv, call.causal
@@ -131,8 +149,17 @@ def attention_forward_time_s(call: AttentionCall, rates: AttentionRates) -> Floa
     return best + rates.launch_overhead_s
 
 
+_forward_memo = lru_cache(maxsize=ATTENTION_MEMO_SIZE)(_forward_time_s)
+
+
 def attention_backward_time_s(call: AttentionCall, rates: AttentionRates) -> Floats:
-    """One flash-attention backward pass incl. its pre/post passes, seconds (module doc)."""
+    """One flash-attention backward pass incl. its pre/post passes, seconds (module doc;
+    scalars memoized)."""
+    scalar = call.as_scalars()
+    return _backward_time_s(call, rates) if scalar is None else _backward_memo(scalar, rates)
+
+
+def _backward_time_s(call: AttentionCall, rates: AttentionRates) -> Floats:
     model, clock, sms, sm_load_Bps = rates.model, rates.clock_Hz, rates.sms, rates.sm_load_Bps
     batch, num_heads, num_kv_heads = call.batch, call.num_heads, call.num_kv_heads
     seq_q, seq_kv, causal = call.seq_q, call.seq_kv, call.causal
@@ -156,3 +183,6 @@ def attention_backward_time_s(call: AttentionCall, rates: AttentionRates) -> Flo
     pre_post_bytes = rows * (2.0 * d_v * b_in + d_qk * (DQ_ACCUMULATOR_BYTES + b_in))
     pre_post = memory_time_s(pre_post_bytes, rates.hbm_Bps, 1.0)
     return main + pre_post + 3.0 * rates.launch_overhead_s
+
+
+_backward_memo = lru_cache(maxsize=ATTENTION_MEMO_SIZE)(_backward_time_s)

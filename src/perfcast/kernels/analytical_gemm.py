@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -45,6 +46,10 @@ from perfcast.specs.hardware import GPUSpec, Precision
 PARTIAL_BYTES = 4.0
 """Split-K partial sums are fp32 (CUTLASS ``GemmSplitKParallel`` workspace, 4 B/element)."""
 
+GEMM_MEMO_SIZE = 1 << 16
+"""Scalar GEMM calls memoized per analytical backend (a 405B estimate uses ~40 shapes, a
+16,384-GPU search's layer tables about 1,300)."""
+
 
 @dataclass(frozen=True)
 class GemmRates:
@@ -63,8 +68,10 @@ class GemmRates:
     bytes_in: float
 
     @classmethod
+    @lru_cache(maxsize=256)
     def of(cls, gpu: GPUSpec, precision: Precision, model: GemmTileModel,
            hbm_efficiency: float) -> GemmRates:
+        """Rates of ``gpu`` at ``precision`` (memoized: one per GPU, precision, calibration)."""
         clock, sms = matrix_clock_Hz(gpu), sm_count(gpu)
         eff = model.mma_efficiency_fp8 if GEMM_CLASS[precision] == "fp8" else \
             model.mma_efficiency_bf16
@@ -149,6 +156,39 @@ TileCounter = Callable[[np.ndarray, np.ndarray], Floats]
 """(T_m, T_n) candidate arrays -> output tiles of the GEMM(s) being planned."""
 
 
+@lru_cache(maxsize=64)
+def _candidate_grid(model: GemmTileModel) -> np.ndarray:
+    """(T_m, T_n, SMs per tile, split-K) of every candidate, one row each (per calibration)."""
+    grid = np.array([(t.tile_m, t.tile_n, t.sms, s) for t in model.tiles for s in model.split_k],
+                    dtype=float)
+    grid.flags.writeable = False
+    return grid
+
+
+def _candidates(
+    rates: GemmRates, count_tiles: TileCounter, compulsory_bytes: Floats, k: Floats,
+    model: GemmTileModel, ndim: int,
+) -> tuple[np.ndarray, GemmCandidateTimes, np.ndarray]:
+    """Candidate grid on a leading axis (``ndim`` = dimensions of the shapes), their times, and
+    their totals with disallowed split-K candidates (tiles·k_s over one wave) set to inf."""
+    grid = _candidate_grid(model).reshape((-1, 4) + (1,) * ndim)
+    tile_m, tile_n, tile_sms, split = grid[:, 0], grid[:, 1], grid[:, 2], grid[:, 3]
+    times = gemm_candidate_times(rates, count_tiles(tile_m, tile_n), compulsory_bytes, k,
+                                 tile_m, tile_n, tile_sms, split)
+    allowed = (split == 1) | (times.units <= times.slots)
+    return grid, times, np.where(allowed, times.total_s, np.inf)
+
+
+def best_tile_time_s(
+    rates: GemmRates, count_tiles: TileCounter, compulsory_bytes: Floats, k: Floats,
+    model: GemmTileModel, launch_overhead_s: float, ndim: int,
+) -> Floats:
+    """Time of the fastest (tile, split-K) per shape, launch included: ``plan_tiles(...).time_s``
+    without choosing the tile's other fields (the min of the same totals)."""
+    return np.min(_candidates(rates, count_tiles, compulsory_bytes, k, model, ndim)[2],
+                  axis=0) + launch_overhead_s
+
+
 def plan_tiles(
     rates: GemmRates, count_tiles: TileCounter, compulsory_bytes: Floats, k: Floats,
     model: GemmTileModel, launch_overhead_s: float, ndim: int,
@@ -160,13 +200,8 @@ def plan_tiles(
     'launch' when the launch overhead exceeds the rest, 'compute' when the matrix time is at
     least the load/L2/HBM time, else 'memory'.
     """
-    grid = np.array([(t.tile_m, t.tile_n, t.sms, s) for t in model.tiles for s in model.split_k],
-                    dtype=float).reshape((-1, 4) + (1,) * ndim)
-    tile_m, tile_n, tile_sms, split = grid[:, 0], grid[:, 1], grid[:, 2], grid[:, 3]
-    times = gemm_candidate_times(rates, count_tiles(tile_m, tile_n), compulsory_bytes, k,
-                                 tile_m, tile_n, tile_sms, split)
-    allowed = (split == 1) | (times.units <= times.slots)
-    totals = np.where(allowed, times.total_s, np.inf)
+    grid, times, totals = _candidates(rates, count_tiles, compulsory_bytes, k, model, ndim)
+    tile_m, tile_n, split = grid[:, 0], grid[:, 1], grid[:, 3]
     best = np.argmin(totals, axis=0)[None]
 
     def pick(values: Floats) -> np.ndarray:
@@ -179,15 +214,32 @@ def plan_tiles(
                     split_k=pick(split), waves=pick(times.waves), bound=bound)
 
 
+def _batched_gemm(
+    gpu: GPUSpec, m: Floats, n: Floats, k: Floats, batch: Floats, precision: Precision,
+    model: GemmTileModel, hbm_efficiency: float,
+) -> tuple[GemmRates, TileCounter, Floats, Floats]:
+    """Rates, tile counter, compulsory bytes and depth of ``batch`` equal GEMMs."""
+    return (GemmRates.of(gpu, precision, model, hbm_efficiency),
+            lambda tm, tn: num_tiles(m, n, tm, tn, batch), gemm_bytes(m, n, k, batch, precision), k)
+
+
 def plan_gemm(
     gpu: GPUSpec, m: Floats, n: Floats, k: Floats, batch: Floats, precision: Precision,
     model: GemmTileModel, hbm_efficiency: float, launch_overhead_s: float,
 ) -> GemmPlan:
     """``batch`` equal GEMMs C[m,n] = A[m,k]·B[k,n] (batched, or grouped with equal groups)."""
-    rates = GemmRates.of(gpu, precision, model, hbm_efficiency)
-    return plan_tiles(rates, lambda tm, tn: num_tiles(m, n, tm, tn, batch),
-                      gemm_bytes(m, n, k, batch, precision), k, model, launch_overhead_s,
-                      np.broadcast(m, n, k, batch).ndim)
+    return plan_tiles(*_batched_gemm(gpu, m, n, k, batch, precision, model, hbm_efficiency),
+                      model, launch_overhead_s, np.broadcast(m, n, k, batch).ndim)
+
+
+def gemm_time_s(
+    gpu: GPUSpec, m: Floats, n: Floats, k: Floats, batch: Floats, precision: Precision,
+    model: GemmTileModel, hbm_efficiency: float, launch_overhead_s: float,
+) -> Floats:
+    """``plan_gemm(...).time_s`` alone, seconds: the same candidates' fastest total, without
+    recording which tile won (the path of the kernel backends and the search)."""
+    return best_tile_time_s(*_batched_gemm(gpu, m, n, k, batch, precision, model, hbm_efficiency),
+                            model, launch_overhead_s, np.broadcast(m, n, k, batch).ndim)
 
 
 def plan_grouped_gemm(

@@ -84,6 +84,11 @@ class KernelBackend(Protocol):
         ...
 
 
+DEFAULT_KERNEL_BACKEND = KernelBackendName.ROOFLINE
+"""Backend of ``estimate_training``, the search and ``perfcast train``/``validate`` when none
+is named (the CLI mirrors it in ``cli.options.DEFAULT_KERNEL_BACKEND_OPT``; a test checks).
+Serving (``estimate_inference``) times its kernels with the roofline calibration."""
+
 _BACKENDS: dict[KernelBackendName, str] = {
     KernelBackendName.ROOFLINE: "perfcast.kernels.roofline:RooflineBackend",
     KernelBackendName.ANALYTICAL: "perfcast.kernels.analytical:AnalyticalBackend",
@@ -105,7 +110,7 @@ def _instantiate(name: KernelBackendName) -> KernelBackend:
 
 
 def get_backend(
-    name: KernelBackendName | str | KernelBackend = KernelBackendName.ROOFLINE,
+    name: KernelBackendName | str | KernelBackend = DEFAULT_KERNEL_BACKEND,
 ) -> KernelBackend:
     """The backend registered as ``name`` with its shipped calibration (one shared instance);
     a backend instance (e.g. ``MeasuredBackend`` over a user's table) is returned as it is.

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from perfcast.graph.fp8_casts import gemm_in_fp8
+from perfcast.graph.fp8_casts import gemm_format, gemm_in_fp8
 from perfcast.graph.ops import (
     LOW_LATENCY_ALGORITHM,
     AttentionOp,
@@ -35,7 +35,7 @@ def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
     gpu = system.gpu
     if isinstance(op, GemmOp):
         fp8 = gemm_in_fp8(op, strategy.precision, strategy.fp8_recipe)
-        precision = "fp8" if fp8 else (
+        precision = gemm_format(strategy.fp8_recipe) if fp8 else (
             "fp16" if strategy.precision == "fp16" else "bf16")
         return op.count * backend.gemm_time_s(gpu, op.m, op.n, op.k, op.batch, precision)
     if isinstance(op, AttentionOp):

@@ -27,7 +27,7 @@ from perfcast.estimate.training import assemble_step, distinct_stages
 from perfcast.graph.layer import layer_ops
 from perfcast.graph.param_sharding import stage_params
 from perfcast.graph.stage import LayerGroup, embedding_ops, head_ops, layer_shape
-from perfcast.kernels.backend import KernelBackendName, get_backend
+from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackendName, get_backend
 from perfcast.memory.estimate import stage_memory
 from perfcast.schedule.data_parallel import data_parallel_time
 from perfcast.schedule.stage_time import (
@@ -124,7 +124,7 @@ class BulkEvaluator:
     @classmethod
     def for_space(cls, model: ModelSpec, system: SystemSpec, workload: Workload,
                   space: StrategySpace,
-                  kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE):
+                  kernel_backend: KernelBackendName | str = DEFAULT_KERNEL_BACKEND):
         backend = get_backend(kernel_backend)
         tables = layer_tables(model, system, space, workload.seq_length, backend)
         return cls(model, system, workload, tables, backend)

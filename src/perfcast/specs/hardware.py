@@ -16,6 +16,12 @@ Generation = Literal[
     "volta", "ampere", "hopper", "blackwell", "blackwell-ultra",
     "cdna2", "cdna3", "cdna4", "tpu", "gaudi",
 ]
+MX_BLOCK_SCALING_GENERATIONS: frozenset[str] = frozenset({"blackwell", "blackwell-ultra", "cdna4"})
+"""Generations whose matrix units take MX block-scaled operands (one E8M0 scale per 32
+elements, OCP MX spec v1.0): NVIDIA Blackwell (5th-generation Tensor Cores, PTX ISA 8.7
+``tcgen05.mma ... .block_scale``; Transformer Engine's ``MXFP8BlockScaling`` requires compute
+capability 10.0+) and AMD CDNA 4 (MI350 series, CDNA 4 ISA ``V_MFMA_SCALE_F32_*``). Hopper and
+older scale per tensor/row/block in software only."""
 ScaleUpTopology = Literal["switch", "mesh", "pcie"]
 """How the scale-up domain joins its GPUs: ``switch`` (NVSwitch: every GPU reaches any peer at
 its full per-GPU bandwidth), ``mesh`` (AMD xGMI fully connected: one link per pair of GPUs, so a
@@ -109,6 +115,17 @@ class GPUSpec(BaseModel):
         if clock_Hz is None:
             return self
         return self.model_copy(update={"clock_override_Hz": float(clock_Hz)})
+
+    @property
+    def mx_block_scaling(self) -> bool:
+        """True when the tensor cores take MX block-scaled operands (``MX_BLOCK_SCALING_GENERATIONS``)."""
+        return self.generation in MX_BLOCK_SCALING_GENERATIONS
+
+    @property
+    def nvfp4(self) -> bool:
+        """True when the tensor cores take NVFP4 (E2M1 with an E4M3 scale per 16 elements):
+        NVIDIA parts with an FP4 peak, i.e. Blackwell (PTX ISA 8.7 ``.kind::mxf4nvf4``)."""
+        return self.vendor == "nvidia" and self.supports("fp4")
 
     def supports(self, precision: Precision) -> bool:
         try:

@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Recompute = Literal["none", "selective", "full"]
 TrainPrecision = Literal["bf16", "fp16", "fp8"]
-FP8Recipe = Literal["tensorwise", "delayed", "rowwise", "rowwise-hp-wgrad", "blockwise", "mxfp8"]
+FP8Recipe = Literal["tensorwise", "delayed", "rowwise", "rowwise-hp-wgrad", "blockwise", "mxfp8",
+                    "nvfp4"]
 GradReduceDtype = Literal["fp32", "bf16"]
 PipelineSchedule = Literal["1f1b", "interleaved", "gpipe", "zb-h1", "zb-v", "dualpipe"]
 """Pipeline schedules (``schedule.orders``): GPipe, 1F1B and interleaved 1F1B (Narayanan et al.
