@@ -73,7 +73,7 @@ class KernelBackendOpt(str, Enum):
     measured = "measured"
 
 
-DEFAULT_KERNEL_BACKEND_OPT = KernelBackendOpt.roofline
+DEFAULT_KERNEL_BACKEND_OPT = KernelBackendOpt.analytical
 """``perfcast.kernels.backend.DEFAULT_KERNEL_BACKEND``, mirrored here so ``--help`` imports no
 numpy (tests/test_kernels_speed_paths.py checks they agree)."""
 

@@ -84,7 +84,7 @@ class KernelBackend(Protocol):
         ...
 
 
-DEFAULT_KERNEL_BACKEND = KernelBackendName.ROOFLINE
+DEFAULT_KERNEL_BACKEND = KernelBackendName.ANALYTICAL
 """Backend of ``estimate_training``, the search and ``perfcast train``/``validate`` when none
 is named (the CLI mirrors it in ``cli.options.DEFAULT_KERNEL_BACKEND_OPT``; a test checks).
 Serving (``estimate_inference``) times its kernels with the roofline calibration."""
