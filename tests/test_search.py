@@ -145,3 +145,22 @@ def test_search_bad_input_exits_2(args):
     result = _search(*args)
     assert result.exit_code == 2
     assert "error:" in result.output
+
+
+@pytest.mark.parametrize("backend", ["roofline", "analytical"])
+def test_search_kernel_backend_reaches_bulk_and_full_forecasts(backend):
+    """``--kernel-backend`` times both the bulk evaluation and the reported forecasts."""
+    from perfcast.search.run import search_strategies
+
+    model, system = load_model("llama3-8b"), load_system("dgx-h100", num_gpus=16)
+    workload = Workload(seq_length=4096, global_batch_size=64)
+    result = search_strategies(model, system, workload, 16, top=1, kernel_backend=backend)
+    best = result.best[0].report
+    again = estimate_training(model, system.with_num_gpus(16), best.strategy, workload,
+                              kernel_backend=backend)
+    assert best.step_time_s == pytest.approx(again.step_time_s, rel=1e-12)
+    cli = CliRunner().invoke(app, ["search", "--model", "llama3-8b", "--gpus", "16", "--top", "1",
+                              "--global-batch-size", "64", "--kernel-backend", backend, "--json"])
+    assert cli.exit_code == 0, cli.output
+    assert json.loads(cli.stdout)["best"][0]["tokens_per_s_per_gpu"] == pytest.approx(
+        best.tokens_per_s_per_gpu, rel=1e-9)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from perfcast.cli.errors import handle_input_errors
+from perfcast.cli.options import DEFAULT_KERNEL_BACKEND_OPT, KernelBackendOption
 
 PROGRESS_MIN_STRATEGIES = 200_000
 """Show a progress bar when a search evaluates at least this many strategies."""
@@ -49,6 +50,7 @@ def search_command(
     max_vpp: Annotated[int, typer.Option("--max-vpp", help="Most model chunks per pipeline rank.")] = 8,
     max_micro_batch_size: Annotated[int, typer.Option("--max-micro-batch-size", help="Largest micro-batch.")] = 8,
     no_fp8: Annotated[bool, typer.Option("--no-fp8", help="Do not try FP8.")] = False,
+    kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
     json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     csv: Annotated[bool, typer.Option("--csv", help="Print the best strategies as CSV.")] = False,
 ) -> None:
@@ -67,7 +69,8 @@ def search_command(
     spec_system = load_system(system, num_gpus=gpus)
     workload = Workload(seq_length=seq_length, global_batch_size=global_batch_size)
     kwargs = dict(constraints=constraints, objective=objective.value, top=top,
-                  token_budget=token_budget, price_per_gpu_hour=price_per_gpu_hour)
+                  token_budget=token_budget, price_per_gpu_hour=price_per_gpu_hour,
+                  kernel_backend=kernel_backend.value)
     if json or csv:
         result = search_strategies(spec_model, spec_system, workload, gpus, **kwargs)
     else:

@@ -9,6 +9,7 @@ import numpy as np
 
 from perfcast.errors import InputError
 from perfcast.estimate.training import estimate_training
+from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackendName
 from perfcast.search.bulk import BulkEvaluator
 from perfcast.search.enumerate import enumerate_strategies
 from perfcast.search.rank import (
@@ -42,10 +43,12 @@ def search_strategies(
     token_budget: float = DEFAULT_TOKEN_BUDGET,
     price_per_gpu_hour: float | None = None,
     progress: Callable[[int, int], None] | None = None,
+    kernel_backend: KernelBackendName | str = DEFAULT_KERNEL_BACKEND,
 ) -> SearchResult:
     """Best strategies for ``model`` on ``num_gpus`` GPUs of ``system`` (no side effects).
 
-    ``progress(done, total)`` is called after each evaluated block.
+    ``progress(done, total)`` is called after each evaluated block. ``kernel_backend`` times
+    the kernels of both the bulk evaluation and the full forecasts of the reported strategies.
     """
     objective = Objective(objective)
     if objective is Objective.COST and price_per_gpu_hour is None:
@@ -56,7 +59,7 @@ def search_strategies(
     if total == 0:
         raise InputError("gpus", num_gpus, "no valid strategy under the search constraints")
     start = time.perf_counter()
-    evaluator = BulkEvaluator.for_space(model, system, workload, space)
+    evaluator = BulkEvaluator.for_space(model, system, workload, space, kernel_backend)
     done, kept, front = 0, [], []
     capacity = system.gpu.hbm_capacity_bytes
     tokens_per_step = workload.tokens_per_step
@@ -91,7 +94,8 @@ def search_strategies(
 
     def candidate(b: int, i: int) -> SearchCandidate:
         strategy = space.blocks[b].strategy(int(i))
-        report = estimate_training(model, system, strategy, workload)
+        report = estimate_training(model, system, strategy, workload,
+                                   kernel_backend=kernel_backend)
         t = float(time_to_train_s(token_budget, report.tokens_per_s_per_gpu, num_gpus))
         cost = (None if price_per_gpu_hour is None
                 else float(training_cost_usd(t, num_gpus, price_per_gpu_hour)))
