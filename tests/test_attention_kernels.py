@@ -115,3 +115,12 @@ def test_validation_rows_map_framework_to_kernel(framework, kernel):
     notes: list[str] = []
     assert attention_kernel({"framework": framework, "source_id": "x"}, notes) == kernel
     assert bool(notes) == (kernel != "auto")
+
+
+def test_kernels_attention_command_takes_the_kernel_class():
+    base = ["kernels", "attention", "--batch", "2", "--heads", "32", "--seq-q", "8192",
+            "--system", "dgx-h100", "--json"]
+    auto = json.loads(runner.invoke(app, base).stdout)
+    fa2 = json.loads(runner.invoke(app, base + ["--attention-kernel", "fa2"]).stdout)
+    assert fa2["shape"]["kernel"] == "fa2"
+    assert 1.3 < fa2["time_s"] / auto["time_s"] < 2.6

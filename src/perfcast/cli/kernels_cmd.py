@@ -8,6 +8,8 @@ import typer
 
 from perfcast.cli.errors import handle_input_errors
 from perfcast.cli.options import (
+    DEFAULT_KERNEL_BACKEND_OPT,
+    AttentionKernelOpt,
     GpuClockOption,
     KernelBackendOpt,
     KernelBackendOption,
@@ -64,7 +66,7 @@ def gemm_command(
     batch: Annotated[int, typer.Option("--batch", min=1, help="Batched/grouped GEMMs.")] = 1,
     dtype: DtypeOption = "bf16",
     system: SystemOption = "dgx-h100",
-    kernel_backend: KernelBackendOption = KernelBackendOpt.analytical,
+    kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
     kernel_table: KernelTableOption = None,
     gpu_clock_mhz: GpuClockOption = None,
     json: JsonFlag = False,
@@ -91,9 +93,12 @@ def attention_command(
                                                    help="V head dim (MLA).")] = None,
     causal: Annotated[bool, typer.Option("--causal/--full", help="Causal mask.")] = True,
     backward: Annotated[bool, typer.Option("--backward", help="Backward pass.")] = False,
+    attention_kernel: Annotated[AttentionKernelOpt, typer.Option(
+        "--attention-kernel", help="Kernel class: auto (the GPU's own), fa2 or triton.")
+    ] = AttentionKernelOpt.auto,
     dtype: DtypeOption = "bf16",
     system: SystemOption = "dgx-h100",
-    kernel_backend: KernelBackendOption = KernelBackendOpt.analytical,
+    kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
     kernel_table: KernelTableOption = None,
     gpu_clock_mhz: GpuClockOption = None,
     json: JsonFlag = False,
@@ -103,7 +108,7 @@ def attention_command(
 
     gpu, backend = _gpu_and_backend(system, gpu_clock_mhz, kernel_backend, kernel_table)
     shape = AttentionShape(batch, heads, kv_heads or heads, seq_q, seq_kv or seq_q, head_dim,
-                           head_dim_v or head_dim, causal, backward)
+                           head_dim_v or head_dim, causal, backward, attention_kernel.value)
     _emit(attention_kernel_report(backend, gpu, shape, _precision(dtype)), json)
 
 

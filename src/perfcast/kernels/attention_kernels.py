@@ -35,7 +35,7 @@ def resolve_attention_kernel(
     return derived.base, derived.time_ratio
 
 
-def uncalibrated(gpu: GPUSpec, kernel: str) -> InputError:
+def uncalibrated_kernel_error(gpu: GPUSpec, kernel: str) -> InputError:
     """The error for a kernel class with no curves on ``gpu``'s generation."""
     return InputError("attention_kernel", kernel,
                       f"not calibrated for {gpu.generation} GPUs ({gpu.name}); use 'auto'")

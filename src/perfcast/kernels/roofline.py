@@ -33,7 +33,7 @@ from perfcast.calibration.kernel_roofline import (
     KernelRooflineCalibration,
     load_kernel_roofline,
 )
-from perfcast.kernels.attention_kernels import resolve_attention_kernel, uncalibrated
+from perfcast.kernels.attention_kernels import resolve_attention_kernel, uncalibrated_kernel_error
 from perfcast.kernels.backend import KernelBackendName
 from perfcast.kernels.counts import (
     attention_bytes,
@@ -112,7 +112,7 @@ class RooflineBackend:
         if kernel == "fa2":
             curve = params.attention_fa2_backward if backward else params.attention_fa2_forward
             if curve is None:
-                raise uncalibrated(gpu, kernel)
+                raise uncalibrated_kernel_error(gpu, kernel)
             return curve, peak16
         if backward:
             return params.attention_backward, peak16

@@ -46,6 +46,8 @@ class AttentionShape:
     head_dim_v: int
     causal: bool
     backward: bool
+    kernel: str = "auto"
+    """``Strategy.attention_kernel`` class (``kernels.attention_kernels``)."""
 
 
 def _bound(backend: KernelBackend, gpu: GPUSpec, time_s: float, flops: float,
@@ -90,7 +92,7 @@ def attention_kernel_report(backend: KernelBackend, gpu: GPUSpec, shape: Attenti
                                       s.head_dim_qk, s.head_dim_v, s.backward, precision))
     time_s = float(backend.attention_time_s(
         gpu, s.batch, s.heads, s.seq_q, s.seq_kv, s.head_dim_qk, s.head_dim_v, s.causal,
-        s.backward, precision, num_kv_heads=s.kv_heads))
+        s.backward, precision, num_kv_heads=s.kv_heads, kernel=s.kernel))
     peak = gpu.peak_flops(precision if not s.backward else "bf16")
     return KernelReport(
         kernel="attention_backward" if s.backward else "attention_forward", gpu=gpu.name,
