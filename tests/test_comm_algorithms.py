@@ -26,7 +26,6 @@ from perfcast.comm.placement import dimension_strides
 from perfcast.errors import InputError
 from perfcast.graph.ops import Group
 from perfcast.schedule.op_time import group_size_and_stride
-from perfcast.schedule.overlap import exposed_comm_s
 from perfcast.specs.strategy import Strategy
 from test_comm_alpha_beta import A3_MEGA, DGX_A100, MI300X_NODE, P6_B200
 
@@ -214,13 +213,3 @@ def test_placement_order_moves_groups_between_tiers():
     assert group_size_and_stride(Group.DP, dp_inner) == (8, 1)
     with pytest.raises(ValueError, match="placement_order"):
         Strategy(num_gpus=8, placement_order="tp-dp-pp")
-
-
-# --- overlap ----------------------------------------------------------------------------------
-
-def test_exposed_comm_identities():
-    assert exposed_comm_s(3.0, 1.0, 0.0) == pytest.approx(2.0)
-    assert exposed_comm_s(1.0, 3.0, 0.0) == 0.0
-    assert exposed_comm_s(1.0, 3.0, 0.1) == pytest.approx(0.1)      # slowdown of hidden part
-    assert exposed_comm_s(1.0, 3.0, 0.0, 0.3) == pytest.approx(0.7)  # only 30% hideable
-    np.testing.assert_allclose(exposed_comm_s(np.array([1.0, 4.0]), 2.0, 0.0), [0.0, 2.0])

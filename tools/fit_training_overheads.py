@@ -16,6 +16,11 @@ Derived attention-kernel classes marked ``method: fitted`` in calibration/attent
 time ratio over the base kernel from the same rows first: the ratio that minimises the summed
 |log error| left after the per-generation fit (a grid over [1, 3]); --write rewrites that file.
 
+The share of an overlapped data-parallel collective that still lands on the critical path
+(``dp_overlap_exposed_fraction`` in calibration/comm_overlap.yaml, one value shared by every
+generation) is fitted the same way, on a grid over [0, 1], between two rounds of the attention
+ratio fit; --write rewrites it too.
+
     python tools/fit_training_overheads.py [--write] [--kernel-backend=NAME] [path/to/training.csv]
 """
 
@@ -36,6 +41,11 @@ from perfcast.calibration.attention_kernels import (
     ATTENTION_KERNELS_PATH,
     AttentionKernelCalibration,
     load_attention_kernels,
+)
+from perfcast.calibration.comm_overlap import (
+    COMM_OVERLAP_PATH,
+    CommOverlapCalibration,
+    load_comm_overlap,
 )
 from perfcast.calibration.training_overheads import TrainingOverhead, TrainingOverheads
 from perfcast.estimate.training import estimate_training
@@ -78,12 +88,14 @@ class OverheadFit:
     lines: list[str]
 
 
-def fit_overheads(path: Path, backend: KernelBackend) -> OverheadFit:
-    """The 1-D fit of f per generation with ``backend`` (two validation runs: f = 0, 1)."""
+def fit_overheads(path: Path, backend: KernelBackend,
+                  overlap: CommOverlapCalibration | None = None) -> OverheadFit:
+    """The 1-D fit of f per generation with ``backend`` and ``overlap`` (two validation runs:
+    f = 0, 1)."""
     from perfcast.catalog.gpus import load_gpu
 
     runs = [validate_training(path, partial(estimate_training, overheads=_overheads(f),
-                                            kernel_backend=backend),
+                                            kernel_backend=backend, comm_overlap=overlap),
                               qualities=("A", "B"), arch_types=("dense",)) for f in (0.0, 1.0)]
     by_gen: dict[str, list[tuple[float, float]]] = defaultdict(list)
     one = {row.row_id: row for row in runs[1].rows}
@@ -123,8 +135,35 @@ def with_attention_kernels(backend: KernelBackend,
     return replace(backend, analytical=with_attention_kernels(backend.analytical, kernels))
 
 
-def fit_attention_ratios(path: Path, backend: KernelBackend,
-                         kernels: AttentionKernelCalibration) -> AttentionKernelCalibration:
+def _grid_minimum(loss, coarse_grid: np.ndarray, step: float, low: float, high: float) -> float:
+    """The best point of ``loss`` on ``coarse_grid``, refined on a grid of ``step`` around it
+    (within [low, high])."""
+    coarse = {float(x): loss(float(x)) for x in coarse_grid}
+    best = min(coarse, key=coarse.get)
+    fine_grid = np.round(np.arange(max(low, best - 4 * step), min(high, best + 4 * step) + step / 2,
+                                   step), 4)
+    fine = {float(x): loss(float(x)) for x in fine_grid} | coarse
+    return min(fine, key=fine.get)
+
+
+def fit_dp_overlap(path: Path, backend: KernelBackend,
+                   overlap: CommOverlapCalibration) -> CommOverlapCalibration:
+    """``dp_overlap_exposed_fraction``: the shared value in [0, 1] minimising the loss of the
+    per-generation overhead fit (grid of 0.05, then 0.01 around the best point)."""
+    def trial(share: float) -> CommOverlapCalibration:
+        return overlap.model_copy(update={"dp_overlap_exposed_fraction": overlap
+                                          .dp_overlap_exposed_fraction.model_copy(
+                                              update={"value": share})})
+
+    best = _grid_minimum(lambda s: fit_overheads(path, backend, trial(s)).loss,
+                         np.round(np.arange(0.0, 1.001, 0.05), 2), 0.01, 0.0, 1.0)
+    print(f"dp_overlap_exposed_fraction = {best:.2f}")
+    return trial(best)
+
+
+def fit_attention_ratios(path: Path, backend: KernelBackend, kernels: AttentionKernelCalibration,
+                         overlap: CommOverlapCalibration | None = None
+                         ) -> AttentionKernelCalibration:
     """Each ``method: fitted`` derived kernel's time_ratio: the value minimising the loss of
     the overhead fit (coarse grid over [1, 3], then a fine one around the best point)."""
     for name, derived in kernels.derived.items():
@@ -135,12 +174,9 @@ def fit_attention_ratios(path: Path, backend: KernelBackend,
                  current: AttentionKernelCalibration = kernels) -> float:
             trial = current.model_copy(update={"derived": current.derived | {
                 name: current.derived[name].model_copy(update={"time_ratio": ratio})}})
-            return fit_overheads(path, with_attention_kernels(backend, trial)).loss
+            return fit_overheads(path, with_attention_kernels(backend, trial), overlap).loss
 
-        coarse = {r: loss(r) for r in np.round(np.arange(1.0, 3.01, 0.1), 3)}
-        best = min(coarse, key=coarse.get)
-        fine = {r: loss(r) for r in np.round(np.arange(max(1.0, best - 0.08), best + 0.09, 0.02), 3)}
-        best = float(min(fine, key=fine.get))
+        best = _grid_minimum(loss, np.round(np.arange(1.0, 3.01, 0.1), 3), 0.02, 1.0, 3.0)
         print(f"attention kernel {name}: time ratio over {derived.base} = {best:.2f}")
         kernels = kernels.model_copy(update={"derived": kernels.derived | {
             name: derived.model_copy(update={"time_ratio": best})}})
@@ -149,8 +185,11 @@ def fit_attention_ratios(path: Path, backend: KernelBackend,
 
 def main(path: Path, write: bool, kernel_backend: str = "roofline") -> None:
     backend = get_backend(kernel_backend)
-    kernels = fit_attention_ratios(path, backend, load_attention_kernels())
-    fitted = fit_overheads(path, with_attention_kernels(backend, kernels))
+    overlap = load_comm_overlap()
+    kernels = fit_attention_ratios(path, backend, load_attention_kernels(), overlap)
+    overlap = fit_dp_overlap(path, with_attention_kernels(backend, kernels), overlap)
+    kernels = fit_attention_ratios(path, backend, kernels, overlap)
+    fitted = fit_overheads(path, with_attention_kernels(backend, kernels), overlap)
     print("\n".join(fitted.lines))
     print(f"overall MAPE before {statistics.mean(fitted.before):.1%} after "
           f"{statistics.mean(fitted.after):.1%} over {len(fitted.after)} rows")
@@ -161,6 +200,7 @@ def main(path: Path, write: bool, kernel_backend: str = "roofline") -> None:
         OUT.write_text(text + yaml.safe_dump(fitted.entries, sort_keys=True, width=100))
         print(f"wrote {OUT}")
         write_attention_kernels(kernels, len(fitted.after))
+        write_dp_overlap(overlap, len(fitted.after))
 
 
 def write_attention_kernels(kernels: AttentionKernelCalibration, num_rows: int) -> None:
@@ -176,6 +216,25 @@ def write_attention_kernels(kernels: AttentionKernelCalibration, num_rows: int) 
                 + TRITON_CROSS_CHECK)
     ATTENTION_KERNELS_PATH.write_text(header + yaml.safe_dump(data, sort_keys=False, width=100))
     print(f"wrote {ATTENTION_KERNELS_PATH}")
+
+
+def write_dp_overlap(overlap: CommOverlapCalibration, num_rows: int) -> None:
+    """Rewrite ``comm_overlap.yaml`` with the fitted ``dp_overlap_exposed_fraction`` (header
+    kept)."""
+    import datetime
+
+    header = "".join(line + "\n" for line in COMM_OVERLAP_PATH.read_text().splitlines()
+                     if line.startswith("#"))
+    data = overlap.model_dump(mode="json")
+    data["dp_overlap_exposed_fraction"]["source"] = (
+        f"Critical-path seconds per overlapped second of a data-parallel collective (DDP/ZeRO "
+        f"gradient reduction, ZeRO-3/FSDP gathers; schedule/overlap.py). Fitted on "
+        f"{datetime.date.today().isoformat()} by tools/fit_training_overheads.py jointly with "
+        f"the per-generation overheads on {num_rows} quality A/B dense rows of "
+        f"shared/ground_truth/training.csv, one value for every generation; at least the "
+        f"SM-sharing share comm_sm_count/(SMs - comm_sm_count).")
+    COMM_OVERLAP_PATH.write_text(header + yaml.safe_dump(data, sort_keys=False, width=100))
+    print(f"wrote {COMM_OVERLAP_PATH}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
-"""Loader and typed schema of ``comm_overlap.yaml``: SMs a communication kernel takes."""
+"""Loader and typed schema of ``comm_overlap.yaml``: SMs a communication kernel takes, the
+share of TP communication that TP overlap hides, and the share of an overlapped data-parallel
+collective that still lands on the critical path."""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ COMM_OVERLAP_PATH: Final[Path] = CALIBRATION_DIR / "comm_overlap.yaml"
 
 
 class CommOverlapCalibration(BaseModel):
-    """SMs held by a running collective, and the SM count assumed when a GPU has none."""
+    """SMs held by a running collective, the SM count assumed when a GPU has none, and the
+    fitted overlap shares."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -23,6 +26,7 @@ class CommOverlapCalibration(BaseModel):
     comm_sm_count: SourcedValue
     default_sm_count: SourcedValue
     tp_overlap_hidden_fraction: SourcedValue
+    dp_overlap_exposed_fraction: SourcedValue
 
     def comm_sm_fraction(self, num_sms: int | None) -> float:
         """Share of a GPU's SMs a collective holds: comm SMs / SMs (capped below 1)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfcast.arrays import Floats
+from perfcast.calibration.comm_overlap import CommOverlapCalibration
 from perfcast.calibration.training_overheads import (
     TrainingOverhead,
     TrainingOverheads,
@@ -160,10 +161,12 @@ def estimate_training(
     workload: Workload,
     kernel_backend: KernelBackendName | str | KernelBackend = DEFAULT_KERNEL_BACKEND,
     overheads: TrainingOverheads | None = None,
+    comm_overlap: CommOverlapCalibration | None = None,
 ) -> TrainingReport:
     """Step time, throughput, MFU and a breakdown for one training step (no side effects).
 
-    ``overheads`` replaces the shipped per-generation calibration (for fitting it).
+    ``overheads`` and ``comm_overlap`` replace the shipped per-generation overheads and
+    overlap calibration (for fitting them).
     """
     memory = estimate_memory(model, system, strategy, workload)  # also validates the inputs
     backend = get_backend(kernel_backend)
@@ -174,7 +177,8 @@ def estimate_training(
     for stage, _ in kinds:
         params = stage_params(model, strategy, stage)
         times = stage_time(stage_graph(model, strategy, s, stage), system, strategy, backend)
-        stages.append((times, data_parallel_time(params, times, system, strategy), params))
+        stages.append((times, data_parallel_time(params, times, system, strategy, comm_overlap),
+                       params))
     per_stage = [stages[k] for k in stage_kinds(model, strategy.pp)]
     passes = tuple(times.passes(dp.exposed_per_micro_batch_s) for times, dp, _ in per_stage)
     calib = (overheads or load_training_overheads()).for_generation(system.gpu.generation)

@@ -12,18 +12,21 @@
   reduce-scatter of its gradients; each is prefetched under the neighbouring layer's compute,
   so per layer exposed = max(0, comm − that layer's compute); the first gather is exposed.
 
-Every hidden part also pays the SM-sharing slowdown of ``schedule.overlap.exposed_comm_s``.
+Every hidden part still costs ``dp_overlap_exposed_fraction`` of its seconds on the critical
+path (``schedule.overlap``: SM sharing, host-issued hooks, gather-before-use and
+reduce-after-gradient ordering, one collective at a time per communicator).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfcast.calibration.comm_overlap import CommOverlapCalibration
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
 from perfcast.graph.param_sharding import StageParams
 from perfcast.memory.states import WEIGHT_BYTES_16BIT, grad_bytes_per_param
 from perfcast.schedule.op_time import comm_op_time_s
-from perfcast.schedule.overlap import compute_slowdown, exposed_comm_s
+from perfcast.schedule.overlap import dp_overlap_slowdown, exposed_comm_s
 from perfcast.schedule.stage_time import StageTime
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.strategy import Strategy
@@ -47,13 +50,15 @@ def _time(name, collective, group, size_bytes, system, strategy) -> float:
 
 
 def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec,
-                       strategy: Strategy) -> DataParallelTime:
+                       strategy: Strategy, overlap: CommOverlapCalibration | None = None
+                       ) -> DataParallelTime:
     """DP communication seconds of one stage per step, and how much of it is exposed.
 
-    Array-friendly in ``params``/``times`` fields and the strategy's group sizes."""
+    ``overlap`` replaces the shipped overlap calibration (for fitting it). Array-friendly in
+    ``params``/``times`` fields and the strategy's group sizes."""
     grad_b = grad_bytes_per_param(strategy)
     stage = strategy.sharding_stage
-    slow = compute_slowdown(system)
+    slow = dp_overlap_slowdown(overlap)
     if stage >= 3:
         layers = max(params.num_layers, 1)
         dense_layer = params.dense / layers

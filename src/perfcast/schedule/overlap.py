@@ -9,6 +9,16 @@ ISCA, §2: communication kernels contend with compute for SMs and memory bandwid
 
     exposed = max(0, c − w) + f/(1 − f) · min(c, w)
 
+Data-parallel collectives (DDP / ZeRO gradient reduction, ZeRO-3 / FSDP parameter gathers)
+lose more of their overlap than the SM share alone: they are issued by host-side hooks
+(autograd bucket hooks, FSDP pre-forward/pre-backward prefetch), a gather must finish before
+its layer starts and a reduce-scatter can start only when its layer's (or bucket's) gradients
+are complete, collectives on one communicator run one at a time, and their NCCL kernels share
+SMs, HBM and the PCIe/NIC path with the compute beside them. Their overlapped seconds cost
+``dp_overlap_exposed_fraction`` each (in place of f/(1 − f)): one shared value, fitted on the
+public training measurements jointly with the per-generation overheads
+(``tools/fit_training_overheads.py``); it is at least the SM-sharing share.
+
 Array-friendly in c and w.
 """
 
@@ -34,10 +44,17 @@ def exposed_comm_s(comm_s: Floats, window_s: Floats, slowdown: float,
     (module docstring); only ``hideable_fraction`` of it can overlap at all (the rest waits
     on data dependencies, e.g. the chunks of a decomposed TP GEMM)."""
     hideable = np.multiply(comm_s, hideable_fraction)
-    hidden = np.minimum(hideable, np.maximum(window_s, 0.0))
-    return (np.subtract(comm_s, hidden) + slowdown * hidden)[()]
+    window = np.maximum(window_s, 0.0)
+    overlapped = np.maximum(hideable - window, slowdown * np.minimum(hideable, window))
+    return (np.subtract(comm_s, hideable) + overlapped)[()]
 
 
 def tp_overlap_hideable_fraction(calibration: CommOverlapCalibration | None = None) -> float:
     """Share of TP communication that ``--tp-comm-overlap`` can hide at best."""
     return (calibration or load_comm_overlap()).tp_overlap_hidden_fraction.value
+
+
+def dp_overlap_slowdown(calibration: CommOverlapCalibration | None = None) -> float:
+    """Critical-path seconds per overlapped second of a data-parallel collective (module
+    docstring; fitted, ``calibration/comm_overlap.yaml``)."""
+    return (calibration or load_comm_overlap()).dp_overlap_exposed_fraction.value
