@@ -1,5 +1,6 @@
-"""Communication/compute overlap: exposed seconds, the SM-sharing slowdown and the fitted
-data-parallel overlap share (schedule/overlap.py, calibration/comm_overlap.yaml)."""
+"""Communication/compute overlap: exposed seconds, the SM-sharing slowdown and the fitted share
+of stream-overlapped collectives (data-parallel, context-parallel; schedule/overlap.py,
+calibration/comm_overlap.yaml)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from perfcast.catalog.gpus import list_gpus
 from perfcast.catalog.models import load_model
 from perfcast.catalog.systems import load_system
 from perfcast.estimate.training import estimate_training
-from perfcast.schedule.overlap import compute_slowdown, dp_overlap_slowdown, exposed_comm_s
+from perfcast.schedule.overlap import compute_slowdown, exposed_comm_s, stream_overlap_slowdown
 from perfcast.specs.strategy import Strategy
 from perfcast.specs.workload import Workload
 
@@ -51,32 +52,44 @@ def test_exposed_never_falls_with_more_communication(c, extra, w, s):
     assert exposed_comm_s(c + extra, w, s) >= exposed_comm_s(c, w, s) - 1e-12
 
 
-def test_dp_overlap_share_is_physical():
-    """The fitted data-parallel share lies between the SM-sharing slowdown of every catalog GPU
+def test_stream_overlap_share_is_physical():
+    """The fitted stream-overlap share lies between the SM-sharing slowdown of every catalog GPU
     (a collective holds SMs while it hides) and 1 (no worse than no overlap at all)."""
-    share = dp_overlap_slowdown()
+    share = stream_overlap_slowdown()
     assert share <= 1.0
     for gpu in list_gpus():
         system = load_system("dgx-h100").model_copy(update={"gpu": gpu})
         assert compute_slowdown(system) <= share, gpu.name
 
 
-def test_dp_overlap_share_moves_only_data_parallel_exposure():
+def _with_share(share: float):
+    cal = load_comm_overlap()
+    return cal.model_copy(update={"stream_overlap_exposed_fraction": cal
+                                  .stream_overlap_exposed_fraction.model_copy(
+                                      update={"value": share})})
+
+
+def test_stream_overlap_share_moves_only_data_parallel_exposure():
     """MPT-7B with FSDP on 64 H100s: a larger share exposes more DP communication and leaves
     the per-micro-batch compute and TP parts alone."""
     model, system = load_model("mpt-7b"), load_system("dgx-h100")
     strategy = Strategy(num_gpus=64, fsdp=True, micro_batch_size=4)
     workload = Workload(seq_length=2048, global_batch_size=512)
-    cal = load_comm_overlap()
-
-    def report(share: float):
-        trial = cal.model_copy(update={"dp_overlap_exposed_fraction": cal
-                                       .dp_overlap_exposed_fraction.model_copy(
-                                           update={"value": share})})
-        return estimate_training(model, system, strategy, workload, comm_overlap=trial)
-
-    low, high = report(0.1), report(0.9)
+    low, high = (estimate_training(model, system, strategy, workload, comm_overlap=_with_share(s))
+                 for s in (0.1, 0.9))
     assert high.breakdown.dp_comm_s > low.breakdown.dp_comm_s
     assert high.step_time_s > low.step_time_s
     assert high.breakdown.compute_gemm_s == low.breakdown.compute_gemm_s
     assert high.breakdown.tp_comm_s == low.breakdown.tp_comm_s
+
+
+def test_stream_overlap_share_applies_to_the_context_parallel_ring():
+    """Llama-3 8B at 64k tokens with CP 8 on one DGX H100: the K/V ring hides under attention,
+    so its exposed seconds are the share times the ring's seconds and grow with the share."""
+    model, system = load_model("llama3-8b"), load_system("dgx-h100")
+    strategy = Strategy(num_gpus=8, cp=8)
+    workload = Workload(seq_length=65536, global_batch_size=8)
+    low, high = (estimate_training(model, system, strategy, workload, comm_overlap=_with_share(s))
+                 for s in (0.2, 0.8))
+    assert high.breakdown.cp_comm_s == pytest.approx(4 * low.breakdown.cp_comm_s, rel=1e-9)
+    assert high.breakdown.compute_attention_s == low.breakdown.compute_attention_s

@@ -16,8 +16,9 @@ Derived attention-kernel classes marked ``method: fitted`` in calibration/attent
 time ratio over the base kernel from the same rows first: the ratio that minimises the summed
 |log error| left after the per-generation fit (a grid over [1, 3]); --write rewrites that file.
 
-The share of an overlapped data-parallel collective that still lands on the critical path
-(``dp_overlap_exposed_fraction`` in calibration/comm_overlap.yaml, one value shared by every
+The share of a collective overlapped on its own stream (data-parallel reduction and gathers,
+the context-parallel K/V ring) that still lands on the critical path
+(``stream_overlap_exposed_fraction`` in calibration/comm_overlap.yaml, one value shared by every
 generation) is fitted the same way, on a grid over [0, 1], between two rounds of the attention
 ratio fit; --write rewrites it too.
 
@@ -146,18 +147,18 @@ def _grid_minimum(loss, coarse_grid: np.ndarray, step: float, low: float, high: 
     return min(fine, key=fine.get)
 
 
-def fit_dp_overlap(path: Path, backend: KernelBackend,
+def fit_stream_overlap(path: Path, backend: KernelBackend,
                    overlap: CommOverlapCalibration) -> CommOverlapCalibration:
-    """``dp_overlap_exposed_fraction``: the shared value in [0, 1] minimising the loss of the
+    """``stream_overlap_exposed_fraction``: the shared value in [0, 1] minimising the loss of the
     per-generation overhead fit (grid of 0.05, then 0.01 around the best point)."""
     def trial(share: float) -> CommOverlapCalibration:
-        return overlap.model_copy(update={"dp_overlap_exposed_fraction": overlap
-                                          .dp_overlap_exposed_fraction.model_copy(
+        return overlap.model_copy(update={"stream_overlap_exposed_fraction": overlap
+                                          .stream_overlap_exposed_fraction.model_copy(
                                               update={"value": share})})
 
     best = _grid_minimum(lambda s: fit_overheads(path, backend, trial(s)).loss,
                          np.round(np.arange(0.0, 1.001, 0.05), 2), 0.01, 0.0, 1.0)
-    print(f"dp_overlap_exposed_fraction = {best:.2f}")
+    print(f"stream_overlap_exposed_fraction = {best:.2f}")
     return trial(best)
 
 
@@ -187,7 +188,7 @@ def main(path: Path, write: bool, kernel_backend: str = "roofline") -> None:
     backend = get_backend(kernel_backend)
     overlap = load_comm_overlap()
     kernels = fit_attention_ratios(path, backend, load_attention_kernels(), overlap)
-    overlap = fit_dp_overlap(path, with_attention_kernels(backend, kernels), overlap)
+    overlap = fit_stream_overlap(path, with_attention_kernels(backend, kernels), overlap)
     kernels = fit_attention_ratios(path, backend, kernels, overlap)
     fitted = fit_overheads(path, with_attention_kernels(backend, kernels), overlap)
     print("\n".join(fitted.lines))
@@ -200,7 +201,7 @@ def main(path: Path, write: bool, kernel_backend: str = "roofline") -> None:
         OUT.write_text(text + yaml.safe_dump(fitted.entries, sort_keys=True, width=100))
         print(f"wrote {OUT}")
         write_attention_kernels(kernels, len(fitted.after))
-        write_dp_overlap(overlap, len(fitted.after))
+        write_stream_overlap(overlap, len(fitted.after))
 
 
 def write_attention_kernels(kernels: AttentionKernelCalibration, num_rows: int) -> None:
@@ -218,17 +219,18 @@ def write_attention_kernels(kernels: AttentionKernelCalibration, num_rows: int) 
     print(f"wrote {ATTENTION_KERNELS_PATH}")
 
 
-def write_dp_overlap(overlap: CommOverlapCalibration, num_rows: int) -> None:
-    """Rewrite ``comm_overlap.yaml`` with the fitted ``dp_overlap_exposed_fraction`` (header
+def write_stream_overlap(overlap: CommOverlapCalibration, num_rows: int) -> None:
+    """Rewrite ``comm_overlap.yaml`` with the fitted ``stream_overlap_exposed_fraction`` (header
     kept)."""
     import datetime
 
     header = "".join(line + "\n" for line in COMM_OVERLAP_PATH.read_text().splitlines()
                      if line.startswith("#"))
     data = overlap.model_dump(mode="json")
-    data["dp_overlap_exposed_fraction"]["source"] = (
-        f"Critical-path seconds per overlapped second of a data-parallel collective (DDP/ZeRO "
-        f"gradient reduction, ZeRO-3/FSDP gathers; schedule/overlap.py). Fitted on "
+    data["stream_overlap_exposed_fraction"]["source"] = (
+        f"Critical-path seconds per overlapped second of a collective issued on its own stream "
+        f"(DDP/ZeRO gradient reduction, ZeRO-3/FSDP gathers, the CP K/V ring; "
+        f"schedule/overlap.py). Fitted on "
         f"{datetime.date.today().isoformat()} by tools/fit_training_overheads.py jointly with "
         f"the per-generation overheads on {num_rows} quality A/B dense rows of "
         f"shared/ground_truth/training.csv, one value for every generation; at least the "

@@ -1,6 +1,6 @@
 """Loader and typed schema of ``comm_overlap.yaml``: SMs a communication kernel takes, the
-share of TP communication that TP overlap hides, and the share of an overlapped data-parallel
-collective that still lands on the critical path."""
+share of TP communication that TP overlap hides, and the share of a collective overlapped on
+its own stream (data-parallel, context-parallel) that still lands on the critical path."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class CommOverlapCalibration(BaseModel):
     comm_sm_count: SourcedValue
     default_sm_count: SourcedValue
     tp_overlap_hidden_fraction: SourcedValue
-    dp_overlap_exposed_fraction: SourcedValue
+    stream_overlap_exposed_fraction: SourcedValue
 
     def comm_sm_fraction(self, num_sms: int | None) -> float:
         """Share of a GPU's SMs a collective holds: comm SMs / SMs (capped below 1)."""

@@ -176,7 +176,8 @@ def estimate_training(
     stages = []
     for stage, _ in kinds:
         params = stage_params(model, strategy, stage)
-        times = stage_time(stage_graph(model, strategy, s, stage), system, strategy, backend)
+        times = stage_time(stage_graph(model, strategy, s, stage), system, strategy, backend,
+                           comm_overlap)
         stages.append((times, data_parallel_time(params, times, system, strategy, comm_overlap),
                        params))
     per_stage = [stages[k] for k in stage_kinds(model, strategy.pp)]

@@ -12,8 +12,8 @@
   reduce-scatter of its gradients; each is prefetched under the neighbouring layer's compute,
   so per layer exposed = max(0, comm − that layer's compute); the first gather is exposed.
 
-Every hidden part still costs ``dp_overlap_exposed_fraction`` of its seconds on the critical
-path (``schedule.overlap``: SM sharing, host-issued hooks, gather-before-use and
+Every overlapped part still costs ``stream_overlap_exposed_fraction`` of its seconds on the
+critical path (``schedule.overlap``: SM sharing, host-issued hooks, gather-before-use and
 reduce-after-gradient ordering, one collective at a time per communicator).
 """
 
@@ -26,7 +26,7 @@ from perfcast.graph.ops import Collective, CommOp, Group, Phase
 from perfcast.graph.param_sharding import StageParams
 from perfcast.memory.states import WEIGHT_BYTES_16BIT, grad_bytes_per_param
 from perfcast.schedule.op_time import comm_op_time_s
-from perfcast.schedule.overlap import dp_overlap_slowdown, exposed_comm_s
+from perfcast.schedule.overlap import exposed_comm_s, stream_overlap_slowdown
 from perfcast.schedule.stage_time import StageTime
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.strategy import Strategy
@@ -58,7 +58,7 @@ def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec
     ``params``/``times`` fields and the strategy's group sizes."""
     grad_b = grad_bytes_per_param(strategy)
     stage = strategy.sharding_stage
-    slow = dp_overlap_slowdown(overlap)
+    slow = stream_overlap_slowdown(overlap)
     if stage >= 3:
         layers = max(params.num_layers, 1)
         dense_layer = params.dense / layers

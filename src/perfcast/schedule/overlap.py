@@ -1,23 +1,31 @@
-"""Exposed communication after overlap with independent compute, and the SM-sharing cost.
+"""Exposed communication after overlap with independent compute, and what overlap costs.
 
-A collective of c seconds that runs beside w seconds of independent compute hides
-min(c, w) and exposes max(0, c − w). While it hides, its kernel holds a share f of the SMs
-(``calibration/comm_overlap.yaml``: comm SMs / GPU SMs), so the compute beside it runs at
-1 − f of its speed and takes f/(1 − f) longer for the overlapped span (Rashidi et al. 2021,
-"Enabling Compute-Communication Overlap in Distributed Deep Learning Training Platforms",
-ISCA, §2: communication kernels contend with compute for SMs and memory bandwidth):
+A collective of c seconds runs beside w seconds of independent compute. While both run, the
+compute is slowed by s seconds per overlapped second: the collective's kernel holds a share f
+of the SMs (``calibration/comm_overlap.yaml``: comm SMs / GPU SMs), so the compute beside it
+runs at 1 − f of its speed, s = f/(1 − f) (Rashidi et al. 2021, "Enabling Compute-Communication
+Overlap in Distributed Deep Learning Training Platforms", ISCA, §2: communication kernels
+contend with compute for SMs and memory bandwidth). The slower of the two streams sets the
+time: compute-bound (c ≤ w) the step grows by s·c; comm-bound it ends with the collective
+unless the slowed compute outlasts it:
 
-    exposed = max(0, c − w) + f/(1 − f) · min(c, w)
+    exposed = max(c − w, s · min(c, w))
 
-Data-parallel collectives (DDP / ZeRO gradient reduction, ZeRO-3 / FSDP parameter gathers)
-lose more of their overlap than the SM share alone: they are issued by host-side hooks
-(autograd bucket hooks, FSDP pre-forward/pre-backward prefetch), a gather must finish before
-its layer starts and a reduce-scatter can start only when its layer's (or bucket's) gradients
-are complete, collectives on one communicator run one at a time, and their NCCL kernels share
-SMs, HBM and the PCIe/NIC path with the compute beside them. Their overlapped seconds cost
-``dp_overlap_exposed_fraction`` each (in place of f/(1 − f)): one shared value, fitted on the
-public training measurements jointly with the per-generation overheads
-(``tools/fit_training_overheads.py``); it is at least the SM-sharing share.
+(the compute slowed for the whole of a longer collective ends at w·(1 + s); this charges s·w
+there, the bound on w + s·c/(1 + s)). Only ``hideable_fraction`` of c can overlap at all;
+the rest runs after the compute.
+
+Collectives issued on their own stream between kernels — data-parallel gradient reduction and
+parameter gathers (DDP bucket hooks, ZeRO, FSDP prefetch) and the context-parallel K/V ring —
+lose more of their overlap than the SM share: the host issues them from hooks, a gather must
+finish before the layer (or attention step) that consumes it, a reduce-scatter starts only
+when its gradients are complete, collectives on one communicator run one at a time, and their
+NCCL kernels share SMs, HBM and the PCIe/NIC path with the compute beside them. Their
+overlapped seconds cost ``stream_overlap_exposed_fraction`` (s in the formula): one shared
+value fitted on the public training measurements jointly with the per-generation overheads
+(``tools/fit_training_overheads.py``); it is at least the SM-sharing s of every catalog GPU.
+TP overlap decomposed into the GEMMs (``tp_overlap_hidden_fraction``) and EP overlap across
+micro-batches (scheduled with explicit SM budgets, DeepSeek-V3 §3.2.1) keep the SM share.
 
 Array-friendly in c and w.
 """
@@ -54,7 +62,8 @@ def tp_overlap_hideable_fraction(calibration: CommOverlapCalibration | None = No
     return (calibration or load_comm_overlap()).tp_overlap_hidden_fraction.value
 
 
-def dp_overlap_slowdown(calibration: CommOverlapCalibration | None = None) -> float:
-    """Critical-path seconds per overlapped second of a data-parallel collective (module
-    docstring; fitted, ``calibration/comm_overlap.yaml``)."""
-    return (calibration or load_comm_overlap()).dp_overlap_exposed_fraction.value
+def stream_overlap_slowdown(calibration: CommOverlapCalibration | None = None) -> float:
+    """Critical-path seconds per overlapped second of a collective issued on its own stream
+    (data-parallel reduction and gathers, the CP K/V ring; module docstring; fitted,
+    ``calibration/comm_overlap.yaml``)."""
+    return (calibration or load_comm_overlap()).stream_overlap_exposed_fraction.value

@@ -9,6 +9,9 @@ plus the SM-sharing slowdown over the hidden part):
   decomposition", ASPLOS) the window is the layer's GEMM time of the same pass;
 - CP K/V exchange runs under the attention kernel: window = attention of the same pass
   (Liu et al. 2023, Ring Attention §3; Megatron-Core CP overlaps the P2P ring with compute);
+  like data-parallel collectives it is issued on its own stream between kernels and each
+  block is consumed by the next attention step, so its overlapped seconds cost the fitted
+  ``stream_overlap_exposed_fraction`` (``schedule.overlap``) rather than the SM share alone;
 - EP all-to-all dispatch/combine sits between router and experts: fully exposed; with
   ``ep_overlap`` (Megatron-Core ``--overlap-moe-expert-parallel-comm``, DeepSeek-V3 §3.2.1
   DualPipe) one micro-batch's all-to-all runs under another's forward+backward compute of the
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfcast.calibration.comm_overlap import CommOverlapCalibration
 from perfcast.graph.ops import AttentionOp, GemmOp, Group, MemoryOp, Phase
 from perfcast.graph.stage import LayerGroup, StageGraph
 from perfcast.kernels.backend import KernelBackend
@@ -30,6 +34,7 @@ from perfcast.schedule.op_time import comm_op_time_s, compute_op_time_s
 from perfcast.schedule.overlap import (
     compute_slowdown,
     exposed_comm_s,
+    stream_overlap_slowdown,
     tp_overlap_hideable_fraction,
 )
 from perfcast.schedule.timeline import PassTimes
@@ -100,8 +105,10 @@ class StageTime:
                 + self.tp_comm_s + self.cp_comm_s + self.ep_comm_s)
 
 
-def layer_time(group: LayerGroup, system, strategy, backend) -> LayerTime:
-    """Seconds of one layer of ``group`` for one micro-batch, by part."""
+def layer_time(group: LayerGroup, system, strategy, backend,
+               overlap: CommOverlapCalibration | None = None) -> LayerTime:
+    """Seconds of one layer of ``group`` for one micro-batch, by part (``overlap`` replaces the
+    shipped overlap calibration, for fitting it)."""
     kind_s = {GemmOp: 0.0, AttentionOp: 0.0, MemoryOp: 0.0}
     by_pass = {(kind, forward): 0.0 for kind in (GemmOp, AttentionOp, MemoryOp)
                for forward in (True, False)}
@@ -117,24 +124,25 @@ def layer_time(group: LayerGroup, system, strategy, backend) -> LayerTime:
     comm = {(g, forward): 0.0 for g in (Group.TP, Group.CP, Group.EP) for forward in (True, False)}
     for op in group.comm:
         comm[(op.group, op.phase == Phase.FORWARD)] += comm_op_time_s(op, system, strategy)
-    slow = compute_slowdown(system)
+    slow = compute_slowdown(system, overlap)
     tp_fwd, tp_bwd = comm[(Group.TP, True)], comm[(Group.TP, False)]
     if strategy.tp_comm_overlap:
-        hideable = tp_overlap_hideable_fraction()
+        hideable = tp_overlap_hideable_fraction(overlap)
         tp_fwd = float(exposed_comm_s(tp_fwd, by_pass[(GemmOp, True)], slow, hideable))
         tp_bwd = float(exposed_comm_s(tp_bwd, by_pass[(GemmOp, False)], slow, hideable))
     ep_fwd, ep_bwd = comm[(Group.EP, True)], comm[(Group.EP, False)]
     if strategy.ep_overlap and ep_fwd + ep_bwd > 0:
         share = float(exposed_comm_s(ep_fwd + ep_bwd, fwd + bwd, slow)) / (ep_fwd + ep_bwd)
         ep_fwd, ep_bwd = ep_fwd * share, ep_bwd * share
-    cp_forward = exposed_comm_s(comm[(Group.CP, True)], by_pass[(AttentionOp, True)], slow)
+    cp_slow = stream_overlap_slowdown(overlap)
+    cp_forward = exposed_comm_s(comm[(Group.CP, True)], by_pass[(AttentionOp, True)], cp_slow)
     return LayerTime(
         gemm_s=kind_s[GemmOp], attention_s=kind_s[AttentionOp], memory_bound_s=kind_s[MemoryOp],
         forward_compute_s=fwd, backward_compute_s=bwd,
         attention_forward_s=by_pass[(AttentionOp, True)],
         tp_forward_s=tp_fwd, tp_backward_s=tp_bwd,
         cp_s=float(cp_forward + exposed_comm_s(comm[(Group.CP, False)],
-                                               by_pass[(AttentionOp, False)], slow)),
+                                               by_pass[(AttentionOp, False)], cp_slow)),
         ep_forward_s=ep_fwd, ep_backward_s=ep_bwd,
         wgrad_s=wgrad, cp_forward_s=float(cp_forward),
     )
@@ -211,8 +219,10 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
 
 
 def stage_time(graph: StageGraph, system: SystemSpec, strategy: Strategy,
-               backend: KernelBackend) -> StageTime:
+               backend: KernelBackend, overlap: CommOverlapCalibration | None = None
+               ) -> StageTime:
     """Seconds of ``graph`` for one micro-batch on one GPU, by part."""
-    layers = [(group.count, layer_time(group, system, strategy, backend)) for group in graph.layers]
+    layers = [(group.count, layer_time(group, system, strategy, backend, overlap))
+              for group in graph.layers]
     return assemble_stage_time(layers, extra_time(graph.extra_compute, system, strategy, backend),
                                strategy)
