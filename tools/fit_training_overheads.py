@@ -220,22 +220,22 @@ def write_attention_kernels(kernels: AttentionKernelCalibration, num_rows: int) 
 
 
 def write_stream_overlap(overlap: CommOverlapCalibration, num_rows: int) -> None:
-    """Rewrite ``comm_overlap.yaml`` with the fitted ``stream_overlap_exposed_fraction`` (header
-    kept)."""
+    """Rewrite the ``stream_overlap_exposed_fraction`` entry of ``comm_overlap.yaml`` (the last
+    entry; everything above it is kept as written)."""
     import datetime
 
-    header = "".join(line + "\n" for line in COMM_OVERLAP_PATH.read_text().splitlines()
-                     if line.startswith("#"))
-    data = overlap.model_dump(mode="json")
-    data["stream_overlap_exposed_fraction"]["source"] = (
+    key = "stream_overlap_exposed_fraction"
+    text = COMM_OVERLAP_PATH.read_text()
+    kept = text[:text.index(f"{key}:")] if f"{key}:" in text else text
+    source = (
         f"Critical-path seconds per overlapped second of a collective issued on its own stream "
         f"(DDP/ZeRO gradient reduction, ZeRO-3/FSDP gathers, the CP K/V ring; "
-        f"schedule/overlap.py). Fitted on "
-        f"{datetime.date.today().isoformat()} by tools/fit_training_overheads.py jointly with "
-        f"the per-generation overheads on {num_rows} quality A/B dense rows of "
-        f"shared/ground_truth/training.csv, one value for every generation; at least the "
-        f"SM-sharing share comm_sm_count/(SMs - comm_sm_count).")
-    COMM_OVERLAP_PATH.write_text(header + yaml.safe_dump(data, sort_keys=False, width=100))
+        f"schedule/overlap.py). Fitted on {datetime.date.today().isoformat()} by "
+        f"tools/fit_training_overheads.py jointly with the per-generation overheads on "
+        f"{num_rows} quality A/B dense rows of shared/ground_truth/training.csv, one value for "
+        f"every generation; at least the SM-sharing share comm_sm_count/(SMs - comm_sm_count).")
+    entry = {key: {"value": getattr(overlap, key).value, "source": source}}
+    COMM_OVERLAP_PATH.write_text(kept + yaml.safe_dump(entry, sort_keys=False, width=100))
     print(f"wrote {COMM_OVERLAP_PATH}")
 
 

@@ -6,14 +6,14 @@ of the SMs (``calibration/comm_overlap.yaml``: comm SMs / GPU SMs), so the compu
 runs at 1 − f of its speed, s = f/(1 − f) (Rashidi et al. 2021, "Enabling Compute-Communication
 Overlap in Distributed Deep Learning Training Platforms", ISCA, §2: communication kernels
 contend with compute for SMs and memory bandwidth). The slower of the two streams sets the
-time: compute-bound (c ≤ w) the step grows by s·c; comm-bound it ends with the collective
-unless the slowed compute outlasts it:
+time: compute-bound (c ≤ w) the compute ends at w + s·c; comm-bound the step ends at the later
+of c and the slowed compute, w·(1 + s):
 
     exposed = max(c − w, s · min(c, w))
 
-(the compute slowed for the whole of a longer collective ends at w·(1 + s); this charges s·w
-there, the bound on w + s·c/(1 + s)). Only ``hideable_fraction`` of c can overlap at all;
-the rest runs after the compute.
+(where w < c < w·(1 + s) the compute is in fact slowed only until c and ends at
+w + s·c/(1 + s); the formula takes the upper bound). Only ``hideable_fraction`` of c can
+overlap at all; the rest runs after the compute.
 
 Collectives issued on their own stream between kernels — data-parallel gradient reduction and
 parameter gathers (DDP bucket hooks, ZeRO, FSDP prefetch) and the context-parallel K/V ring —

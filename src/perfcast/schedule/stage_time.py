@@ -1,7 +1,7 @@
 """Time of one pipeline stage for one micro-batch: compute by kind, recompute, exposed comm.
 
-Exposure rules per micro-batch (``schedule.overlap.exposed_comm_s``: max(0, comm − window)
-plus the SM-sharing slowdown over the hidden part):
+Exposure rules per micro-batch (``schedule.overlap.exposed_comm_s``: max(comm − window,
+s·min(comm, window)), s the cost of overlapping):
 - TP collectives sit between dependent GEMMs: fully exposed (Korthikanti et al. 2022 §4.2.2);
   with ``tp_comm_overlap`` (Megatron ``--tp-comm-overlap``, Transformer Engine userbuffers:
   the all-gather / reduce-scatter is split into chunks pipelined with the GEMM that consumes
