@@ -88,6 +88,38 @@ def test_sweep_cli_json_and_plots(tmp_path):
     assert (tmp_path / "s.csv").exists()
 
 
+def test_sweep_kernel_backend_reaches_the_search():
+    """Each task searches with its kernel backend: the row equals a direct search with it, the
+    backend is in the row and the task id (so a resumed file never mixes backends)."""
+    from perfcast.catalog.models import load_model
+    from perfcast.catalog.systems import load_system
+    from perfcast.search.run import search_strategies
+    from perfcast.specs.workload import Workload
+
+    tasks = {name: sweep_tasks("llama-3.2-1b", ["dgx-h100"], [8], 32, 2048,
+                               constraints=SMALL, kernel_backend=name)[0]
+             for name in ("roofline", "analytical")}
+    assert tasks["roofline"].task_id != tasks["analytical"].task_id
+    for name, task in tasks.items():
+        row = sweep_mod.run_task(task)
+        direct = search_strategies(load_model("llama-3.2-1b"), load_system("dgx-h100", num_gpus=8),
+                                   Workload(seq_length=2048, global_batch_size=32), 8, SMALL,
+                                   top=1, kernel_backend=name).best[0]
+        assert row["kernel_backend"] == name
+        assert row["tokens_per_s_per_gpu"] == pytest.approx(direct.to_dict()["tokens_per_s_per_gpu"])
+    rows = [sweep_mod.run_task(t) for t in tasks.values()]
+    assert rows[0]["tokens_per_s_per_gpu"] != rows[1]["tokens_per_s_per_gpu"]
+
+
+def test_sweep_cli_kernel_backend():
+    result = CliRunner().invoke(app, [
+        "sweep", "--model", "llama-3.2-1b", "--gpus", "8", "--global-batch-size", "32",
+        "--seq-length", "2048", "--max-cp", "1", "--kernel-backend", "roofline", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)["rows"]
+    assert [r["kernel_backend"] for r in rows] == ["roofline"]
+
+
 @pytest.mark.parametrize("args", [["--gpus", "8,x"], ["--gpus", "8", "--vary", "warp=2"],
                                   ["--gpus", "8", "--out", "x.txt"]])
 def test_sweep_bad_input_exits_2(args):

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from perfcast.cli.errors import handle_input_errors
+from perfcast.cli.options import DEFAULT_KERNEL_BACKEND_OPT, KernelBackendOption
 
 
 class EngineOpt(str, Enum):
@@ -61,6 +62,7 @@ def sweep_command(
     engine: Annotated[EngineOpt, typer.Option("--engine", help="Run tasks in-process or on Dask.")] = EngineOpt.local,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Dask scheduler address (default: a local cluster).")] = None,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="Workers of the local Dask cluster.")] = None,
+    kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
     json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON object.")] = False,
 ) -> None:
     """Search the best strategy at every point; write a table and plots."""
@@ -72,7 +74,7 @@ def sweep_command(
         raise InputError("out", str(out), "must end in .csv or .parquet")
     tasks = sweep_tasks(model, [s.strip() for s in systems.split(",") if s.strip()],
                         _ints(gpus, "gpus"), global_batch_size, seq_length, scaling.value,
-                        _vary(vary or []), SearchConstraints(max_cp=max_cp))
+                        _vary(vary or []), SearchConstraints(max_cp=max_cp), kernel_backend.value)
     if json:
         rows = run_sweep(tasks, out, engine.value, scheduler, workers)
     else:

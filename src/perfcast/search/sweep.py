@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfcast.errors import InputError
+from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND
 from perfcast.search.space import SearchConstraints
 from perfcast.specs.hardware import SystemSpec
 
@@ -55,19 +56,23 @@ class SweepTask:
     parameter: str | None = None
     factor: float = 1.0
     constraints: SearchConstraints = field(default_factory=SearchConstraints)
+    kernel_backend: str = DEFAULT_KERNEL_BACKEND.value
+    """Kernel time model the search uses (``perfcast.kernels.backend``)."""
 
     @property
     def task_id(self) -> str:
         vary = f"{self.parameter}={self.factor:g}" if self.parameter else "base"
         return (f"{self.model}|{self.system}|{self.num_gpus}|{self.global_batch_size}|"
-                f"{self.seq_length}|{vary}")
+                f"{self.seq_length}|{vary}|kernels={self.kernel_backend}")
 
 
 def sweep_tasks(model: str, systems: Sequence[str], gpu_counts: Sequence[int],
                 global_batch_size: int, seq_length: int, scaling: str = "strong",
                 vary: dict[str, Sequence[float]] | None = None,
-                constraints: SearchConstraints | None = None) -> list[SweepTask]:
-    """Tasks over systems × GPU counts (× each hardware factor, one parameter at a time).
+                constraints: SearchConstraints | None = None,
+                kernel_backend: str = DEFAULT_KERNEL_BACKEND.value) -> list[SweepTask]:
+    """Tasks over systems × GPU counts (× each hardware factor, one parameter at a time), each
+    searched with ``kernel_backend``.
 
     Strong scaling keeps the global batch; weak scaling grows it with the GPU count
     (global batch per GPU fixed at that of the smallest count).
@@ -83,7 +88,7 @@ def sweep_tasks(model: str, systems: Sequence[str], gpu_counts: Sequence[int],
                    else global_batch_size * gpus // smallest)
             for parameter, factor in variations:
                 tasks.append(SweepTask(model, system, gpus, gbs, seq_length, parameter, factor,
-                                       constraints or SearchConstraints()))
+                                       constraints or SearchConstraints(), kernel_backend))
     return tasks
 
 
@@ -98,11 +103,12 @@ def run_task(task: SweepTask) -> dict:
                            task.factor)
     workload = Workload(seq_length=task.seq_length, global_batch_size=task.global_batch_size)
     result = search_strategies(load_model(task.model), system, workload, task.num_gpus,
-                               task.constraints, top=1)
+                               task.constraints, top=1, kernel_backend=task.kernel_backend)
     row = {"task_id": task.task_id, "model": task.model, "system": task.system,
            "num_gpus": task.num_gpus, "global_batch_size": task.global_batch_size,
            "seq_length": task.seq_length, "parameter": task.parameter or "",
-           "factor": task.factor, "evaluated": result.evaluated, "feasible": result.feasible}
+           "factor": task.factor, "kernel_backend": task.kernel_backend,
+           "evaluated": result.evaluated, "feasible": result.feasible}
     if not result.best:
         return row | {"tokens_per_s_per_gpu": float("nan"), "step_time_s": float("nan")}
     best = result.best[0].to_dict()
