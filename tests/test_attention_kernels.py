@@ -18,7 +18,8 @@ from perfcast.kernels.analytical import AnalyticalBackend
 from perfcast.kernels.roofline import RooflineBackend
 from perfcast.kernels.unfused_attention import unfused_attention_time_s
 from perfcast.specs import Strategy, Workload
-from perfcast.validate.row_strategy import attention_kernel
+from perfcast.catalog.framework_defaults import RunFacts
+from perfcast.validate.row_framework import framework_fields
 
 runner = CliRunner()
 H100 = load_system("dgx-h100").gpu
@@ -105,16 +106,29 @@ def test_unfused_attention_costs_a_megatron_gpt_step_time():
     assert t_unfused.breakdown.compute_gemm_s == pytest.approx(t_flash.breakdown.compute_gemm_s)
 
 
-@pytest.mark.parametrize(("framework", "kernel"), [
-    ("torchtitan + torch.compile", "fa2"),
-    ("Composer + llm-foundry (FlashAttention)", "triton"),
-    ("NeMo 2.0 / Megatron-Core", "auto"),
-    ("Megatron-LM", "auto"),
+@pytest.mark.parametrize(("framework", "generation", "kernel"), [
+    ("torchtitan + torch.compile", "hopper", "fa2"),
+    ("torchtitan", "ampere", "fa2"),
+    ("torchtitan @6fc499f6 + torchao 0.13.0", "blackwell", "auto"),
+    ("torchtitan @2c8b5947 + torchao 0.13.0, ROCm 6.4", "cdna3", "auto"),
+    ("Composer + llm-foundry (FlashAttention)", "ampere", "triton"),
+    ("NeMo 2.0 / Megatron-Core", "hopper", "auto"),
 ])
-def test_validation_rows_map_framework_to_kernel(framework, kernel):
+def test_validation_rows_map_framework_to_kernel(framework, generation, kernel):
+    """The row's framework profile names the kernel class per GPU generation (torchtitan's
+    PyTorch SDPA: FlashAttention-2 on Ampere/Hopper, the generation's own kernel elsewhere)."""
     notes: list[str] = []
-    assert attention_kernel({"framework": framework, "source_id": "x"}, notes) == kernel
-    assert bool(notes) == (kernel != "auto")
+    facts = RunFacts(tp=1, ep=1, precision="bf16", generation=generation, layers_per_stage=32)
+    fields = framework_fields({"framework": framework, "source_id": "x"}, {}, facts, notes)
+    assert fields["attention_kernel"] == kernel
+    assert any("attention" in note for note in notes)
+
+
+def test_validation_rows_of_2021_megatron_have_no_flash_attention():
+    facts = RunFacts(tp=8, ep=1, precision="fp16", generation="ampere", layers_per_stage=12)
+    fields = framework_fields({"framework": "Megatron-LM (2021)"}, {}, facts, [])
+    assert fields["flash_attention"] is False
+    assert "attention_kernel" not in fields
 
 
 def test_kernels_attention_command_takes_the_kernel_class():

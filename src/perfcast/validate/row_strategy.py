@@ -1,44 +1,36 @@
 """Strategy and workload of a ground-truth row: free-text columns mapped to Megatron vocabulary.
 
-Every rule below is applied the same way to every row; defaults for empty cells are per
-framework or per source and are recorded in the row's ``notes`` when used.
+Every rule below is applied the same way to every row. The functions here read what a row
+*states*; what it leaves empty is filled by its framework's profile (``perfcast.validate.
+row_framework``, the same ``catalog/data/frameworks`` profiles as ``perfcast train
+--framework``), and each default used is recorded in the row's ``notes``.
 
 - Parallel sizes: ``tp``/``pp``/``vpp``/``cp``/``ep`` (empty = 1); ``dp``, else ``dp_derived``,
   else num_gpus/(tp·pp·cp). A stated DP must satisfy tp·pp·cp·dp = num_gpus or the row is
   skipped (this drops the NeMo B200 long-sequence rows, which the README calls inconsistent).
 - ``dp_sharding``: SHARD_GRAD_OP -> ZeRO-2; FULL_SHARD / FSDP / FSDP2 / ZeRO-3 -> ``fsdp``
   ("FSDP size N": the shard group, recorded in notes); ZeRO-1 / distributed optimizer ->
-  ``distributed_optimizer``; none / DDP / empty -> no sharding, except that Megatron-Core (NeMo)
-  runs shard the optimizer (NeMo 2.0 recipes: ``distributed_fused_adam_with_cosine_annealing``,
-  ``use_distributed_optimizer=True``).
-- ``sequence_parallel``: yes/no; empty -> on when tp > 1 for NeMo / Megatron-Core and
-  torchtitan (both always pair TP with SP); off otherwise.
+  ``distributed_optimizer``; none / DDP / empty -> not stated: the framework profile decides
+  (Megatron-Core recipes: "DDP" is the distributed optimizer), else no sharding.
+- ``sequence_parallel``: yes/no; empty -> not stated (profile: Megatron-Core and torchtitan
+  pair TP with SP).
 - ``recompute``: none / no ... -> none; full ... -> full; torchtitan "selective layer" AC ->
   full recompute of every 2nd layer (``selective_ac_option='2'``); other selective -> selective;
-  empty -> full for megatron_sc21 (Narayanan 2021 Sec. 5: all runs use activation recompute;
-  the run scripts pass ``--checkpoint-activations``), none elsewhere.
+  empty -> not stated (profile: e.g. Megatron-LM 2021 runs recompute in full).
 - ``precision``: fp8 / float8 -> fp8 (recipe from the text: rowwise, tensorwise / per-tensor
-  current scaling, blockwise, delayed; unstated: torchtitan float8 default ``tensorwise``,
-  otherwise Transformer Engine's default delayed scaling); fp16 -> fp16; bf16 -> bf16;
-  empty -> bf16. Composer "MP mode PURE" reduces gradients in bf16, and so do Megatron-Core
-  (NeMo) performance runs: NeMo 2.x ``pretrain_performance_optimizations`` of every LLM recipe
-  sets ``recipe.trainer.plugins.grad_reduce_in_fp32 = False`` (nemo_toolkit 2.2.0,
-  ``nemo/collections/llm/recipes/*.py``; the precision plugin overrides the DDP config), and the
-  NeMo 1.x launcher configs set ``optim.grad_sync_dtype: bf16``.
+  current scaling, blockwise, delayed; unstated: the profile's meaning of a bare FP8, else
+  Transformer Engine's default delayed scaling); fp16 -> fp16; bf16 -> bf16; empty -> bf16.
+  Composer "MP mode PURE" reduces gradients in bf16; otherwise the profile's reduce dtype.
 - micro-batch: ``micro_batch``; else global/(dp·grad_accum); else for torchtitan pipelines the
   local batch split into pp micro-batches (``pipeline_parallel_microbatches`` defaults to the
   number of stages); else 1.
 - global batch: ``global_batch_seqs``; else ``global_batch_tokens``/``seq_len``; else
   micro_batch·dp·grad_accum.
-- ``tp_comm_overlap``: on for torchtitan rows whose framework says "async TP".
-- ``moe_token_dispatcher``: DeepEP for rows whose framework names it; else NCCL all-to-all.
-- FlashAttention: off for Megatron-LM 2021/2022 runs (megatron_sc21, korthikanti2022, which
-  predate it); on otherwise.
-- ``attention_kernel`` from the framework: torchtitan -> ``fa2`` (it calls PyTorch SDPA, whose
-  flash backend is FlashAttention-2); Composer + llm-foundry -> ``triton`` (MPT's ALiBi bias
-  needs llm-foundry's Triton FlashAttention, ``attn_impl: triton``; the CUDA FlashAttention of
-  2023 took no bias); otherwise ``auto`` (NeMo / Megatron-Core: Transformer Engine's cuDNN
-  fused attention, the generation's own kernel).
+- ``tp_comm_overlap``: on where the framework text says "async TP"; else the profile's.
+- ``moe_token_dispatcher``: DeepEP for rows whose framework names it; else the profile's.
+- FlashAttention and the attention kernel class: from the profile (Megatron-LM 2021/2022
+  predates FlashAttention; torchtitan's PyTorch SDPA runs FlashAttention-2 on Ampere/Hopper and
+  cuDNN / ROCm kernels elsewhere; llm-foundry's MPT ALiBi runs Triton FlashAttention).
 """
 
 from __future__ import annotations
@@ -48,10 +40,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from perfcast.validate.csv_fields import RowError, cell_text, lower_text, positive_int
-
-NO_FLASH_SOURCES = frozenset({"megatron_sc21", "korthikanti2022"})
-RECOMPUTE_BY_DEFAULT_SOURCES = frozenset({"megatron_sc21"})
+from perfcast.catalog.frameworks import framework_of_text
+from perfcast.validate.csv_fields import RowError, cell_text, positive_int
 
 
 @dataclass(frozen=True)
@@ -71,16 +61,10 @@ def _framework(row: Mapping[str, str | None]) -> str:
     return cell_text(row, "framework").lower()
 
 
-def is_megatron_core(row: Mapping[str, str | None]) -> bool:
-    """NeMo / Megatron-Core runs (not NeMo AutoModel, which is PyTorch FSDP2)."""
-    framework = _framework(row)
-    return "megatron-core" in framework or (
-        framework.startswith("nemo") and "automodel" not in framework
-    )
-
-
 def is_torchtitan(row: Mapping[str, str | None]) -> bool:
-    return "torchtitan" in _framework(row) or cell_text(row, "source_id") == "torchtitan"
+    """The row's framework column selects the torchtitan profile."""
+    found = framework_of_text(cell_text(row, "framework"))
+    return found is not None and found.profile.name == "torchtitan"
 
 
 def parallel_sizes(row: Mapping[str, str | None], notes: list[str]) -> ParallelSizes:
@@ -128,14 +112,11 @@ def sharding(row: Mapping[str, str | None], dp: int, notes: list[str]) -> dict[s
         return {"distributed_optimizer": True}
     if text and not any(key in text for key in ("none", "ddp")):
         raise RowError(f"dp_sharding={cell_text(row, 'dp_sharding')!r} not understood")
-    if is_megatron_core(row):
-        notes.append("Megatron-Core DDP: distributed optimizer assumed (NeMo recipe default)")
-        return {"distributed_optimizer": True}
-    return {}
+    return {}  # plain data parallelism or unstated: the framework profile decides
 
 
-def sequence_parallel(row: Mapping[str, str | None], tp: int, notes: list[str]) -> bool:
-    """Sequence parallelism from yes/no text, or the framework default when empty."""
+def sequence_parallel(row: Mapping[str, str | None], tp: int) -> bool | None:
+    """Sequence parallelism from yes/no text; None when the row does not say."""
     text = cell_text(row, "sequence_parallel").lower()
     if text.startswith("yes"):
         return tp > 1
@@ -143,39 +124,33 @@ def sequence_parallel(row: Mapping[str, str | None], tp: int, notes: list[str]) 
         return False
     if text:
         raise RowError(f"sequence_parallel={cell_text(row, 'sequence_parallel')!r} not understood")
-    if tp > 1 and (is_megatron_core(row) or is_torchtitan(row)):
-        notes.append("sequence_parallel not stated: on (framework pairs TP with SP)")
-        return True
-    return False
+    return None
 
 
-def tp_comm_overlap(row: Mapping[str, str | None], tp: int, notes: list[str]) -> bool:
-    """TP communication overlap: torchtitan rows that say "async TP" (its TP overlap)."""
+def tp_comm_overlap(row: Mapping[str, str | None], tp: int, notes: list[str]) -> bool | None:
+    """TP communication overlap where the framework text says "async TP"; else None."""
     framework = _framework(row).replace(" ", "")
     if tp > 1 and "asynctp" in framework:
         notes.append("async TP: TP communication overlapped with GEMMs")
         return True
-    return False
+    return None
 
 
-def moe_token_dispatcher(row: Mapping[str, str | None], ep: int, notes: list[str]) -> str:
-    """'deepep' where the framework column names DeepEP (and EP > 1), else 'alltoall'."""
+def moe_token_dispatcher(row: Mapping[str, str | None], ep: int, notes: list[str]) -> str | None:
+    """'deepep' where the framework column names DeepEP (and EP > 1); else None."""
     if ep > 1 and "deepep" in _framework(row).replace(" ", ""):
         notes.append("DeepEP dispatch: tokens cross the network once per destination node")
         return "deepep"
-    return "alltoall"
+    return None
 
 
 def recompute(
     row: Mapping[str, str | None], layers_per_stage: int, notes: list[str]
 ) -> dict[str, Any]:
-    """``recompute`` (and ``recompute_num_layers``) from free text or the source default."""
+    """``recompute`` (and ``recompute_num_layers``) from free text; {} when not stated."""
     text = cell_text(row, "recompute").lower()
     if not text:
-        if cell_text(row, "source_id") in RECOMPUTE_BY_DEFAULT_SOURCES:
-            notes.append("recompute not stated: full (Narayanan 2021 runs recompute activations)")
-            return {"recompute": "full"}
-        return {"recompute": "none"}
+        return {}
     if text.startswith(("none", "no ")):
         return {"recompute": "none"}
     if text.startswith("full"):
@@ -188,32 +163,27 @@ def recompute(
     raise RowError(f"recompute={cell_text(row, 'recompute')!r}: granularity not understood")
 
 
-def _fp8_recipe(text: str, row: Mapping[str, str | None], notes: list[str]) -> str:
+def _fp8_recipe(text: str) -> str | None:
     for key, recipe in (("gw_hp", "rowwise-hp-wgrad"), ("high-precision wgrad", "rowwise-hp-wgrad"),
                         ("rowwise", "rowwise"), ("tensorwise", "tensorwise"),
                         ("per-tensor", "tensorwise"), ("current scaling", "tensorwise"),
                         ("mxfp8", "mxfp8"), ("block", "blockwise"), ("delayed", "delayed")):
         if key in text:
             return recipe
-    recipe = "tensorwise" if is_torchtitan(row) else "delayed"
-    notes.append(f"fp8 recipe not stated: {recipe} (framework default)")
-    return recipe
+    return None
 
 
 def precision(row: Mapping[str, str | None], notes: list[str]) -> dict[str, Any]:
-    """``precision``, ``fp8_recipe`` and ``grad_reduce_dtype`` from the precision text."""
+    """``precision``, and ``fp8_recipe`` / ``grad_reduce_dtype`` where the text states them."""
     text = cell_text(row, "precision").lower()
     fields: dict[str, Any] = {}
     if "mp mode pure" in text:
         fields["grad_reduce_dtype"] = "bf16"
-    elif is_megatron_core(row):
-        fields["grad_reduce_dtype"] = "bf16"
-        notes.append("NeMo performance recipe: gradients reduced in bf16 (grad_reduce_in_fp32=False)")
     if "fp8" in text or "float8" in text:
-        # Megatron-Core passes is_first_microbatch, so Transformer Engine casts FP8 weights once
-        # per step; torchao and Composer cast them in every forward.
-        fields.update(precision="fp8", fp8_recipe=_fp8_recipe(text, row, notes),
-                      fp8_weight_cache=is_megatron_core(row))
+        fields["precision"] = "fp8"
+        recipe = _fp8_recipe(text)
+        if recipe is not None:
+            fields["fp8_recipe"] = recipe
     elif "fp16" in text or "float16" in text:
         fields["precision"] = "fp16"
     elif "bf16" in text or not text:
@@ -261,21 +231,3 @@ def micro_batch(
         return local // sizes.pp
     notes.append("micro_batch not stated: 1")
     return 1
-
-
-def attention_kernel(row: Mapping[str, str | None], notes: list[str]) -> str:
-    """Fused-attention kernel class the row's framework runs (module docstring)."""
-    if is_torchtitan(row):
-        notes.append("attention kernel: fa2 (torchtitan: PyTorch SDPA flash backend)")
-        return "fa2"
-    if "llm-foundry" in _framework(row):
-        notes.append("attention kernel: triton (llm-foundry ALiBi: attn_impl triton)")
-        return "triton"
-    return "auto"
-
-
-def flash_attention(row: Mapping[str, str | None]) -> bool:
-    """False for the 2021/2022 Megatron-LM runs, which predate FlashAttention."""
-    return cell_text(row, "source_id") not in NO_FLASH_SOURCES and (
-        "megatron-lm (2021)" not in lower_text(row, "framework")
-    )

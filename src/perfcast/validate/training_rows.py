@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from perfcast.catalog.framework_defaults import RunFacts
 from perfcast.errors import InputError, format_validation_error
 from perfcast.specs.compat import check_strategy_for_model, check_workload_for_strategy
 from perfcast.specs.hardware import SystemSpec
@@ -37,6 +38,7 @@ from perfcast.validate.flop_conventions import (
     flops_per_token,
     tokens_per_s_from_tflops,
 )
+from perfcast.validate.row_framework import framework_fields
 from perfcast.validate.row_model import row_model
 
 Row = Mapping[str, str | None]
@@ -95,21 +97,26 @@ def _system(row: Row, catalog: CatalogLookup, num_gpus: int, notes: list[str]) -
         raise RowError(f"system: {format_validation_error(exc)}") from exc
 
 
-def _strategy(row: Row, sizes: rs.ParallelSizes, model: ModelSpec, gbs: int,
-              notes: list[str]) -> Strategy:
-    fields: dict[str, object] = {
-        "num_gpus": sizes.num_gpus, "tp": sizes.tp, "pp": sizes.pp, "vpp": sizes.vpp,
-        "cp": sizes.cp, "ep": sizes.ep,
-        "sequence_parallel": rs.sequence_parallel(row, sizes.tp, notes),
+def _strategy(row: Row, sizes: rs.ParallelSizes, model: ModelSpec, system: SystemSpec,
+              gbs: int, notes: list[str]) -> Strategy:
+    stated: dict[str, object] = {
+        "sequence_parallel": rs.sequence_parallel(row, sizes.tp),
         "tp_comm_overlap": rs.tp_comm_overlap(row, sizes.tp, notes),
         "moe_token_dispatcher": rs.moe_token_dispatcher(row, sizes.ep, notes),
-        "micro_batch_size": rs.micro_batch(row, gbs, sizes, notes),
-        "flash_attention": rs.flash_attention(row),
-        "attention_kernel": rs.attention_kernel(row, notes),
     }
-    fields.update(rs.sharding(row, sizes.dp, notes))
-    fields.update(rs.recompute(row, max(1, model.num_hidden_layers // sizes.pp), notes))
-    fields.update(rs.precision(row, notes))
+    explicit = {name: value for name, value in stated.items() if value is not None}
+    layers_per_stage = max(1, model.num_hidden_layers // sizes.pp)
+    explicit.update(rs.sharding(row, sizes.dp, notes))
+    explicit.update(rs.recompute(row, layers_per_stage, notes))
+    explicit.update(rs.precision(row, notes))
+    facts = RunFacts(tp=sizes.tp, ep=sizes.ep, precision=str(explicit["precision"]),
+                     generation=system.gpu.generation, layers_per_stage=layers_per_stage)
+    fields: dict[str, object] = {
+        **framework_fields(row, explicit, facts, notes), **explicit,
+        "num_gpus": sizes.num_gpus, "tp": sizes.tp, "pp": sizes.pp, "vpp": sizes.vpp,
+        "cp": sizes.cp, "ep": sizes.ep,
+        "micro_batch_size": rs.micro_batch(row, gbs, sizes, notes),
+    }
     try:
         return Strategy.model_validate(fields)
     except ValidationError as exc:
@@ -150,7 +157,7 @@ def _parse(row: Row, catalog: CatalogLookup) -> ParsedRow:
     system = _system(row, catalog, sizes.num_gpus, notes)
     gbs = rs.global_batch(row, seq_length, sizes.dp)
     workload = Workload(seq_length=seq_length, global_batch_size=gbs)
-    strategy = _strategy(row, sizes, model, gbs, notes)
+    strategy = _strategy(row, sizes, model, system, gbs, notes)
     try:
         check_strategy_for_model(model, strategy)
         check_workload_for_strategy(workload, strategy)

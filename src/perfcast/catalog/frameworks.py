@@ -1,0 +1,211 @@
+"""Training framework profiles: the defaults a framework applies when a user does not say.
+
+One YAML file per framework in ``catalog/data/frameworks/training/`` (megatron-lm,
+megatron-core, torchtitan, llm-foundry, deepspeed, pytorch-fsdp). Every value carries the
+``source`` it was read from (``/work/shared/reference/frameworks.md`` source keys: file, line,
+revision), and may be limited to a version range (``versions``) or to GPU generations
+(``generations``). ``load_framework_profile("megatron-core@0.13")`` resolves a name or alias
+(``NeMo 25.07``, ``Megatron-Bridge``, ``NeMo AutoModel``) and a version; an unknown name is an
+``InputError``. ``perfcast.catalog.framework_defaults`` turns a profile into ``Strategy`` fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from perfcast.catalog.files import DATA_DIR, build_spec, read_mapping
+from perfcast.catalog.framework_versions import (
+    FrameworkVersion,
+    VersionBounds,
+    VersionScheme,
+    find_versions,
+    parse_cli_version,
+)
+from perfcast.errors import InputError
+from perfcast.specs.hardware import Generation
+from perfcast.specs.strategy import AttentionKernel, FP8Recipe, GradReduceDtype
+
+TRAINING_FRAMEWORKS_DIR = DATA_DIR / "frameworks" / "training"
+
+T = TypeVar("T")
+
+DataParallelSharding = Literal["none", "distributed_optimizer", "zero2", "fsdp"]
+"""What the data-parallel group shards: nothing (all-reduce DDP), optimizer states (Megatron
+distributed optimizer, ZeRO-1), gradients too (ZeRO-2 / FSDP SHARD_GRAD_OP), or everything
+(FSDP full shard / ZeRO-3)."""
+RecomputeDefault = Literal["none", "selective", "full", "every_second_layer"]
+"""Activation recomputation: ``every_second_layer`` = full recompute of every 2nd layer
+(torchtitan's layer-level selective AC, ``selective_ac_option="2"``)."""
+ExpertTensorParallel = Literal["one", "tp"]
+"""Expert tensor-parallel size: 1, or equal to the dense TP size (Megatron-Core's own default)."""
+PipelineSplit = Literal["even", "first_last_one_layer_fewer"]
+"""How layers are split over pipeline stages by default."""
+MoeDispatcher = Literal["alltoall", "deepep"]
+
+
+class SourcedValue(BaseModel, Generic[T]):
+    """One default value, where it comes from, and when it applies."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    value: T = Field(description="The default.")
+    source: str = Field(min_length=8, description="Where the value was read (file, line, tag).")
+    versions: dict[VersionScheme, VersionBounds] | None = Field(
+        default=None,
+        description="Releases it applies to (any listed scheme); None = every release, "
+                    "including an unversioned request (latest).",
+    )
+    generations: tuple[Generation, ...] | None = Field(
+        default=None, description="GPU generations it applies to; None = all.")
+    says: str = Field(default="", description="Optional words for the assumption sentence.")
+
+
+class FrameworkAlias(BaseModel):
+    """A name that selects the profile, and how versions written after it count."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=2, description="Lower-case name, matched as a text prefix.")
+    scheme: VersionScheme = Field(description="Version scheme of a number written after it.")
+
+
+class TrainingFrameworkProfile(BaseModel):
+    """Performance-relevant defaults of one training framework (each a list of sourced values;
+    the first value whose version range and GPU generations match applies; an empty list means
+    the framework has no default that perfcast models)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(description="Canonical name (the file stem).")
+    description: str = Field(description="What the profile describes (era, recipes covered).")
+    aliases: tuple[FrameworkAlias, ...] = Field(min_length=1, description="Names that select it.")
+    data_parallel_sharding: tuple[SourcedValue[DataParallelSharding], ...] = Field(
+        description="What the data-parallel group shards when the user names no sharding.")
+    grad_reduce_dtype: tuple[SourcedValue[GradReduceDtype], ...] = Field(
+        default=(), description="Dtype of gradient reduction over data parallel.")
+    sequence_parallel: tuple[SourcedValue[bool], ...] = Field(
+        default=(), description="Sequence parallelism whenever TP > 1.")
+    tp_comm_overlap: tuple[SourcedValue[bool], ...] = Field(
+        default=(), description="TP communication overlapped with GEMMs (TP > 1 with SP).")
+    expert_tensor_parallel: tuple[SourcedValue[ExpertTensorParallel], ...] = Field(
+        default=(), description="Expert tensor-parallel size when EP > 1.")
+    moe_token_dispatcher: tuple[SourcedValue[MoeDispatcher], ...] = Field(
+        default=(), description="MoE token dispatcher when EP > 1.")
+    recompute: tuple[SourcedValue[RecomputeDefault], ...] = Field(
+        description="Activation recomputation.")
+    recompute_modules: tuple[SourcedValue[tuple[str, ...]], ...] = Field(
+        default=(), description="Modules recomputed by selective recompute (informational).")
+    fp8_recipe: tuple[SourcedValue[FP8Recipe], ...] = Field(
+        default=(), description="Scaling recipe of a bare 'FP8' (no recipe named).")
+    fp8_weight_cache: tuple[SourcedValue[bool], ...] = Field(
+        default=(), description="FP8 weights cast once per step (True) or every forward.")
+    attention_kernel: tuple[SourcedValue[AttentionKernel], ...] = Field(
+        default=(), description="Fused-attention kernel class, per GPU generation.")
+    flash_attention: tuple[SourcedValue[bool], ...] = Field(
+        description="Whether a fused (flash) attention kernel exists at all.")
+    cuda_graphs: tuple[SourcedValue[str], ...] = Field(
+        default=(), description="CUDA-graph scope (informational; not modelled).")
+    pipeline_split: tuple[SourcedValue[PipelineSplit], ...] = Field(
+        default=(), description="Default split of layers over pipeline stages (informational).")
+
+    @model_validator(mode="after")
+    def _check(self) -> TrainingFrameworkProfile:
+        for alias in self.aliases:
+            if alias.name != alias.name.lower():
+                raise ValueError(f"alias {alias.name!r} must be lower case")
+        return self
+
+
+def pick(values: tuple[SourcedValue[T], ...], version: FrameworkVersion,
+         generation: str | None = None) -> SourcedValue[T] | None:
+    """The first value whose version range and generations match (None if none does)."""
+    for candidate in values:
+        if candidate.versions is not None and not version.within(candidate.versions):
+            continue
+        if candidate.generations is not None and (
+                generation is None or generation not in candidate.generations):
+            continue
+        return candidate
+    return None
+
+
+@dataclass(frozen=True)
+class ResolvedFramework:
+    """A profile and the release asked for."""
+
+    profile: TrainingFrameworkProfile
+    version: FrameworkVersion
+    alias: str
+    """The alias that matched (as written in the profile)."""
+
+    @property
+    def label(self) -> str:
+        """``megatron-core@NeMo 25.07``-style label for assumption sentences."""
+        return f"{self.profile.name}@{self.version.text}" if self.version.text else self.profile.name
+
+
+@cache
+def training_profiles() -> tuple[TrainingFrameworkProfile, ...]:
+    """Every shipped training framework profile, sorted by name."""
+    profiles = []
+    for path in sorted(TRAINING_FRAMEWORKS_DIR.glob("*.yaml")):
+        data = read_mapping(path)
+        if data.get("name") != path.stem:
+            raise InputError("name", data.get("name"), f"must equal the file stem {path.stem!r}")
+        profiles.append(build_spec(TrainingFrameworkProfile, data, str(path.name)))
+    return tuple(profiles)
+
+
+def framework_names() -> list[str]:
+    """Canonical profile names."""
+    return [profile.name for profile in training_profiles()]
+
+
+def _normalized(text: str) -> str:
+    return " ".join(text.lower().replace("_", "-").split())
+
+
+def _match_alias(text: str) -> tuple[TrainingFrameworkProfile, FrameworkAlias] | None:
+    """The profile whose alias is the longest prefix of ``text`` (at a word boundary)."""
+    best: tuple[TrainingFrameworkProfile, FrameworkAlias] | None = None
+    for profile in training_profiles():
+        for alias in profile.aliases:
+            if not text.startswith(alias.name):
+                continue
+            rest = text[len(alias.name):]
+            if rest and (rest[0].isalpha() or (rest[0].isdigit() and alias.name[-1].isdigit())):
+                continue
+            if best is None or len(alias.name) > len(best[1].name):
+                best = (profile, alias)
+    return best
+
+
+def load_framework_profile(spec: str) -> ResolvedFramework:
+    """``NAME[@VERSION]`` or ``NAME VERSION`` (e.g. ``megatron-core@0.13``, ``NeMo 25.07``,
+    ``torchtitan@2024-08``); ``InputError`` naming the value when no profile matches."""
+    text = _normalized(spec)
+    name, _, at_version = text.partition("@")
+    found = _match_alias(name.strip())
+    if found is None:
+        raise InputError("framework", spec, f"unknown framework; known: {', '.join(framework_names())}")
+    profile, alias = found
+    version_text = (at_version or name[len(alias.name):]).strip(" -/v")
+    if not version_text:
+        return ResolvedFramework(profile, FrameworkVersion(), alias.name)
+    return ResolvedFramework(profile, parse_cli_version(version_text, alias.scheme), alias.name)
+
+
+def framework_of_text(text: str, dated: str = "") -> ResolvedFramework | None:
+    """The profile a free-text framework description names (a ground-truth ``framework``
+    column), with any version it or ``dated`` (``version_or_date``) states; None if none."""
+    normalized = _normalized(text)
+    found = _match_alias(normalized)
+    if found is None:
+        return None
+    profile, alias = found
+    version = find_versions(f"{normalized} {dated.lower()}", alias.name, alias.scheme, dated)
+    return ResolvedFramework(profile, version, alias.name)

@@ -1,0 +1,49 @@
+"""Defaults for what a ground-truth row leaves unstated, from its framework's profile.
+
+The row's ``framework`` column (and the release in it or in ``version_or_date``) selects a
+profile in ``catalog/data/frameworks/training`` through the same resolution and the same pure
+``apply_framework_profile`` as ``perfcast train --framework``; the row's stated columns are the
+explicit fields and always win. Each default used becomes a note ("framework default: ...").
+
+A row whose framework matches no profile (metaseq, HAI-LLM, JAX) gets only ``ROW_FALLBACKS``:
+Transformer Engine's own FP8 default (delayed scaling, ``te.common.recipe.DelayedScaling``) and
+weights cast in every forward (no framework known to cache them); everything else is the
+``Strategy`` default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from perfcast.catalog.framework_defaults import RunFacts, apply_framework_profile
+from perfcast.catalog.frameworks import ResolvedFramework, framework_of_text
+from perfcast.validate.csv_fields import cell_text
+
+ROW_FALLBACKS: dict[str, Any] = {"fp8_recipe": "delayed", "fp8_weight_cache": False}
+"""FP8 fields of an FP8 row whose framework has no FP8 default (see the module docstring)."""
+
+
+def row_framework(row: Mapping[str, str | None]) -> ResolvedFramework | None:
+    """The profile (and release) the row's framework column names; None if none matches."""
+    return framework_of_text(cell_text(row, "framework"), cell_text(row, "version_or_date"))
+
+
+def framework_fields(
+    row: Mapping[str, str | None], explicit: Mapping[str, Any], facts: RunFacts,
+    notes: list[str],
+) -> dict[str, Any]:
+    """Strategy fields the row's framework profile (then ``ROW_FALLBACKS``) adds to
+    ``explicit`` (the fields the row states); notes record every default used."""
+    framework = row_framework(row)
+    fields: dict[str, Any] = {}
+    if framework is not None:
+        applied = apply_framework_profile(framework, explicit, facts)
+        fields.update(applied.fields)
+        notes.extend(f"framework default: {a.sentence}" for a in applied.assumptions)
+    if facts.precision == "fp8":
+        for name, value in ROW_FALLBACKS.items():
+            if name not in explicit and name not in fields:
+                fields[name] = value
+                notes.append(f"{name} not stated and no framework default: {value}")
+    return fields
