@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from perfcast.calibration.attention_kernels import load_attention_kernels
 from perfcast.catalog import load_model, load_system
+from perfcast.catalog.framework_defaults import RunFacts
 from perfcast.cli.main import app
 from perfcast.errors import InputError
 from perfcast.estimate.training import estimate_training
@@ -18,7 +19,6 @@ from perfcast.kernels.analytical import AnalyticalBackend
 from perfcast.kernels.roofline import RooflineBackend
 from perfcast.kernels.unfused_attention import unfused_attention_time_s
 from perfcast.specs import Strategy, Workload
-from perfcast.catalog.framework_defaults import RunFacts
 from perfcast.validate.row_framework import framework_fields
 
 runner = CliRunner()

@@ -100,7 +100,7 @@ def find_versions(text: str, alias: str, scheme: VersionScheme, dated: str) -> F
         match = re.search(r"nemo[^0-9]{0,3}" + _NEMO_CALVER.pattern, lowered)
         if match:
             parts["nemo"] = (int(match.group(1)), int(match.group(2)))
-            written.append(f"NeMo {match.group(1)}.{match.group(2)}")
+            written.append(f"{match.group(1)}.{match.group(2)}")
     else:
         match = re.search(re.escape(alias) + r"[\s@]*v?(\d+(?:\.\d+)+)", lowered)
         if match:

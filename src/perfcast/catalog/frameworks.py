@@ -144,8 +144,11 @@ class ResolvedFramework:
 
     @property
     def label(self) -> str:
-        """``megatron-core@NeMo 25.07``-style label for assumption sentences."""
-        return f"{self.profile.name}@{self.version.text}" if self.version.text else self.profile.name
+        """``torchtitan@0.2.2``, or ``megatron-core (nemo 25.07)`` when reached by an alias."""
+        if self.alias == self.profile.name:
+            return f"{self.alias}@{self.version.text}" if self.version.text else self.alias
+        release = f" {self.version.text}" if self.version.text else ""
+        return f"{self.profile.name} ({self.alias}{release})"
 
 
 @cache

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from perfcast.cli.options import RunArgs, strategy_dispatcher
 from perfcast.errors import InputError
@@ -17,12 +18,66 @@ DEFAULT_MICRO_BATCHES_PER_STAGE = 4
 (p−1)/m below 25%, the regime Narayanan et al. 2021 §3.3 recommend; without PP one micro-batch."""
 
 
+FRAMEWORK_OPTIONS: dict[str, str] = {
+    "sequence_parallel": "sequence_parallel",
+    "tp_comm_overlap": "tp_comm_overlap",
+    "fsdp": "fsdp",
+    "zero_stage": "zero_stage",
+    "distributed_optimizer": "distributed_optimizer",
+    "etp": "etp",
+    "moe_token_dispatcher": "moe_token_dispatcher",
+    "recompute": "recompute",
+    "recompute_num_layers": "recompute_num_layers",
+    "precision": "precision",
+    "fp8_recipe": "fp8_recipe",
+    "fp8_weight_cache": "fp8_weight_cache",
+    "grad_reduce_dtype": "grad_reduce_dtype",
+    "no_flash_attention": "flash_attention",
+    "attention_kernel": "attention_kernel",
+}
+"""Command-line option -> the ``Strategy`` field a framework profile may set; an option the user
+gave keeps its value (``RunArgs.explicit``)."""
+
+
 @dataclass(frozen=True)
 class RunSpecs:
     model: ModelSpec
     system: SystemSpec
     strategy: Strategy
     workload: Workload
+    framework: str | None = None
+    """Label of the framework profile applied (``--framework``), None without one."""
+    assumptions: tuple[Any, ...] = ()
+    """``perfcast.catalog.framework_defaults.Assumption`` per profile default applied."""
+
+    def with_assumptions(self, report: dict[str, Any]) -> dict[str, Any]:
+        """A report's JSON dict with the framework profile's assumptions added: one sentence
+        with its source each, appended to ``assumptions``, and the structured list under
+        ``framework_assumptions``. Unchanged without ``--framework``."""
+        if self.framework is None:
+            return report
+        return {**report, "framework": self.framework,
+                "assumptions": [*report.get("assumptions", ()), *map(str, self.assumptions)],
+                "framework_assumptions": [a.to_dict() for a in self.assumptions]}
+
+
+def _framework_defaults(args: RunArgs, model: ModelSpec, system: SystemSpec,
+                        fields: dict[str, Any]) -> tuple[str | None, tuple[Any, ...]]:
+    """Apply ``--framework`` to ``fields`` (in place); (profile label, assumptions)."""
+    if args.framework is None:
+        return None, ()
+    from perfcast.catalog.framework_defaults import RunFacts, apply_framework_profile
+    from perfcast.catalog.frameworks import load_framework_profile
+
+    framework = load_framework_profile(args.framework)
+    explicit = {field: fields[field] for option, field in FRAMEWORK_OPTIONS.items()
+                if option in args.explicit}
+    facts = RunFacts(tp=args.tp, ep=args.ep, precision=args.precision,
+                     generation=system.gpu.generation,
+                     layers_per_stage=max(1, model.num_hidden_layers // args.pp))
+    applied = apply_framework_profile(framework, explicit, facts)
+    fields.update(applied.fields)
+    return framework.label, applied.assumptions
 
 
 def build_specs(args: RunArgs) -> RunSpecs:
@@ -38,7 +93,7 @@ def build_specs(args: RunArgs) -> RunSpecs:
     system = load_system(args.system, num_gpus=gpus)
     if args.gpu_clock_mhz is not None:
         system = system.model_copy(update={"gpu": system.gpu.with_clock(args.gpu_clock_mhz * 1e6)})
-    strategy = Strategy(
+    fields: dict[str, Any] = dict(
         num_gpus=gpus,
         tp=args.tp,
         pp=args.pp,
@@ -70,6 +125,8 @@ def build_specs(args: RunArgs) -> RunSpecs:
         tp_comm_overlap=args.tp_comm_overlap,
         ep_overlap=args.ep_overlap,
     )
+    framework, assumptions = _framework_defaults(args, model, system, fields)
+    strategy = Strategy(**fields)
     if strategy.precision == "fp8" and not system.gpu.supports("fp8"):
         raise InputError("precision", "fp8", f"gpu {system.gpu.name!r} has no FP8 tensor cores")
     if strategy.precision == "fp8" and strategy.fp8_recipe == "mxfp8" and not system.gpu.mx_block_scaling:
@@ -85,7 +142,8 @@ def build_specs(args: RunArgs) -> RunSpecs:
     workload = Workload(seq_length=args.seq_length, global_batch_size=gbs)
     check_strategy_for_model(model, strategy)
     check_workload_for_strategy(workload, strategy)
-    return RunSpecs(model=model, system=system, strategy=strategy, workload=workload)
+    return RunSpecs(model=model, system=system, strategy=strategy, workload=workload,
+                    framework=framework, assumptions=assumptions)
 
 
 def kernel_backend(name: str, table: Path | None = None):

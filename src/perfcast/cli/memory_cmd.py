@@ -18,9 +18,14 @@ def memory_command(args: RunArgs) -> None:
     if args.json:
         from perfcast.report.json_out import to_json
 
-        print(to_json(report.to_dict()))
+        print(to_json(specs.with_assumptions(report.to_dict())))
         return
     from perfcast.report.console import make_console
     from perfcast.report.memory_text import render_memory
 
-    render_memory(report, make_console())
+    console = make_console()
+    render_memory(report, console)
+    if specs.framework is not None:
+        from perfcast.report.assumptions_text import render_assumptions
+
+        render_assumptions(specs.framework, specs.assumptions, console)

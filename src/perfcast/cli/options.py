@@ -126,6 +126,11 @@ class RunArgs:
     tp_comm_overlap: bool
     ep_overlap: bool
     json: bool
+    framework: str | None = None
+    """``--framework NAME[@VERSION]``: a training framework profile whose defaults fill every
+    strategy option not given on the command line."""
+    explicit: frozenset[str] = frozenset()
+    """Names of the options the user gave on the command line (not defaults)."""
 
 
 _OPTIONS: list[tuple[str, object, object]] = [
@@ -143,10 +148,10 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("seq_length", int, typer.Option(4096, "--seq-length", "--seq-len", help="Tokens per sequence.")),
     ("recompute", RecomputeOpt, typer.Option(RecomputeOpt.none, "--recompute", "--recompute-granularity", help="Activation recomputation.")),
     ("recompute_num_layers", int | None, typer.Option(None, "--recompute-num-layers", help="Layers per stage recomputed with --recompute full.")),
-    ("sequence_parallel", bool, typer.Option(False, "--sequence-parallel", help="Megatron sequence parallelism.")),
+    ("sequence_parallel", bool, typer.Option(False, "--sequence-parallel/--no-sequence-parallel", help="Megatron sequence parallelism.")),
     ("zero_stage", int, typer.Option(0, "--zero-stage", min=0, max=3, help="ZeRO stage 0-3.")),
-    ("fsdp", bool, typer.Option(False, "--fsdp", help="FSDP full sharding (= ZeRO-3).")),
-    ("distributed_optimizer", bool, typer.Option(False, "--use-distributed-optimizer", "--distributed-optimizer", help="Shard optimizer states over DP.")),
+    ("fsdp", bool, typer.Option(False, "--fsdp/--no-fsdp", help="FSDP full sharding (= ZeRO-3).")),
+    ("distributed_optimizer", bool, typer.Option(False, "--use-distributed-optimizer/--no-distributed-optimizer", "--distributed-optimizer", help="Shard optimizer states over DP.")),
     ("precision", PrecisionOpt, typer.Option(PrecisionOpt.bf16, "--precision", help="GEMM precision.")),
     ("fp8", bool, typer.Option(False, "--fp8", help="Same as --precision fp8.")),
     ("fp8_recipe", FP8RecipeOpt, typer.Option(FP8RecipeOpt.tensorwise, "--fp8-recipe", help="FP8 scaling recipe (nvfp4: FP4 GEMMs, Blackwell).")),
@@ -163,14 +168,25 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("moe_capacity_factor", float | None, typer.Option(None, "--moe-expert-capacity-factor", "--moe-capacity-factor", help="MoE: expert capacity over the balanced load; tokens beyond it dropped (default dropless).")),
     ("gpu_clock_mhz", float | None, typer.Option(None, "--gpu-clock-mhz", min=1.0, help="Override the GPU's sustained matrix clock (MHz); scales compute throughput.")),
     ("placement_order", str, typer.Option("tp-cp-ep-dp-pp", "--placement-order", help="Rank order of parallel groups, innermost first (Megatron-LM default).")),
-    ("tp_comm_overlap", bool, typer.Option(False, "--tp-comm-overlap", help="Overlap TP communication with GEMMs.")),
+    ("tp_comm_overlap", bool, typer.Option(False, "--tp-comm-overlap/--no-tp-comm-overlap", help="Overlap TP communication with GEMMs.")),
     ("ep_overlap", bool, typer.Option(False, "--ep-overlap", "--overlap-moe-expert-parallel-comm", help="Overlap EP all-to-all with another micro-batch.")),
+    ("framework", str | None, typer.Option(None, "--framework", help="Training framework profile NAME[@VERSION] (megatron-core, megatron-lm, torchtitan, llm-foundry, deepspeed, pytorch-fsdp; aliases such as 'NeMo 25.07', megatron-bridge, 'NeMo AutoModel'): its defaults fill every option not given; the report lists each assumption.")),
     ("json", bool, typer.Option(False, "--json", help="Print one JSON object.")),
 ]
 
 
 def _value(v):
     return v.value if isinstance(v, Enum) else v
+
+
+def _explicit_options(ctx: typer.Context | None) -> frozenset[str]:
+    """Shared options given on the command line (or environment), not left at their default
+    (the parameter source click records for the running command)."""
+    if ctx is None:
+        return frozenset()
+    given = {"COMMANDLINE", "ENVIRONMENT"}
+    return frozenset(name for name, _, _ in _OPTIONS
+                     if getattr(ctx.get_parameter_source(name), "name", None) in given)
 
 
 def run_options(command):
@@ -183,10 +199,14 @@ def run_options(command):
 
     @functools.wraps(command)
     def wrapper(**kwargs):
+        explicit = _explicit_options(kwargs.pop("ctx", None))
         shared = {name: _value(kwargs.pop(name)) for name, _, _ in _OPTIONS}
         if shared.pop("fp8"):
             shared["precision"] = "fp8"
-        return command(args=RunArgs(**shared), **kwargs)
+        if "fp8" in explicit:
+            explicit = explicit | {"precision"}
+        return command(args=RunArgs(**shared, explicit=explicit), **kwargs)
 
-    wrapper.__signature__ = inspect.Signature(own + extra)
+    context = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
+    wrapper.__signature__ = inspect.Signature(own + extra + [context])
     return wrapper

@@ -63,9 +63,14 @@ def train_command(
     if args.json:
         from perfcast.report.json_out import to_json
 
-        print(to_json(result.to_dict()))
+        print(to_json(specs.with_assumptions(result.to_dict())))
         return
     from perfcast.report.console import make_console
     from perfcast.report.training_text import render_training
 
-    render_training(result, make_console())
+    console = make_console()
+    render_training(result, console)
+    if specs.framework is not None:
+        from perfcast.report.assumptions_text import render_assumptions
+
+        render_assumptions(specs.framework, specs.assumptions, console)
