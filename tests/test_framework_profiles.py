@@ -287,3 +287,19 @@ def test_row_columns_override_the_profile():
     row = dict(_rows()["351"], sequence_parallel="no", precision="fp8 (per-tensor current scaling)")
     s = _strategy(row).strategy
     assert not s.sequence_parallel and not s.tp_comm_overlap and s.fp8_recipe == "tensorwise"
+
+
+def test_flash_attention_flag_overrides_a_profile_without_it():
+    args = ["train", "--model", "llama3-8b", "--system", "dgx-a100", "--gpus", "8", "--tp", "8",
+            "--framework", "megatron-lm", "--json"]
+    assert _json(args)["strategy"]["flash_attention"] is False
+    forced = _json(args + ["--flash-attention"])
+    assert forced["strategy"]["flash_attention"] is True
+    assert "flash_attention" not in {a["setting"] for a in forced["framework_assumptions"]}
+
+
+@pytest.mark.parametrize(("system", "kernel"), [("dgx-h100", "triton"), ("dgx-b200", "auto")])
+def test_llm_foundry_triton_attention_only_where_it_ran(system, kernel):
+    data = _json(["train", "--model", "llama3-8b", "--system", system, "--gpus", "8",
+                  "--framework", "llm-foundry", "--json"])
+    assert data["strategy"]["attention_kernel"] == kernel

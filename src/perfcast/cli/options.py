@@ -158,7 +158,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("fp8_fused_casts", bool, typer.Option(True, "--fp8-fused-casts/--no-fp8-fused-casts", help="FP8: fuse input casts into the preceding norm/activation.")),
     ("fp8_weight_cache", bool, typer.Option(True, "--fp8-weight-cache/--no-fp8-weight-cache", help="FP8: cast weights once per step, not per micro-batch.")),
     ("grad_reduce_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--grad-reduce-dtype", help="Main-gradient dtype.")),
-    ("no_flash_attention", bool, typer.Option(False, "--no-flash-attention", help="Unfused attention (stores s x s scores).")),
+    ("no_flash_attention", bool, typer.Option(False, "--no-flash-attention/--flash-attention", help="Unfused attention (stores s x s scores); --flash-attention forces fused attention over a --framework default.")),
     ("attention_kernel", AttentionKernelOpt, typer.Option(AttentionKernelOpt.auto, "--attention-kernel", help="Fused-attention kernel: auto (the GPU's own: FA2 Ampere, FA3/cuDNN Hopper, cuDNN Blackwell), fa2 (FlashAttention-2, PyTorch SDPA) or triton (FlashAttention Triton).")),
     ("make_vocab_size_divisible_by", int, typer.Option(128, "--make-vocab-size-divisible-by", min=1, help="Pad the vocabulary to a multiple of this times tp (Megatron-LM).")),
     ("mtp_num_layers", int, typer.Option(0, "--mtp-num-layers", min=0, help="Multi-token prediction modules trained with the model (DeepSeek-V3: 1).")),
