@@ -147,7 +147,8 @@ def test_tp_dependent_defaults_need_tp():
 @pytest.mark.parametrize(("spec", "recipe"), [
     ("NeMo 24.07", "delayed"), ("NeMo 25.07", "delayed"), ("NeMo 25.09", "tensorwise"),
     ("megatron-bridge", "tensorwise"), ("megatron-core@0.11", "delayed"),
-    ("megatron-core@0.13", "delayed"), ("megatron-core@0.14", "tensorwise"), ("torchtitan@0.2.2", "tensorwise"),
+    ("megatron-core@0.13", "delayed"), ("megatron-core@0.14", "tensorwise"),
+    ("torchtitan@0.2.2", "tensorwise"),
     ("torchtitan@2024-08", "tensorwise"), ("torchtitan", "rowwise"),
     ("llm-foundry", "delayed"),
 ])
