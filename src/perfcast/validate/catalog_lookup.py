@@ -1,9 +1,12 @@
 """Catalog look-ups used while parsing ground-truth rows, injectable for tests.
 
 ``CatalogLookup`` bundles two functions, a model by name and the default system of a GPU
-spelling. The default one (``default_catalog``) calls ``perfcast.catalog.models.load_model``
-and ``perfcast.catalog.systems.system_for_gpu``, imported lazily, and turns "unknown name" into
-``None`` so that a row can fall back to its own columns. Tests pass small stand-in specs.
+spelling. The default one (``default_catalog``) reads the free-text name through the normalization
+layer (``perfcast.validate.vocabulary_names``: vendor prefixes, memory sizes, system names,
+release suffixes, architecture twins) and loads the catalog entry, imported lazily. An unknown
+model gives ``None`` so that a row can fall back to its own columns; an unknown GPU raises
+``VocabularyError`` naming the column, the value and the closest catalog names. Tests pass
+small stand-in specs.
 """
 
 from __future__ import annotations
@@ -31,25 +34,29 @@ class CatalogLookup:
 
 
 def _catalog_model(name: str) -> ModelSpec | None:
+    from perfcast.catalog.models import load_model
+    from perfcast.validate.vocabulary import VocabularyError
+    from perfcast.validate.vocabulary_names import read_model_name
+
     try:
-        from perfcast.catalog.models import load_model
-    except ImportError:
+        found = read_model_name(name)
+    except VocabularyError:
+        return None
+    if found is None:
         return None
     try:
-        return load_model(name)
+        return load_model(found.catalog)
     except (InputError, ValueError, OSError):
         return None
 
 
 def _catalog_system(gpu_type: str) -> SystemSpec | None:
-    try:
-        from perfcast.catalog.systems import system_for_gpu
-    except ImportError:
-        return None
-    try:
-        return system_for_gpu(gpu_type)
-    except (InputError, ValueError, OSError):
-        return None
+    """The system a ``gpu_type`` text names; ``VocabularyError`` when it names none."""
+    from perfcast.catalog.systems import load_system
+    from perfcast.validate.vocabulary_names import read_gpu_type
+
+    found = read_gpu_type(gpu_type)
+    return None if found is None else load_system(found.system)
 
 
 @lru_cache(maxsize=1)

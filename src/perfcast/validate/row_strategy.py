@@ -43,12 +43,19 @@ framework or per source and are recorded in the row's ``notes`` when used.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from perfcast.validate.csv_fields import RowError, cell_text, lower_text, positive_int
+from perfcast.validate.vocabulary import (
+    PrecisionText,
+    read_bool,
+    read_count,
+    read_precision,
+    read_recompute,
+    read_sharding,
+)
 
 NO_FLASH_SOURCES = frozenset({"megatron_sc21", "korthikanti2022"})
 RECOMPUTE_BY_DEFAULT_SOURCES = frozenset({"megatron_sc21"})
@@ -112,22 +119,20 @@ def parallel_sizes(row: Mapping[str, str | None], notes: list[str]) -> ParallelS
 
 
 def sharding(row: Mapping[str, str | None], dp: int, notes: list[str]) -> dict[str, Any]:
-    """``fsdp`` / ``zero_stage`` / ``distributed_optimizer`` from ``dp_sharding`` text."""
-    text = cell_text(row, "dp_sharding").lower()
-    if "shard_grad_op" in text or "zero-2" in text:
+    """``fsdp`` / ``zero_stage`` / ``distributed_optimizer`` from ``dp_sharding`` text
+    (``perfcast.validate.vocabulary.read_sharding``)."""
+    stated = read_sharding(cell_text(row, "dp_sharding"))
+    if stated is not None and stated.kind == "zero2":
         return {"zero_stage": 2}
-    if any(key in text for key in ("full_shard", "fsdp", "zero-3", "zero3")):
-        size = re.search(r"fsdp size (\d+)", text)
-        if size and int(size.group(1)) != dp:
-            notes.append(f"FSDP size {size.group(1)} != dp={dp}: HSDP-like sharding, "
+    if stated is not None and stated.kind == "fsdp":
+        if stated.shard_size is not None and stated.shard_size != dp:
+            notes.append(f"FSDP size {stated.shard_size} != dp={dp}: HSDP-like sharding, "
                          "modelled as full sharding over dp")
-        elif size:
-            notes.append(f"FSDP size {size.group(1)} = dp")
+        elif stated.shard_size is not None:
+            notes.append(f"FSDP size {stated.shard_size} = dp")
         return {"fsdp": True}
-    if "zero-1" in text or "distributed optimizer" in text:
+    if stated is not None and stated.kind == "distributed_optimizer":
         return {"distributed_optimizer": True}
-    if text and not any(key in text for key in ("none", "ddp")):
-        raise RowError(f"dp_sharding={cell_text(row, 'dp_sharding')!r} not understood")
     if is_megatron_core(row):
         notes.append("Megatron-Core DDP: distributed optimizer assumed (NeMo recipe default)")
         return {"distributed_optimizer": True}
@@ -135,14 +140,10 @@ def sharding(row: Mapping[str, str | None], dp: int, notes: list[str]) -> dict[s
 
 
 def sequence_parallel(row: Mapping[str, str | None], tp: int, notes: list[str]) -> bool:
-    """Sequence parallelism from yes/no text, or the framework default when empty."""
-    text = cell_text(row, "sequence_parallel").lower()
-    if text.startswith("yes"):
-        return tp > 1
-    if text.startswith("no"):
-        return False
-    if text:
-        raise RowError(f"sequence_parallel={cell_text(row, 'sequence_parallel')!r} not understood")
+    """Sequence parallelism from a yes/no cell, or the framework default when empty."""
+    stated = read_bool(cell_text(row, "sequence_parallel"), "sequence_parallel")
+    if stated is not None:
+        return stated and tp > 1
     if tp > 1 and (is_megatron_core(row) or is_torchtitan(row)):
         notes.append("sequence_parallel not stated: on (framework pairs TP with SP)")
         return True
@@ -169,59 +170,49 @@ def moe_token_dispatcher(row: Mapping[str, str | None], ep: int, notes: list[str
 def recompute(
     row: Mapping[str, str | None], layers_per_stage: int, notes: list[str]
 ) -> dict[str, Any]:
-    """``recompute`` (and ``recompute_num_layers``) from free text or the source default."""
-    text = cell_text(row, "recompute").lower()
-    if not text:
+    """``recompute`` (and ``recompute_num_layers``) from the cell or the source default."""
+    stated = read_recompute(cell_text(row, "recompute"))
+    if stated is None:
         if cell_text(row, "source_id") in RECOMPUTE_BY_DEFAULT_SOURCES:
             notes.append("recompute not stated: full (Narayanan 2021 runs recompute activations)")
             return {"recompute": "full"}
         return {"recompute": "none"}
-    if text.startswith(("none", "no ")):
-        return {"recompute": "none"}
-    if text.startswith("full"):
-        return {"recompute": "full"}
-    if "selective" in text and "layer" in text:
+    if stated.kind == "every_other_layer":
         notes.append("torchtitan selective layer AC: every 2nd layer fully recomputed")
         return {"recompute": "full", "recompute_num_layers": max(1, layers_per_stage // 2)}
-    if "selective" in text:
-        return {"recompute": "selective"}
-    raise RowError(f"recompute={cell_text(row, 'recompute')!r}: granularity not understood")
+    if stated.modules:
+        notes.append(f"recompute modules {', '.join(stated.modules)}: modelled as selective")
+    return {"recompute": stated.kind}
 
 
-def _fp8_recipe(text: str, row: Mapping[str, str | None], notes: list[str]) -> str:
-    for key, recipe in (("gw_hp", "rowwise-hp-wgrad"), ("high-precision wgrad", "rowwise-hp-wgrad"),
-                        ("rowwise", "rowwise"), ("tensorwise", "tensorwise"),
-                        ("per-tensor", "tensorwise"), ("current scaling", "tensorwise"),
-                        ("mxfp8", "mxfp8"), ("block", "blockwise"), ("delayed", "delayed")):
-        if key in text:
-            return recipe
+def _fp8_recipe(stated: PrecisionText, row: Mapping[str, str | None], notes: list[str]) -> str:
+    if stated.fp8_recipe is not None:
+        return stated.fp8_recipe
     recipe = "tensorwise" if is_torchtitan(row) else "delayed"
     notes.append(f"fp8 recipe not stated: {recipe} (framework default)")
     return recipe
 
 
 def precision(row: Mapping[str, str | None], notes: list[str]) -> dict[str, Any]:
-    """``precision``, ``fp8_recipe`` and ``grad_reduce_dtype`` from the precision text."""
-    text = cell_text(row, "precision").lower()
+    """``precision``, ``fp8_recipe`` and ``grad_reduce_dtype`` from the precision cell
+    (``perfcast.validate.vocabulary.read_precision``)."""
+    stated = read_precision(cell_text(row, "precision"))
     fields: dict[str, Any] = {}
-    if "mp mode pure" in text:
+    if stated is not None and stated.pure_bf16_reduce:
         fields["grad_reduce_dtype"] = "bf16"
     elif is_megatron_core(row):
         fields["grad_reduce_dtype"] = "bf16"
         notes.append("NeMo performance recipe: gradients reduced in bf16 (grad_reduce_in_fp32=False)")
-    if "fp8" in text or "float8" in text:
+    if stated is None:
+        notes.append("precision not stated: bf16")
+        fields["precision"] = "bf16"
+    elif stated.precision == "fp8":
         # Megatron-Core passes is_first_microbatch, so Transformer Engine casts FP8 weights once
         # per step; torchao and Composer cast them in every forward.
-        fields.update(precision="fp8", fp8_recipe=_fp8_recipe(text, row, notes),
+        fields.update(precision="fp8", fp8_recipe=_fp8_recipe(stated, row, notes),
                       fp8_weight_cache=is_megatron_core(row))
-    elif "fp16" in text or "float16" in text:
-        fields["precision"] = "fp16"
-    elif "bf16" in text or not text:
-        fields["precision"] = "bf16"
-        if not text:
-            notes.append("precision not stated: bf16")
     else:
-        raise RowError(f"precision={cell_text(row, 'precision')!r} not understood")
+        fields["precision"] = stated.precision
     return fields
 
 
@@ -229,10 +220,10 @@ def global_batch(
     row: Mapping[str, str | None], seq_length: int, dp: int
 ) -> int:
     """Sequences per optimizer step (global batch)."""
-    seqs = positive_int(row, "global_batch_seqs")
-    if seqs is not None:
+    seqs = read_count(cell_text(row, "global_batch_seqs"), "global_batch_seqs", binary=False)
+    if seqs:
         return seqs
-    tokens = positive_int(row, "global_batch_tokens")
+    tokens = read_count(cell_text(row, "global_batch_tokens"), "global_batch_tokens", binary=True)
     if tokens is not None:
         if tokens % seq_length != 0:
             raise RowError(f"global_batch_tokens={tokens} not a multiple of seq_len={seq_length}")
