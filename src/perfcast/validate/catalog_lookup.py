@@ -52,11 +52,10 @@ def _catalog_model(name: str) -> ModelSpec | None:
 
 def _catalog_system(gpu_type: str) -> SystemSpec | None:
     """The system a ``gpu_type`` text names; ``VocabularyError`` when it names none."""
-    from perfcast.catalog.systems import load_system
     from perfcast.validate.vocabulary_names import read_gpu_type
 
     found = read_gpu_type(gpu_type)
-    return None if found is None else load_system(found.system)
+    return None if found is None else found.system_spec
 
 
 @lru_cache(maxsize=1)

@@ -184,7 +184,7 @@ _NEGATIONS = (
 )
 _FSDP_FLAG = re.compile(r"\bfsdp\s*[=:]\s*(1|yes|on|true|enabled)\b")
 _SIZE_RULES = (
-    re.compile(r"\bfsdp\d?\s*(?:size|degree)?\s*[=:]?\s*(\d+)\b(?![-‐ ]?way)"),
+    re.compile(r"\bfsdp\d?(?:\s+|\s*[=:]\s*|\s*(?:size|degree)\s*[=:]?\s*)(\d+)\b(?![-‐ ]?way)"),
     re.compile(r"\((\d+)[-‐ ]?way\)"),
     re.compile(r"shard(?:_degree|ing)?\s*[=:]?\s*(\d+)"),
 )

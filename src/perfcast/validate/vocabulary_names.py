@@ -14,7 +14,7 @@ words, GPU counts ("x4") and system names ("DGX H100", "GB200 NVL72", "(DGX-GB30
 names; otherwise the GPU's default system (``systems.yaml`` ``default_for_gpu``).
 
 Model spellings (``model``): parenthesised notes ("DeepSeek-R1 (671B MoE)"), release suffixes
-(-Instruct, -Base, -Chat, -hf, -FP8, date tags such as -2507 / -0528), "A/B" pairs that name
+(-Instruct, -Base, -Chat, -hf, -FP8, date tags such as -2507 / -0528, -v0.1), "A/B" pairs that name
 one architecture ("DeepSeek-V3/R1"), and architecture twins (``ARCHITECTURE_TWINS``).
 """
 
@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from perfcast.errors import InputError
+from perfcast.specs.hardware import SystemSpec
 from perfcast.validate.vocabulary import VocabularyError
 
 GB_PER_BYTE = 1e-9
@@ -37,7 +38,10 @@ class HardwareText:
     """What a ``gpu_type`` cell names."""
 
     system: str
-    """Catalog system slug (named in the text, else the GPU's default system)."""
+    """System name: a catalog system named in the text, else the GPU's default system (a
+    ``systems.yaml`` entry, or ``<gpu>-node`` assembled from the GPU's own row)."""
+    system_spec: SystemSpec
+    """That system (SI units), ``num_gpus`` not yet set."""
     gpu: str
     """Catalog GPU slug."""
     memory_GB: float | None = None
@@ -115,7 +119,7 @@ def read_gpu_type(text: str | None, column: str = "gpu_type") -> HardwareText | 
     if power_W is not None:
         notes.append(f"{column} states a {power_W:g} W power limit; catalog {gpu_slug} peaks "
                      "are at its nominal power")
-    return HardwareText(system=spec.name, gpu=gpu_slug, memory_GB=memory_GB, power_W=power_W,
+    return HardwareText(system=spec.name, system_spec=spec, gpu=gpu_slug, memory_GB=memory_GB, power_W=power_W,
                         notes=tuple(notes))
 
 
@@ -149,7 +153,8 @@ ARCHITECTURE_TWINS = (
 )
 """Architecture twins (checked against the catalog by tests/test_vocabulary.py)."""
 
-_SUFFIX = re.compile(r"[-_ ](?:instruct|base|chat|hf|it|fp8|bf16|\d{4})$", re.IGNORECASE)
+_SUFFIX = re.compile(r"[-_ ](?:instruct|base|chat|hf|it|fp8|bf16|\d{4}|v\d+(?:\.\d+)?)$",
+                     re.IGNORECASE)
 _PAREN_NOTE = re.compile(r"\([^()]*\)")
 
 
