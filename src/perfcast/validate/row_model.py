@@ -27,6 +27,7 @@ from perfcast.errors import format_validation_error
 from perfcast.specs.model import Activation, ModelSpec, NormType, PositionEmbedding
 from perfcast.validate.catalog_lookup import CatalogLookup
 from perfcast.validate.csv_fields import RowError, cell_text, loose_int, lower_text, shared_experts
+from perfcast.validate.vocabulary_names import model_stem
 
 COLUMN_FIELDS: dict[str, str] = {
     "num_layers": "num_hidden_layers",
@@ -91,8 +92,9 @@ _GPT_NAME = re.compile(r"^(gpt[\s-]?\d|gpt3|megatron)", re.IGNORECASE)
 
 
 def family_of(row: Mapping[str, str | None]) -> FamilyDefaults | None:
-    """The family whose defaults complete a row with no catalog match, or None."""
-    name = cell_text(row, "model").lower()
+    """The family whose defaults complete a row with no catalog match, or None (the name is
+    read without organisation, notes and release suffixes: ``model_stem``)."""
+    name = model_stem(cell_text(row, "model"))
     text = lower_text(row, "arch_type", "arch_source")
     if name.startswith("mpt") or "llm-foundry" in text or "mpt:" in text:
         return MPT

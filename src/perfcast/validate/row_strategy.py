@@ -72,6 +72,8 @@ class ParallelSizes:
     cp: int
     ep: int
     dp: int
+    unstated: tuple[str, ...] = ()
+    """Degrees the row leaves empty among tp/pp (taken as 1)."""
 
 
 def _framework(row: Mapping[str, str | None]) -> str:
@@ -115,7 +117,8 @@ def parallel_sizes(row: Mapping[str, str | None], notes: list[str]) -> ParallelS
     if vpp == 1 and pp > 1 and "interleaved" in _framework(row) and sizes["vpp"] is None:
         vpp = 2
         notes.append("vpp not stated: interleaved schedule with 2 stages per rank assumed")
-    return ParallelSizes(num_gpus=num_gpus, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, dp=dp)
+    return ParallelSizes(num_gpus=num_gpus, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, dp=dp,
+                         unstated=tuple(unstated))
 
 
 def sharding(row: Mapping[str, str | None], dp: int, notes: list[str]) -> dict[str, Any]:

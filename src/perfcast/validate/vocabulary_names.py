@@ -182,6 +182,15 @@ def _name_forms(name: str) -> list[str]:
     return forms
 
 
+def model_stem(name: str) -> str:
+    """Lower-case model name without Hugging Face organisation, notes and release suffixes
+    ("mosaicml/MPT-7B-Instruct" -> "mpt-7b"), for family rules."""
+    text = name.strip()
+    if "/" in text and "/" not in _PAREN_NOTE.sub(" ", text).split("/", 1)[1]:
+        text = text.split("/", 1)[1]
+    return _name_forms(text)[-1].lower()
+
+
 def _one_name(name: str, resolve: Callable[[str], str]) -> tuple[str, list[str]] | None:
     from perfcast.catalog.resolve import normalize_name
 

@@ -1,0 +1,184 @@
+"""Respelling a public training row's free text never changes its forecast or drops it.
+
+Each example takes one row of ../shared/ground_truth/training.csv and rewrites its free-text
+cells the way other tables spell the same thing (case, vendor prefixes, memory sizes, boolean
+words, Hugging Face organisations and release suffixes, sharding/recompute synonyms, unit
+suffixes and thousands separators). The respelled row must parse whenever the original does,
+to the same typed inputs (so the same forecast: ``estimate_training`` is pure); where the inputs
+differ at all, the two forecasts must agree within 0.5%.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from perfcast.validate.compare import default_estimator
+from perfcast.validate.training_rows import ParsedRow, parse_row, read_rows
+from perfcast.validate.vocabulary import read_bool
+from perfcast.validate.vocabulary_names import read_gpu_type
+
+from conftest import shared_path
+
+Row = dict[str, str | None]
+FORECAST_TOLERANCE = 0.005
+
+
+@cache
+def _rows() -> tuple[Row, ...]:
+    return tuple(read_rows(shared_path("ground_truth", "training.csv")))
+
+
+@cache
+def _parsed(index: int) -> ParsedRow | None:
+    result = parse_row(_rows()[index])
+    return result if isinstance(result, ParsedRow) else None
+
+
+def _parsed_indices() -> list[int]:
+    return [i for i in range(len(_rows())) if _parsed(i) is not None]
+
+
+# ----- respellings (each: draw, text -> text) --------------------------------------------------
+
+def _case(draw, text: str) -> str:
+    return draw(st.sampled_from((text, text.lower(), text.upper())))
+
+
+VENDORS = {"nvidia": "NVIDIA", "amd": "AMD Instinct"}
+
+
+def _gpu_type(draw, text: str) -> str:
+    found = read_gpu_type(text)
+    assert found is not None
+    gpu = found.system_spec.gpu
+    out = text
+    if draw(st.booleans()) and not re.search(r"\d\s*GB", text, re.IGNORECASE):
+        memory = f"{gpu.hbm_capacity_bytes / 1e9:g}GB"
+        head, _, tail = text.partition(" (")
+        out = f"{head} {memory}" + (f" ({tail}" if tail else "")
+    if draw(st.booleans()):
+        out = f"{VENDORS[gpu.vendor]} {out}"
+    return _case(draw, out)
+
+
+def _model(draw, text: str) -> str:
+    out = text
+    if draw(st.booleans()) and "/" not in text:
+        out = draw(st.sampled_from(("some-org/", "meta-llama/", "Qwen/"))) + out
+    if draw(st.booleans()) and "(" not in text and "," not in text:
+        out += draw(st.sampled_from(("-Instruct", "-Base", "-FP8", "-Instruct-2507")))
+    return _case(draw, out)
+
+
+TRUE_SPELLINGS = ("yes", "Yes", "true", "TRUE", "on", "enabled", "1")
+FALSE_SPELLINGS = ("no", "No", "false", "off", "disabled", "0")
+
+
+def _boolean(draw, text: str) -> str:
+    value = read_bool(text, "sequence_parallel")
+    if value is None:
+        return text
+    rest = re.sub(r"^\s*\w+", "", text)
+    return draw(st.sampled_from(TRUE_SPELLINGS if value else FALSE_SPELLINGS)) + rest
+
+
+SYNONYMS = {
+    "dp_sharding": {
+        "none": ("no FSDP", "none", "DDP (FSDP=0)", "None"),
+        "FSDP2": ("fsdp2", "FSDP2", "FSDP 2 (FULL_SHARD)"),
+        "distributed optimizer": ("ZeRO-1", "use_distributed_optimizer", "Distributed Optimizer"),
+        "PyTorch FSDP FULL_SHARD": ("FSDP full_shard", "ZeRO-3", "FULL_SHARD"),
+    },
+    "recompute": {
+        "none": ("off", "no activation checkpointing", "None", "disabled"),
+        "full": ("full activation checkpointing", "FULL", "full recompute"),
+        "full activation checkpointing": ("full", "Full (uniform)", "activation checkpointing"),
+    },
+    "precision": {
+        "bf16": ("BF16", "bfloat16", "bf16 mixed"),
+        "fp8": ("FP8",),
+    },
+}
+
+
+def _synonym(draw, column: str, text: str) -> str:
+    choices = SYNONYMS[column].get(text)
+    return draw(st.sampled_from(choices)) if choices else _case(draw, text)
+
+
+def _count(draw, text: str, binary_suffix: bool) -> str:
+    if not re.fullmatch(r"\d+", text):
+        return text
+    value = int(text)
+    spellings = [text, f"{value:,}"]
+    if binary_suffix and value % 1024 == 0:
+        spellings.append(f"{value // 1024}k")
+    if binary_suffix and value % 2**20 == 0:
+        spellings.append(f"{value // 2**20}M")
+    return draw(st.sampled_from(spellings))
+
+
+@st.composite
+def respelled_rows(draw) -> tuple[int, Row]:
+    index = draw(st.sampled_from(_parsed_indices()))
+    row = dict(_rows()[index])
+    text = {k: (v or "").strip() for k, v in row.items()}
+    row["gpu_type"] = _gpu_type(draw, text["gpu_type"])
+    row["model"] = _model(draw, text["model"])
+    row["sequence_parallel"] = _boolean(draw, text["sequence_parallel"])
+    for column in SYNONYMS:
+        row[column] = _synonym(draw, column, text[column])
+    row["seq_len"] = _count(draw, text["seq_len"], binary_suffix=True)
+    row["global_batch_tokens"] = _count(draw, text["global_batch_tokens"], binary_suffix=True)
+    return index, row
+
+
+# ----- the property ----------------------------------------------------------------------------
+
+def _inputs(parsed: ParsedRow) -> tuple:
+    model = parsed.model.model_dump(exclude={"name", "source"})
+    return (model, parsed.system, parsed.strategy, parsed.workload,
+            parsed.measured_tokens_per_s_per_gpu)
+
+
+@cache
+def _forecast(index: int) -> float:
+    parsed = _parsed(index)
+    assert parsed is not None
+    report = default_estimator()(parsed.model, parsed.system, parsed.strategy, parsed.workload)
+    return report.tokens_per_s_per_gpu
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(respelled_rows())
+def test_respelling_never_changes_the_forecast(case: tuple[int, Row]) -> None:
+    index, row = case
+    original = _parsed(index)
+    assert original is not None
+    respelled = parse_row(row)
+    assert isinstance(respelled, ParsedRow), (row, getattr(respelled, "reason", ""))
+    if _inputs(respelled) == _inputs(original):
+        return
+    report = default_estimator()(respelled.model, respelled.system, respelled.strategy,
+                                 respelled.workload)
+    assert report.tokens_per_s_per_gpu == pytest.approx(_forecast(index),
+                                                        rel=FORECAST_TOLERANCE), row
+
+
+def test_every_parsed_row_survives_its_own_spellings() -> None:
+    """Deterministic sweep: upper and lower case of every free-text cell of every parsed row."""
+    columns = ("gpu_type", "model", "dp_sharding", "recompute", "precision",
+               "sequence_parallel")
+    for index in _parsed_indices():
+        for change in (str.lower, str.upper):
+            row = dict(_rows()[index])
+            for column in columns:
+                row[column] = change(row[column] or "")
+            respelled = parse_row(row)
+            assert isinstance(respelled, ParsedRow), (index, getattr(respelled, "reason", ""))
+            assert _inputs(respelled) == _inputs(_parsed(index)), (index, change)
