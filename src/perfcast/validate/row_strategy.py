@@ -1,24 +1,30 @@
 """Strategy and workload of a ground-truth row: free-text columns mapped to Megatron vocabulary.
 
 Every rule below is applied the same way to every row; defaults for empty cells are per
-framework or per source and are recorded in the row's ``notes`` when used.
+framework or per source and are recorded in the row's ``notes`` when used. Free text (yes/no
+words, sharding, recompute, precision and FP8/FP4 recipe names, counts with k/M suffixes) is
+read by the normalization layer ``perfcast.validate.vocabulary``; text it does not know is a
+skip reason naming the column and value.
 
 - Parallel sizes: ``tp``/``pp``/``vpp``/``cp``/``ep`` (empty = 1); ``dp``, else ``dp_derived``,
   else num_gpus/(tp·pp·cp). A stated DP must satisfy tp·pp·cp·dp = num_gpus or the row is
   skipped (this drops the NeMo B200 long-sequence rows, which the README calls inconsistent).
-- ``dp_sharding``: SHARD_GRAD_OP -> ZeRO-2; FULL_SHARD / FSDP / FSDP2 / ZeRO-3 -> ``fsdp``
-  ("FSDP size N": the shard group, recorded in notes); ZeRO-1 / distributed optimizer ->
-  ``distributed_optimizer``; none / DDP / empty -> no sharding, except that Megatron-Core (NeMo)
+- ``dp_sharding``: SHARD_GRAD_OP -> ZeRO-2; FULL_SHARD / FSDP / FSDP2 / HSDP / ZeRO-3 /
+  "FSDP=1" -> ``fsdp`` ("FSDP size N": the shard group, recorded in notes); ZeRO-1 /
+  distributed optimizer -> ``distributed_optimizer``; none / DDP / "DDP (FSDP=0)" / "no FSDP" /
+  empty -> no sharding, except that Megatron-Core (NeMo)
   runs shard the optimizer (NeMo 2.0 recipes: ``distributed_fused_adam_with_cosine_annealing``,
   ``use_distributed_optimizer=True``).
-- ``sequence_parallel``: yes/no; empty -> on when tp > 1 for NeMo / Megatron-Core and
-  torchtitan (both always pair TP with SP); off otherwise.
+- ``sequence_parallel``: yes/no/true/false/on/off/enabled/disabled/1/0; empty -> on when
+  tp > 1 for NeMo / Megatron-Core and torchtitan (both always pair TP with SP); off otherwise.
 - ``recompute``: none / no ... -> none; full ... -> full; torchtitan "selective layer" AC ->
-  full recompute of every 2nd layer (``selective_ac_option='2'``); other selective -> selective;
-  empty -> full for megatron_sc21 (Narayanan 2021 Sec. 5: all runs use activation recompute;
+  full recompute of every 2nd layer (``selective_ac_option='2'``); other selective (including
+  Megatron ``--recompute-modules`` lists, named in notes) -> selective; empty or "none stated"
+  -> full for megatron_sc21 (Narayanan 2021 Sec. 5: all runs use activation recompute;
   the run scripts pass ``--checkpoint-activations``), none elsewhere.
-- ``precision``: fp8 / float8 -> fp8 (recipe from the text: rowwise, tensorwise / per-tensor
-  current scaling, blockwise, delayed; unstated: torchtitan float8 default ``tensorwise``,
+- ``precision``: fp8 / float8 / MXFP8 / NVFP4 -> fp8 (recipe from the text: rowwise,
+  rowwise_with_gw_hp, tensorwise / per-tensor / current scaling / FP8-CS, MXFP8 / FP8-MX,
+  blockwise / block-scaled, delayed, NVFP4; unstated: torchtitan float8 default ``tensorwise``,
   otherwise Transformer Engine's default delayed scaling); fp16 -> fp16; bf16 -> bf16;
   empty -> bf16. Composer "MP mode PURE" reduces gradients in bf16, and so do Megatron-Core
   (NeMo) performance runs: NeMo 2.x ``pretrain_performance_optimizations`` of every LLM recipe
@@ -28,7 +34,8 @@ framework or per source and are recorded in the row's ``notes`` when used.
 - micro-batch: ``micro_batch``; else global/(dp·grad_accum); else for torchtitan pipelines the
   local batch split into pp micro-batches (``pipeline_parallel_microbatches`` defaults to the
   number of stages); else 1.
-- global batch: ``global_batch_seqs``; else ``global_batch_tokens``/``seq_len``; else
+- global batch: ``global_batch_seqs``; else ``global_batch_tokens``/``seq_len`` (token counts
+  with k/M suffixes are powers of two: "2M" = 2,097,152); else
   micro_batch·dp·grad_accum.
 - ``tp_comm_overlap``: on for torchtitan rows whose framework says "async TP".
 - ``moe_token_dispatcher``: DeepEP for rows whose framework names it; else NCCL all-to-all.

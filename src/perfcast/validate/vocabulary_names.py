@@ -119,8 +119,8 @@ def read_gpu_type(text: str | None, column: str = "gpu_type") -> HardwareText | 
     if power_W is not None:
         notes.append(f"{column} states a {power_W:g} W power limit; catalog {gpu_slug} peaks "
                      "are at its nominal power")
-    return HardwareText(system=spec.name, system_spec=spec, gpu=gpu_slug, memory_GB=memory_GB, power_W=power_W,
-                        notes=tuple(notes))
+    return HardwareText(system=spec.name, system_spec=spec, gpu=gpu_slug, memory_GB=memory_GB,
+                        power_W=power_W, notes=tuple(notes))
 
 
 def _all_names() -> list[str]:
@@ -229,8 +229,8 @@ def read_model_name(text: str | None, column: str = "model") -> ModelNameText | 
         parts = [_one_name(part, resolve_model_name) for part in _alternatives(name)]
         slugs = {p[0] for p in parts if p is not None}
         if parts and None not in parts and len(slugs) == 1:
-            notes = [f"model {name!r}: both names are {slugs.pop()}"]
-            return ModelNameText(catalog=parts[0][0], notes=tuple(notes))  # type: ignore[index]
+            slug = slugs.pop()
+            return ModelNameText(catalog=slug, notes=(f"model {name!r}: both names are {slug}",))
         hints = suggest(name, model_names())
         hint = f"; did you mean: {', '.join(hints)}?" if hints else ""
         reason = "names two architectures" if len(slugs) > 1 else f"not in the catalog{hint}"
