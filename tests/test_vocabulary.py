@@ -12,6 +12,7 @@ from perfcast.validate.vocabulary import (
     RecomputeText,
     ShardingText,
     VocabularyError,
+    read_arch_features,
     read_bool,
     read_count,
     read_precision,
@@ -162,6 +163,21 @@ def test_read_recompute(text: str, expected: RecomputeText | None) -> None:
 def test_read_recompute_unknown() -> None:
     with pytest.raises(VocabularyError, match="recompute='sometimes'"):
         read_recompute("sometimes")
+
+
+# ----- architecture features ------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "features"), [
+    ("MPT: ALiBi, no bias, GELU", {"position_embedding": "alibi", "attention_bias": False,
+                                   "mlp_bias": False, "activation": "gelu"}),
+    ("dense (parallel layers, multi-query attention)", {"parallel_attention_mlp": True,
+                                                         "num_key_value_heads": 1}),
+    ("moe (SwiGLU; GeGLU elsewhere)", {}),
+    ("dense", {}),
+    ("", {}),
+])
+def test_read_arch_features(text: str, features: dict) -> None:
+    assert read_arch_features(text) == features
 
 
 # ----- GPUs and systems ------------------------------------------------------------------------

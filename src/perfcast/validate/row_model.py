@@ -27,6 +27,7 @@ from perfcast.errors import format_validation_error
 from perfcast.specs.model import Activation, ModelSpec, NormType, PositionEmbedding
 from perfcast.validate.catalog_lookup import CatalogLookup
 from perfcast.validate.csv_fields import RowError, cell_text, loose_int, lower_text, shared_experts
+from perfcast.validate.vocabulary import read_arch_features
 from perfcast.validate.vocabulary_names import model_stem
 
 COLUMN_FIELDS: dict[str, str] = {
@@ -106,20 +107,9 @@ def family_of(row: Mapping[str, str | None]) -> FamilyDefaults | None:
 
 
 def text_features(row: Mapping[str, str | None]) -> dict[str, Any]:
-    """ModelSpec fields named by the row's ``arch_type`` text (e.g. 'MPT: ALiBi, no bias')."""
-    text = cell_text(row, "arch_type").lower()
-    features: dict[str, Any] = {}
-    if "alibi" in text:
-        features["position_embedding"] = "alibi"
-    if "no bias" in text:
-        features.update(attention_bias=False, mlp_bias=False)
-    if "gelu" in text:
-        features["activation"] = "gelu"
-    if "parallel layers" in text:
-        features["parallel_attention_mlp"] = True
-    if "multi-query" in text:
-        features["num_key_value_heads"] = 1
-    return features
+    """ModelSpec fields named by the row's ``arch_type`` text (e.g. 'MPT: ALiBi, no bias'),
+    read by ``perfcast.validate.vocabulary.read_arch_features``."""
+    return read_arch_features(cell_text(row, "arch_type"))
 
 
 def row_columns(row: Mapping[str, str | None]) -> dict[str, int]:

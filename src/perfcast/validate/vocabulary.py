@@ -284,3 +284,28 @@ def read_recompute(text: str | None, column: str = "recompute") -> RecomputeText
             modules = tuple(m for p, m in _MODULE_SPELLINGS if re.search(p, lower))
             return RecomputeText(kind, modules if kind == "selective" else ())
     raise VocabularyError(column, value, "recompute granularity not understood")
+
+
+# ----- architecture features named in text -----------------------------------------------------
+
+ARCH_FEATURE_RULES: tuple[tuple[str, dict[str, object]], ...] = (
+    (r"\balibi\b", {"position_embedding": "alibi"}),
+    (r"\bno[- ]bias(?:es)?\b|\bbias[- ]free\b|\bwithout bias", {"attention_bias": False,
+                                                                "mlp_bias": False}),
+    (r"\bgelu\b", {"activation": "gelu"}),
+    (r"\bparallel (?:layers|attention|blocks)\b", {"parallel_attention_mlp": True}),
+    (r"\bmulti[- ]query\b|\bmqa\b", {"num_key_value_heads": 1}),
+)
+"""``ModelSpec`` fields that an ``arch_type`` text names ("MPT: ALiBi, no bias, GELU",
+"dense (parallel layers, multi-query attention)")."""
+
+
+def read_arch_features(text: str | None) -> dict[str, object]:
+    """ModelSpec fields named by architecture text; {} when it names none (never raises:
+    the architecture columns, catalog and family carry the rest)."""
+    lower = _clean(text).lower()
+    features: dict[str, object] = {}
+    for pattern, fields in ARCH_FEATURE_RULES:
+        if re.search(pattern, lower):
+            features.update(fields)
+    return features
