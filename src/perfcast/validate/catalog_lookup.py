@@ -12,7 +12,7 @@ small stand-in specs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from perfcast.errors import InputError
@@ -21,6 +21,7 @@ from perfcast.specs.model import ModelSpec
 
 ModelLookup = Callable[[str], ModelSpec | None]
 SystemLookup = Callable[[str], SystemSpec | None]
+NotesLookup = Callable[[str, str], tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,9 @@ class CatalogLookup:
     """Catalog model for a ground-truth model name, or None when the catalog has none."""
     system: SystemLookup
     """Default system for a ground-truth ``gpu_type`` spelling, or None when unknown."""
+    notes: NotesLookup = field(default=lambda column, text: ())
+    """What reading a ``model`` / ``gpu_type`` text assumed (suffix dropped, twin used, memory
+    or power limit the catalog entry does not have), one line each."""
 
 
 def _catalog_model(name: str) -> ModelSpec | None:
@@ -58,10 +62,23 @@ def _catalog_system(gpu_type: str) -> SystemSpec | None:
     return None if found is None else found.system_spec
 
 
+def _vocabulary_notes(column: str, text: str) -> tuple[str, ...]:
+    """Notes of the normalization layer for a ``model`` or ``gpu_type`` text (none if unread)."""
+    from perfcast.validate.vocabulary import VocabularyError
+    from perfcast.validate.vocabulary_names import read_gpu_type, read_model_name
+
+    reader = {"model": read_model_name, "gpu_type": read_gpu_type}.get(column)
+    try:
+        found = reader(text) if reader is not None else None
+    except VocabularyError:
+        return ()
+    return found.notes if found is not None else ()
+
+
 @lru_cache(maxsize=1)
 def default_catalog() -> CatalogLookup:
     """The shipped catalog (``perfcast.catalog``); unknown names give None."""
-    return CatalogLookup(model=_catalog_model, system=_catalog_system)
+    return CatalogLookup(model=_catalog_model, system=_catalog_system, notes=_vocabulary_notes)
 
 
 def table_lookup(

@@ -219,6 +219,7 @@ def row_model(
         raise RowError("model is empty")
     base = catalog.model(name)
     if base is not None:
+        notes.extend(catalog.notes("model", name))
         return model_from_catalog(row, base, notes)
     missing = [c for c in REQUIRED_COLUMNS if COLUMN_FIELDS[c] not in row_columns(row)]
     if missing:

@@ -85,6 +85,7 @@ def _system(row: Row, catalog: CatalogLookup, num_gpus: int, notes: list[str]) -
     system = catalog.system(gpu_type)
     if system is None:
         raise RowError(f"gpu_type={gpu_type!r}: no catalog system")
+    notes.extend(catalog.notes("gpu_type", gpu_type))
     update: dict[str, object] = {"num_gpus": num_gpus}
     per_node = positive_int(row, "gpus_per_node")
     if per_node is not None and per_node != system.gpus_per_node:
