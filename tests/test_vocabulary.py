@@ -199,6 +199,8 @@ def test_read_arch_features(text: str, features: dict) -> None:
     ("GB200 (NVL72)", "gb200-nvl72", "gb200"),
     ("GB300 (DGX-GB300)", "gb300-nvl72", "b300"),
     ("GB300 (NVL72)", "gb300-nvl72", "b300"),
+    ("GB300", "gb300-nvl72", "b300"),
+    ("NVIDIA GB300 288GB", "gb300-nvl72", "b300"),
     ("GB300 NVL72 (B300 GPU 288GB, rack NVLink)", "gb300-nvl72", "b300"),
     ("B300 SXM 288GB (Blackwell Ultra)", "dgx-b300", "b300"),
     ("AMD Instinct MI300X 192GB", "mi300x-8", "mi300x"),
