@@ -79,6 +79,10 @@ def test_read_count_refuses_inexact(text: str) -> None:
     ("bf16 + float8 linears (tensorwise)", PrecisionText("fp8", "tensorwise")),
     ("FP8 delayed", PrecisionText("fp8", "delayed")),
     ("fp8 delayed scaling", PrecisionText("fp8", "delayed")),
+    ("Float8CurrentScaling", PrecisionText("fp8", "tensorwise")),
+    ("Float8BlockScaling", PrecisionText("fp8", "blockwise")),
+    ("MXFP8BlockScaling", PrecisionText("fp8", "mxfp8")),
+    ("NVFP4BlockScaling", PrecisionText("fp8", "nvfp4")),
     ("FP8-MX", PrecisionText("fp8", "mxfp8")),
     ("MXFP8", PrecisionText("fp8", "mxfp8")),
     ("MXFP8 (TE; 1x32 blocks, E8M0 scales)", PrecisionText("fp8", "mxfp8")),
@@ -96,9 +100,10 @@ def test_read_precision(text: str, expected: PrecisionText | None) -> None:
     assert read_precision(text) == expected
 
 
-def test_read_precision_unknown() -> None:
-    with pytest.raises(VocabularyError, match="precision='int3'"):
-        read_precision("int3")
+@pytest.mark.parametrize("text", ["int3", "MXFP4", "FP6 (MX)", "W4A16 int4"])
+def test_read_precision_unknown(text: str) -> None:
+    with pytest.raises(VocabularyError, match=re.escape(f"precision={text!r}")):
+        read_precision(text)
 
 
 # ----- sharding --------------------------------------------------------------------------------
@@ -155,6 +160,10 @@ def test_read_sharding_unknown() -> None:
     ("selective (layernorm, moe act, shared_expert)",
      RecomputeText("selective", ("moe_act", "layernorm", "shared_experts"))),
     ("selective layer activation checkpointing", RecomputeText("every_other_layer")),
+    ("AC: full", RecomputeText("full")),
+    ("Full AC", RecomputeText("full")),
+    ("activation checkpointing: none", RecomputeText("none")),
+    ("recompute off", RecomputeText("none")),
 ])
 def test_read_recompute(text: str, expected: RecomputeText | None) -> None:
     assert read_recompute(text) == expected

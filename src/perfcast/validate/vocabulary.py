@@ -128,7 +128,7 @@ FP8_RECIPE_RULES: tuple[tuple[str, FP8Recipe], ...] = (
     (r"block[-_ ]?(?:wise|scaled|scaling|quantization)|\bblock\b|fp8[-_ ]?bs\b|deepseek.{0,6}recipe",
      "blockwise"),
     (r"delayed", "delayed"),
-    (r"tensor[-_ ]?wise|per[-_ ]tensor|current[-_ ]scaling|fp8[-_ ]?cs\b", "tensorwise"),
+    (r"tensor[-_ ]?wise|per[-_ ]tensor|current[-_ ]?scaling|fp8[-_ ]?cs\b", "tensorwise"),
 )
 """FP8/FP4 recipe names, most specific first: Transformer Engine recipes (DelayedScaling,
 Float8CurrentScaling = "FP8-CS", MXFP8BlockScaling = "FP8-MX"/"MXFP8", Float8BlockScaling =
@@ -136,6 +136,7 @@ Float8CurrentScaling = "FP8-CS", MXFP8BlockScaling = "FP8-MX"/"MXFP8", Float8Blo
 recipes (tensorwise, rowwise, rowwise_with_gw_hp)."""
 
 _FP8_WORD = re.compile(r"fp8|float8|e4m3|nvfp4|fp4|mxfp8")
+_UNMODELLED_FORMATS = re.compile(r"mxfp4|mxfp6|\bfp6\b|\bint4\b|\bint8\b")
 _FP16_WORD = re.compile(r"fp16|float16|half")
 _BF16_WORD = re.compile(r"bf16|bfloat16")
 
@@ -155,6 +156,10 @@ def read_precision(text: str | None, column: str = "precision") -> PrecisionText
         return None
     lower = value.lower()
     pure = "mp mode pure" in lower
+    unmodelled = _UNMODELLED_FORMATS.search(lower)
+    if unmodelled:
+        raise VocabularyError(column, value, f"no {unmodelled.group(0).upper()} training recipe "
+                              "is modelled (fp8 recipes and NVFP4 are)")
     if _FP8_WORD.search(lower):
         return PrecisionText("fp8", fp8_recipe_of(lower), pure)
     if _FP16_WORD.search(lower.replace("bfloat16", "").replace("bf16", "")):
@@ -261,12 +266,13 @@ _MODULE_SPELLINGS = (
 )
 _UNSTATED = re.compile(r"^(?:none stated|not stated|unknown|n/?a|-)$")
 RECOMPUTE_RULES: tuple[tuple[str, RecomputeKind], ...] = (
-    (r"^(?:none|no|off|false|disabled|0)\b|\bno (?:activation )?(?:checkpointing|recompute)",
-     "none"),
+    (r"^(?:none|no|off|false|disabled|0)\b|\bno (?:activation )?(?:checkpointing|recompute)"
+     r"|[:=]\s*(?:none|no|off|false|disabled|0)\b"
+     r"|\b(?:ac|recompute|checkpointing|remat)\s+(?:off|none|disabled)\b", "none"),
     (r"selective[-_ ]layer\b|layer[-_ ]?(?:wise )?selective|every (?:2nd|other|second) layer",
      "every_other_layer"),
     (r"selective|per[-_ ]op|\bsac\b|--recompute-modules|core[_ ]attn", "selective"),
-    (r"^full\b|\bfull (?:activation|recompute)|uniform|block|\bremat|rematerial|"
+    (r"\bfull\b|uniform|block|\bremat|rematerial|"
      r"activation checkpointing|checkpoint[-_ ]activations|^(?:yes|on|true|enabled|1)\b", "full"),
 )
 
