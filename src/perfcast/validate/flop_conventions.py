@@ -25,6 +25,14 @@ Conventions here:
   2025-08 (``l·h²·(12 + 12g/a + 18f/h + 12s/h + 6V/(lh))`` for Llama) all reduce to it; they
   differ only in norm weights and biases (< 0.1%). For MLA the attention term is
   ``6·L·s·a·(d_qk + d_v)``.
+- ``megatron_causal`` / ``megatron_causal_mtp``: Megatron-LM ``num_floating_point_operations``
+  (``megatron/training/training.py``, ``transformer_flops``; ../shared/ground_truth/
+  training_2025_additions.md: "Megatron counts causal attention and MTP"). Projections and MLPs
+  at 3 passes x 2 FLOP per MAC, attention scores and context over half of the s×s matrix
+  (causal), routed experts at top-k (+ shared experts), the LM head per output head, no
+  recompute, no router or norms outside MLA/MTP; ``_mtp`` adds the model's multi-token-prediction
+  layers (``--mtp-num-layers``) as extra decoder layers, their two norms and ``eh_proj``, and one
+  more LM head each (``megatron_flops_per_token``).
 """
 
 from __future__ import annotations
@@ -34,7 +42,8 @@ from typing import Literal
 from perfcast.graph.params import count_params
 from perfcast.specs.model import ModelSpec
 
-FlopConvention = Literal["narayanan_4pass", "narayanan_3pass", "six_n_full_attention"]
+FlopConvention = Literal["narayanan_4pass", "narayanan_3pass", "six_n_full_attention",
+                         "megatron_causal", "megatron_causal_mtp"]
 
 TERA = 1e12
 
@@ -93,10 +102,67 @@ def six_n_flops_per_token(model: ModelSpec, seq_length: int) -> float:
     return 6.0 * six_n_params(model) + attention_flops_per_token(model, seq_length)
 
 
+def _megatron_attention_per_layer(model: ModelSpec, seq_length: int) -> float:
+    """Attention FLOPs per token per layer in ``transformer_flops`` (3 passes, 2 FLOP/MAC).
+
+    GQA/MHA: ``12·h·q·(1 + g/a) + 6·q·s`` (q = a·d query width, g KV groups; the ``s/2h``
+    term is the causal half of ``QK^T`` and ``PV``). MLA: ``6·(q_term + r_kv·(h + a·(d_nope +
+    d_v) + 1) + h·d_rope + a·d_v·h + s·a·(d_nope + d_rope)/2 + s·a·d_v/2)`` with
+    ``q_term = r_q·(h + a·(d_nope + d_rope) + 1)`` (or ``h·a·(d_nope + d_rope)`` without a
+    query LoRA). FLOP per token per layer.
+    """
+    h, a, s = model.hidden_size, model.num_attention_heads, seq_length
+    if model.is_mla:
+        d_nope, d_rope = model.qk_nope_head_dim or 0, model.qk_rope_head_dim or 0
+        d_v = model.v_head_dim or model.kv_channels
+        r_kv = model.kv_lora_rank or 0
+        if model.q_lora_rank is None:
+            q_term = h * a * (d_nope + d_rope)
+        else:
+            q_term = model.q_lora_rank * (h + a * (d_nope + d_rope) + 1)
+        return 6.0 * (q_term + r_kv * (h + a * (d_nope + d_v) + 1) + h * d_rope + a * d_v * h
+                      + s * a * (d_nope + d_rope) / 2 + s * a * d_v / 2)
+    q = a * model.kv_channels
+    return 12.0 * h * q * (1.0 + model.num_kv_heads / a) + 6.0 * q * s
+
+
+def megatron_flops_per_token(model: ModelSpec, seq_length: int, mtp_layers: int = 0) -> float:
+    """Megatron-LM ``num_floating_point_operations`` / (batch · seq) for a decoder model.
+
+    ``12·h·g·(f·L_dense + f_e·k·L_moe + f_sh·L_moe) + L'·attn + 6·mtp·(3h + 2h²)
+    + 6·h·V·(mtp + 1)`` with g = 3/2 for gated MLPs, L' = L + mtp, MTP layers counted as MoE
+    layers when the last decoder layer is MoE (Megatron-LM ``megatron/training/training.py``,
+    ``num_floating_point_operations`` -> ``transformer_flops``; the vocabulary padding to a
+    multiple of 128·TP is left out, < 0.2% for the rows here). FLOP per token.
+    """
+    h = model.hidden_size
+    gated = 1.5 if model.is_gated_mlp else 1.0
+    moe_layers, dense_layers = model.num_moe_layers, model.num_dense_layers
+    last_is_moe = model.is_moe and moe_layers > 0 and (
+        (model.num_hidden_layers - 1 - model.first_k_dense_layers) % model.moe_layer_freq == 0)
+    if last_is_moe:
+        moe_layers += mtp_layers
+    else:
+        dense_layers += mtp_layers
+    mlp = model.intermediate_size * dense_layers
+    if model.is_moe:
+        mlp += (model.expert_intermediate_size * model.num_experts_per_tok
+                + model.shared_intermediate_size) * moe_layers
+    layers = model.num_hidden_layers + mtp_layers
+    return (12.0 * h * gated * mlp
+            + layers * _megatron_attention_per_layer(model, seq_length)
+            + 6.0 * mtp_layers * (3 * h + 2 * h * h)
+            + 6.0 * h * model.vocab_size * (mtp_layers + 1))
+
+
 def flops_per_token(convention: FlopConvention, model: ModelSpec, seq_length: int) -> float:
     """FLOPs per trained token that a source's TFLOP/s figure counts."""
     if convention == "six_n_full_attention":
         return six_n_flops_per_token(model, seq_length)
+    if convention == "megatron_causal":
+        return megatron_flops_per_token(model, seq_length)
+    if convention == "megatron_causal_mtp":
+        return megatron_flops_per_token(model, seq_length, model.num_nextn_predict_layers)
     passes = 4 if convention == "narayanan_4pass" else 3
     return narayanan_flops_per_token(
         model.num_hidden_layers, model.hidden_size, seq_length, model.vocab_size, passes
@@ -107,10 +173,15 @@ def convention_for(source_id: str, tflops_definition: str) -> FlopConvention | N
     """The convention named by a row's ``tflops_definition`` text, else its source's default.
 
     Text rules: "96*B*s*l*h^2" / "Eq. 3" / "includes recompute" -> ``narayanan_4pass``;
-    "Korthikanti" -> ``narayanan_3pass``; "6*N", "NeMo", "flops_formulas", "torchtitan"
-    -> ``six_n_full_attention``.
+    "Korthikanti" -> ``narayanan_3pass``; "num_floating_point_operations" or "Megatron" with
+    "causal" -> ``megatron_causal`` (``megatron_causal_mtp`` when the text names MTP); "6*N",
+    "NeMo", "flops_formulas", "torchtitan" -> ``six_n_full_attention``.
     """
     text = tflops_definition.lower().replace(" ", "")
+    megatron = "num_floating_point_operations" in text or (
+        "megatron" in text and "causal" in text and "non-causal" not in text)
+    if megatron:
+        return "megatron_causal_mtp" if "mtp" in text else "megatron_causal"
     if "96*b*s*l*h^2" in text or "eq.3" in text or "includesrecompute" in text:
         return "narayanan_4pass"
     if "korthikanti" in text:

@@ -27,6 +27,8 @@ from perfcast.errors import format_validation_error
 from perfcast.specs.model import Activation, ModelSpec, NormType, PositionEmbedding
 from perfcast.validate.catalog_lookup import CatalogLookup
 from perfcast.validate.csv_fields import RowError, cell_text, loose_int, lower_text, shared_experts
+from perfcast.validate.vocabulary import read_arch_features
+from perfcast.validate.vocabulary_names import model_stem
 
 COLUMN_FIELDS: dict[str, str] = {
     "num_layers": "num_hidden_layers",
@@ -80,13 +82,20 @@ LLAMA = FamilyDefaults(
 )
 FAMILIES = (MPT, MEGATRON_GPT, LLAMA)
 
+REQUIRED_COLUMNS = ("num_layers", "hidden_size", "num_heads")
+"""Columns a model outside the catalog needs at least (the rest may come from its family)."""
+UNSUPPORTED_LAYERS = re.compile(
+    r"gated deltanet|deltanet|linear[- ]attention|mamba|state[- ]space|\bssm\b", re.IGNORECASE)
+"""Layer kinds named in ``arch_type`` that the operator graph has no model for."""
+
 _MEGATRON_SOURCES = frozenset({"megatron_sc21", "korthikanti2022"})
 _GPT_NAME = re.compile(r"^(gpt[\s-]?\d|gpt3|megatron)", re.IGNORECASE)
 
 
 def family_of(row: Mapping[str, str | None]) -> FamilyDefaults | None:
-    """The family whose defaults complete a row with no catalog match, or None."""
-    name = cell_text(row, "model").lower()
+    """The family whose defaults complete a row with no catalog match, or None (the name is
+    read without organisation, notes and release suffixes: ``model_stem``)."""
+    name = model_stem(cell_text(row, "model"))
     text = lower_text(row, "arch_type", "arch_source")
     if name.startswith("mpt") or "llm-foundry" in text or "mpt:" in text:
         return MPT
@@ -98,20 +107,9 @@ def family_of(row: Mapping[str, str | None]) -> FamilyDefaults | None:
 
 
 def text_features(row: Mapping[str, str | None]) -> dict[str, Any]:
-    """ModelSpec fields named by the row's ``arch_type`` text (e.g. 'MPT: ALiBi, no bias')."""
-    text = cell_text(row, "arch_type").lower()
-    features: dict[str, Any] = {}
-    if "alibi" in text:
-        features["position_embedding"] = "alibi"
-    if "no bias" in text:
-        features.update(attention_bias=False, mlp_bias=False)
-    if "gelu" in text:
-        features["activation"] = "gelu"
-    if "parallel layers" in text:
-        features["parallel_attention_mlp"] = True
-    if "multi-query" in text:
-        features["num_key_value_heads"] = 1
-    return features
+    """ModelSpec fields named by the row's ``arch_type`` text (e.g. 'MPT: ALiBi, no bias'),
+    read by ``perfcast.validate.vocabulary.read_arch_features``."""
+    return read_arch_features(cell_text(row, "arch_type"))
 
 
 def row_columns(row: Mapping[str, str | None]) -> dict[str, int]:
@@ -141,6 +139,17 @@ def _catalog_updates(base: ModelSpec, columns: dict[str, int]) -> dict[str, Any]
             continue
         if getattr(base, field) != value:
             updates[field] = value
+    heads = updates.get("num_attention_heads")
+    if heads is not None and "num_key_value_heads" not in columns:
+        # A multi-head model given a new head count stays multi-head; a grouped-query model
+        # keeps its group count only where the row says nothing against it.
+        if base.num_kv_heads == base.num_attention_heads:
+            updates["num_key_value_heads"] = heads
+        elif heads % base.num_kv_heads:
+            raise RowError(f"num_heads={heads} differs from catalog {base.name} and "
+                           f"num_kv_heads is not stated ({base.num_kv_heads} does not divide it)")
+    elif heads is not None:
+        updates["num_key_value_heads"] = columns["num_key_value_heads"]
     reshaped = {"hidden_size", "num_attention_heads"} & set(updates)
     if reshaped and base.head_dim == base.hidden_size // base.num_attention_heads:
         updates["head_dim"] = None
@@ -165,8 +174,7 @@ def model_from_family(
     """A model built from the row's columns and the documented defaults of its family."""
     name = cell_text(row, "model")
     columns = row_columns(row)
-    missing = [c for c in ("num_layers", "hidden_size", "num_heads")
-               if COLUMN_FIELDS[c] not in columns]
+    missing = [c for c in REQUIRED_COLUMNS if COLUMN_FIELDS[c] not in columns]
     if "intermediate_size" not in columns and family.ffn_multiplier is None:
         missing.append("ffn_hidden")
     if "vocab_size" not in columns and family.vocab_size is None:
@@ -197,7 +205,8 @@ def model_from_family(
     if shared:
         fields["num_shared_experts"] = shared
     fields.update(text_features(row))
-    notes.append(f"model {name!r} not in catalog: built from columns + {family.family} defaults")
+    notes.append(f"model: from row columns ({name!r} not in catalog; {family.family} family "
+                 "defaults for the rest)")
     return _build(fields, f"{family.family} defaults + row columns")
 
 
@@ -210,7 +219,19 @@ def row_model(
         raise RowError("model is empty")
     base = catalog.model(name)
     if base is not None:
+        notes.extend(catalog.notes("model", name))
         return model_from_catalog(row, base, notes)
+    missing = [c for c in REQUIRED_COLUMNS if COLUMN_FIELDS[c] not in row_columns(row)]
+    if missing:
+        raise RowError(
+            f"model {name!r} is not in the catalog and the row lacks {', '.join(missing)}"
+        )
+    unsupported = UNSUPPORTED_LAYERS.search(cell_text(row, "arch_type"))
+    if unsupported:
+        raise RowError(
+            f"model {name!r}: arch_type names {unsupported.group(0)!r} layers, which have no "
+            "operator model (only attention + MLP/MoE decoder layers are modelled)"
+        )
     family = family_of(row)
     if family is None:
         arch = cell_text(row, "arch_type") or "(empty)"

@@ -3,28 +3,35 @@
 Every rule below is applied the same way to every row. The functions here read what a row
 *states*; what it leaves empty is filled by its framework's profile (``perfcast.validate.
 row_framework``, the same ``catalog/data/frameworks`` profiles as ``perfcast train
---framework``), and each default used is recorded in the row's ``notes``.
+--framework``), and each default used is recorded in the row's ``notes``. Free text (yes/no
+words, sharding, recompute, precision and FP8/FP4 recipe names, counts with k/M suffixes) is
+read by the normalization layer ``perfcast.validate.vocabulary``; text it does not know is a
+skip reason naming the column and value.
 
 - Parallel sizes: ``tp``/``pp``/``vpp``/``cp``/``ep`` (empty = 1); ``dp``, else ``dp_derived``,
   else num_gpus/(tp·pp·cp). A stated DP must satisfy tp·pp·cp·dp = num_gpus or the row is
   skipped (this drops the NeMo B200 long-sequence rows, which the README calls inconsistent).
-- ``dp_sharding``: SHARD_GRAD_OP -> ZeRO-2; FULL_SHARD / FSDP / FSDP2 / ZeRO-3 -> ``fsdp``
-  ("FSDP size N": the shard group, recorded in notes); ZeRO-1 / distributed optimizer ->
-  ``distributed_optimizer``; none / DDP / empty -> not stated: the framework profile decides
-  (Megatron-Core recipes: "DDP" is the distributed optimizer), else no sharding.
-- ``sequence_parallel``: yes/no; empty -> not stated (profile: Megatron-Core and torchtitan
-  pair TP with SP).
+- ``dp_sharding``: SHARD_GRAD_OP -> ZeRO-2; FULL_SHARD / FSDP / FSDP2 / HSDP / ZeRO-3 /
+  "FSDP=1" -> ``fsdp`` ("FSDP size N": the shard group, recorded in notes); ZeRO-1 /
+  distributed optimizer -> ``distributed_optimizer``; none / DDP / "DDP (FSDP=0)" / "no FSDP" /
+  empty -> not stated: the framework profile decides (Megatron-Core recipes: "DDP" is the
+  distributed optimizer), else no sharding.
+- ``sequence_parallel``: yes/no/true/false/on/off/enabled/disabled/1/0; empty -> not stated
+  (profile: Megatron-Core and torchtitan pair TP with SP).
 - ``recompute``: none / no ... -> none; full ... -> full; torchtitan "selective layer" AC ->
-  full recompute of every 2nd layer (``selective_ac_option='2'``); other selective -> selective;
-  empty -> not stated (profile: e.g. Megatron-LM 2021 runs recompute in full).
-- ``precision``: fp8 / float8 -> fp8 (recipe from the text: rowwise, tensorwise / per-tensor
-  current scaling, blockwise, delayed; unstated: the profile's meaning of a bare FP8, else
+  full recompute of every 2nd layer (``selective_ac_option='2'``); other selective (including
+  Megatron ``--recompute-modules`` lists, named in notes) -> selective; empty or "none stated"
+  -> not stated (profile: e.g. Megatron-LM 2021 runs recompute in full).
+- ``precision``: fp8 / float8 / MXFP8 / NVFP4 -> fp8 (recipe from the text: rowwise,
+  rowwise_with_gw_hp, tensorwise / per-tensor / current scaling / FP8-CS, MXFP8 / FP8-MX,
+  blockwise / block-scaled, delayed, NVFP4; unstated: the profile's meaning of a bare FP8, else
   Transformer Engine's default delayed scaling); fp16 -> fp16; bf16 -> bf16; empty -> bf16.
   Composer "MP mode PURE" reduces gradients in bf16; otherwise the profile's reduce dtype.
 - micro-batch: ``micro_batch``; else global/(dp·grad_accum); else for torchtitan pipelines the
   local batch split into pp micro-batches (``pipeline_parallel_microbatches`` defaults to the
   number of stages); else 1.
-- global batch: ``global_batch_seqs``; else ``global_batch_tokens``/``seq_len``; else
+- global batch: ``global_batch_seqs``; else ``global_batch_tokens``/``seq_len`` (token counts
+  with k/M suffixes are powers of two: "2M" = 2,097,152); else
   micro_batch·dp·grad_accum.
 - ``tp_comm_overlap``: on where the framework text says "async TP"; else the profile's.
 - ``moe_token_dispatcher``: DeepEP for rows whose framework names it; else the profile's.
@@ -35,13 +42,19 @@ row_framework``, the same ``catalog/data/frameworks`` profiles as ``perfcast tra
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from perfcast.catalog.frameworks import framework_of_text
 from perfcast.validate.csv_fields import RowError, cell_text, positive_int
+from perfcast.validate.vocabulary import (
+    read_bool,
+    read_count,
+    read_precision,
+    read_recompute,
+    read_sharding,
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +68,8 @@ class ParallelSizes:
     cp: int
     ep: int
     dp: int
+    unstated: tuple[str, ...] = ()
+    """Degrees the row leaves empty among tp/pp (taken as 1)."""
 
 
 def _framework(row: Mapping[str, str | None]) -> str:
@@ -92,39 +107,34 @@ def parallel_sizes(row: Mapping[str, str | None], notes: list[str]) -> ParallelS
     if vpp == 1 and pp > 1 and "interleaved" in _framework(row) and sizes["vpp"] is None:
         vpp = 2
         notes.append("vpp not stated: interleaved schedule with 2 stages per rank assumed")
-    return ParallelSizes(num_gpus=num_gpus, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, dp=dp)
+    return ParallelSizes(num_gpus=num_gpus, tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, dp=dp,
+                         unstated=tuple(unstated))
 
 
 def sharding(row: Mapping[str, str | None], dp: int, notes: list[str]) -> dict[str, Any]:
-    """``fsdp`` / ``zero_stage`` / ``distributed_optimizer`` from ``dp_sharding`` text."""
-    text = cell_text(row, "dp_sharding").lower()
-    if "shard_grad_op" in text or "zero-2" in text:
+    """``fsdp`` / ``zero_stage`` / ``distributed_optimizer`` from ``dp_sharding`` text
+    (``perfcast.validate.vocabulary.read_sharding``)."""
+    stated = read_sharding(cell_text(row, "dp_sharding"))
+    if stated is not None and stated.kind == "zero2":
         return {"zero_stage": 2}
-    if any(key in text for key in ("full_shard", "fsdp", "zero-3", "zero3")):
-        size = re.search(r"fsdp size (\d+)", text)
-        if size and int(size.group(1)) != dp:
-            notes.append(f"FSDP size {size.group(1)} != dp={dp}: HSDP-like sharding, "
+    if stated is not None and stated.kind == "fsdp":
+        if stated.shard_size is not None and stated.shard_size != dp:
+            notes.append(f"FSDP size {stated.shard_size} != dp={dp}: HSDP-like sharding, "
                          "modelled as full sharding over dp")
-        elif size:
-            notes.append(f"FSDP size {size.group(1)} = dp")
+        elif stated.shard_size is not None:
+            notes.append(f"FSDP size {stated.shard_size} = dp")
         return {"fsdp": True}
-    if "zero-1" in text or "distributed optimizer" in text:
+    if stated is not None and stated.kind == "distributed_optimizer":
         return {"distributed_optimizer": True}
-    if text and not any(key in text for key in ("none", "ddp")):
-        raise RowError(f"dp_sharding={cell_text(row, 'dp_sharding')!r} not understood")
     return {}  # plain data parallelism or unstated: the framework profile decides
 
 
 def sequence_parallel(row: Mapping[str, str | None], tp: int) -> bool | None:
-    """Sequence parallelism from yes/no text; None when the row does not say."""
-    text = cell_text(row, "sequence_parallel").lower()
-    if text.startswith("yes"):
-        return tp > 1
-    if text.startswith("no"):
-        return False
-    if text:
-        raise RowError(f"sequence_parallel={cell_text(row, 'sequence_parallel')!r} not understood")
-    return None
+    """Sequence parallelism from a yes/no cell; None when the row does not say."""
+    stated = read_bool(cell_text(row, "sequence_parallel"), "sequence_parallel")
+    if stated is None:
+        return None
+    return stated and tp > 1
 
 
 def tp_comm_overlap(row: Mapping[str, str | None], tp: int, notes: list[str]) -> bool | None:
@@ -147,51 +157,34 @@ def moe_token_dispatcher(row: Mapping[str, str | None], ep: int, notes: list[str
 def recompute(
     row: Mapping[str, str | None], layers_per_stage: int, notes: list[str]
 ) -> dict[str, Any]:
-    """``recompute`` (and ``recompute_num_layers``) from free text; {} when not stated."""
-    text = cell_text(row, "recompute").lower()
-    if not text:
+    """``recompute`` (and ``recompute_num_layers``) from the cell; {} when not stated."""
+    stated = read_recompute(cell_text(row, "recompute"))
+    if stated is None:
         return {}
-    if text.startswith(("none", "no ")):
-        return {"recompute": "none"}
-    if text.startswith("full"):
-        return {"recompute": "full"}
-    if "selective" in text and "layer" in text:
+    if stated.kind == "every_other_layer":
         notes.append("torchtitan selective layer AC: every 2nd layer fully recomputed")
         return {"recompute": "full", "recompute_num_layers": max(1, layers_per_stage // 2)}
-    if "selective" in text:
-        return {"recompute": "selective"}
-    raise RowError(f"recompute={cell_text(row, 'recompute')!r}: granularity not understood")
-
-
-def _fp8_recipe(text: str) -> str | None:
-    for key, recipe in (("gw_hp", "rowwise-hp-wgrad"), ("high-precision wgrad", "rowwise-hp-wgrad"),
-                        ("rowwise", "rowwise"), ("tensorwise", "tensorwise"),
-                        ("per-tensor", "tensorwise"), ("current scaling", "tensorwise"),
-                        ("mxfp8", "mxfp8"), ("block", "blockwise"), ("delayed", "delayed")):
-        if key in text:
-            return recipe
-    return None
+    if stated.modules:
+        notes.append(f"recompute modules {', '.join(stated.modules)}: modelled as selective")
+    return {"recompute": stated.kind}
 
 
 def precision(row: Mapping[str, str | None], notes: list[str]) -> dict[str, Any]:
-    """``precision``, and ``fp8_recipe`` / ``grad_reduce_dtype`` where the text states them."""
-    text = cell_text(row, "precision").lower()
+    """``precision``, and ``fp8_recipe`` / ``grad_reduce_dtype`` where the cell states them
+    (``perfcast.validate.vocabulary.read_precision``)."""
+    stated = read_precision(cell_text(row, "precision"))
     fields: dict[str, Any] = {}
-    if "mp mode pure" in text:
+    if stated is not None and stated.pure_bf16_reduce:
         fields["grad_reduce_dtype"] = "bf16"
-    if "fp8" in text or "float8" in text:
-        fields["precision"] = "fp8"
-        recipe = _fp8_recipe(text)
-        if recipe is not None:
-            fields["fp8_recipe"] = recipe
-    elif "fp16" in text or "float16" in text:
-        fields["precision"] = "fp16"
-    elif "bf16" in text or not text:
+    if stated is None:
+        notes.append("precision not stated: bf16")
         fields["precision"] = "bf16"
-        if not text:
-            notes.append("precision not stated: bf16")
+    elif stated.precision == "fp8":
+        fields["precision"] = "fp8"
+        if stated.fp8_recipe is not None:
+            fields["fp8_recipe"] = stated.fp8_recipe
     else:
-        raise RowError(f"precision={cell_text(row, 'precision')!r} not understood")
+        fields["precision"] = stated.precision
     return fields
 
 
@@ -199,10 +192,10 @@ def global_batch(
     row: Mapping[str, str | None], seq_length: int, dp: int
 ) -> int:
     """Sequences per optimizer step (global batch)."""
-    seqs = positive_int(row, "global_batch_seqs")
-    if seqs is not None:
+    seqs = read_count(cell_text(row, "global_batch_seqs"), "global_batch_seqs", binary=False)
+    if seqs:
         return seqs
-    tokens = positive_int(row, "global_batch_tokens")
+    tokens = read_count(cell_text(row, "global_batch_tokens"), "global_batch_tokens", binary=True)
     if tokens is not None:
         if tokens % seq_length != 0:
             raise RowError(f"global_batch_tokens={tokens} not a multiple of seq_len={seq_length}")

@@ -40,6 +40,7 @@ from perfcast.validate.flop_conventions import (
 )
 from perfcast.validate.row_framework import framework_fields
 from perfcast.validate.row_model import row_model
+from perfcast.validate.vocabulary import read_count
 
 Row = Mapping[str, str | None]
 
@@ -86,6 +87,7 @@ def _system(row: Row, catalog: CatalogLookup, num_gpus: int, notes: list[str]) -
     system = catalog.system(gpu_type)
     if system is None:
         raise RowError(f"gpu_type={gpu_type!r}: no catalog system")
+    notes.extend(catalog.notes("gpu_type", gpu_type))
     update: dict[str, object] = {"num_gpus": num_gpus}
     per_node = positive_int(row, "gpus_per_node")
     if per_node is not None and per_node != system.gpus_per_node:
@@ -149,20 +151,21 @@ def measured_throughput(
 
 def _parse(row: Row, catalog: CatalogLookup) -> ParsedRow:
     notes: list[str] = []
-    seq_length = positive_int(row, "seq_len")
-    if seq_length is None:
+    seq_length = read_count(cell_text(row, "seq_len"), "seq_len", binary=True)
+    if not seq_length:
         raise RowError("seq_len is empty")
     sizes = rs.parallel_sizes(row, notes)
     model = row_model(row, catalog, seq_length, notes)
     system = _system(row, catalog, sizes.num_gpus, notes)
     gbs = rs.global_batch(row, seq_length, sizes.dp)
     workload = Workload(seq_length=seq_length, global_batch_size=gbs)
-    strategy = _strategy(row, sizes, model, system, gbs, notes)
+    assumed = f" ({'/'.join(sizes.unstated)} not stated, taken as 1)" if sizes.unstated else ""
     try:
+        strategy = _strategy(row, sizes, model, system, gbs, notes)
         check_strategy_for_model(model, strategy)
         check_workload_for_strategy(workload, strategy)
-    except InputError as exc:
-        raise RowError(str(exc)) from exc
+    except (InputError, RowError) as exc:
+        raise RowError(f"{exc}{assumed}") from exc
     measured, measured_from = measured_throughput(row, model, workload, sizes.num_gpus)
     return ParsedRow(
         row_id=cell_text(row, "row_id"), source_id=cell_text(row, "source_id"),
