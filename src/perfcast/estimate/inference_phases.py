@@ -123,7 +123,7 @@ def tp_comm_time_s(op: CommOp, ctx: ServingContext) -> float:
     if op.collective != Collective.ALL_REDUCE or ctx.strategy.tp <= 1:
         return ring
     one_shot = op.count * one_shot_all_reduce_time_s(op.size_bytes, ctx.system, ctx.strategy.tp)
-    return float(min(ring, one_shot))
+    return np.minimum(ring, one_shot)
 
 
 def _kv_bytes_read(ctx: ServingContext, passes: tuple[AttentionPass, ...], layers: int):
