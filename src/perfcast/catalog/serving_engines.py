@@ -26,11 +26,12 @@ SERVING_DIR = DATA_DIR / "frameworks" / "serving"
 SchedulerPolicy = Literal["mixed", "prefill_first"]
 DecodeAttentionKernel = Literal["grouped", "per_query_head"]
 MemoryBasis = Literal["total", "free"]
+MoEDispatch = Literal["allreduce", "alltoall"]
 
 _SETTINGS = ("scheduler_policy", "chunked_prefill", "token_budget_per_step", "max_running_seqs",
              "kv_block_tokens", "gpu_memory_fraction", "gpu_memory_fraction_basis",
              "cuda_graph_max_batch", "mixed_step_graphs", "decode_attention_kernel",
-             "overlap_scheduler")
+             "overlap_scheduler", "moe_dispatch")
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,10 @@ class EngineConfig:
     per query head of its group (2023 masked-MHA kernels)."""
     overlap_scheduler: bool
     """CPU scheduling overlapped with the GPU step (no host time per step exposed)."""
+    moe_dispatch: MoEDispatch
+    """Expert parallelism inside the TP group without attention DP: ``allreduce`` = tokens
+    replicated, each rank runs its local experts, outputs all-reduced with the TP all-reduce
+    (no all-to-all); ``alltoall`` = tokens dispatched to the experts' ranks."""
     sources: tuple[tuple[str, str], ...]
     """(setting, source) of every resolved value."""
 

@@ -8,7 +8,9 @@ kernels, TP all-reduce, calibrated overheads) is evaluated once, on grids, and i
 
     t = body(b + p) + head(n) + attn_decode(b, K/b) + Σ_chunks [attn_causal(a + q) − attn_causal(a)]
 
-* body(T): every GEMM, memory-bound op and collective of T tokens with its host overheads —
+* body(T): every GEMM (experts split by EP; with tokens replicated over the TP group — the
+  engines' default MoE path without attention DP — the expert outputs ride the TP all-reduce
+  and no all-to-all is charged), memory-bound op and collective of T tokens with its host overheads —
   a decode-only step as a CUDA graph when b ≤ the engine's captured batch size (no per-layer
   or per-step launch overhead, ``inference_phases``), a mixed step as a piecewise graph where
   the engine has them, else eager; the prefill overheads (``prefill_layer_overhead_s``,
@@ -115,12 +117,36 @@ class StepCost:
         return self.attn_causal(done + chunk) - self.attn_causal(done)
 
 
-def _body(ctx: ServingContext, tokens: np.ndarray, prefill: bool, graphs: bool) -> np.ndarray:
+def replicated_moe(ctx: ServingContext, engine: EngineConfig) -> bool:
+    """MoE tokens stay replicated over the TP group (no all-to-all): EP inside TP, no attention
+    DP, and an engine whose default MoE path all-reduces expert outputs."""
+    return (engine.moe_dispatch == "allreduce" and not ctx.attention_dp
+            and ctx.strategy.ep <= ctx.strategy.tp)
+
+
+def _seconds(step, no_ep_comm: bool) -> np.ndarray:
+    total = np.asarray(step.total_s, dtype=float)
+    return total - np.asarray(step.ep_comm_s, dtype=float) if no_ep_comm else total
+
+
+def _body(ctx: ServingContext, tokens: np.ndarray, prefill: bool, graphs: bool,
+          no_ep_comm: bool) -> np.ndarray:
     from dataclasses import replace
 
     c = replace(ctx, cuda_graphs=graphs)
-    return np.asarray(step_time(c, tokens, (), np.ones_like(tokens), prefill=prefill).total_s,
-                      dtype=float) * np.ones_like(tokens)
+    step = step_time(c, tokens, (), np.ones_like(tokens), prefill=prefill)
+    return _seconds(step, no_ep_comm) * np.ones_like(tokens)
+
+
+def _causal_attention(ctx: ServingContext, lengths: np.ndarray) -> np.ndarray:
+    """Causal prefill attention of one sequence of each length, all layers. Sliding-window
+    models branch on the window per length, so they are evaluated one length at a time."""
+    def one(seq):
+        step = step_time(ctx, seq, (AttentionPass(1.0, seq, seq, True),), 1.0, prefill=True)
+        return np.asarray(step.attention_s, dtype=float)
+    if ctx.model.sliding_window is not None:
+        return np.array([float(one(float(n))) for n in lengths])
+    return one(lengths) * np.ones_like(lengths)
 
 
 def build_step_cost(ctx: ServingContext, engine: EngineConfig, max_seqs: int,
@@ -128,9 +154,10 @@ def build_step_cost(ctx: ServingContext, engine: EngineConfig, max_seqs: int,
     """Tabulate ``inference_phases.step_time`` for this model, system and engine."""
     top_tokens = engine.token_budget_per_step + max_seqs
     tokens = _grid(top_tokens)
-    graphed = _body(ctx, tokens, prefill=False, graphs=True)
-    eager = _body(ctx, tokens, prefill=False, graphs=False)
-    prefill = _body(ctx, tokens, prefill=True, graphs=False)
+    no_a2a = replicated_moe(ctx, engine)
+    graphed = _body(ctx, tokens, prefill=False, graphs=True, no_ep_comm=no_a2a)
+    eager = _body(ctx, tokens, prefill=False, graphs=False, no_ep_comm=no_a2a)
+    prefill = _body(ctx, tokens, prefill=True, graphs=False, no_ep_comm=no_a2a)
     ones = np.ones_like(tokens)
     with_head = np.asarray(step_time(ctx, ones, (), tokens).total_s, dtype=float)
     head = np.maximum(with_head - float(with_head[0]), 1e-9) * ones
@@ -141,9 +168,7 @@ def build_step_cost(ctx: ServingContext, engine: EngineConfig, max_seqs: int,
                      B.ravel()).attention_s
     attn = np.asarray(attn, dtype=float).reshape(B.shape)
     lengths = _grid(max(max_context, 2))
-    causal = np.asarray(step_time(ctx, lengths, (AttentionPass(1.0, lengths, lengths, True),),
-                                  ones[:1], prefill=True).attention_s, dtype=float)
-    causal = causal * np.ones_like(lengths)
+    causal = _causal_attention(ctx, lengths)
     return StepCost(
         body_graphed=_LogInterp(tokens, graphed), body_eager=_LogInterp(tokens, eager),
         body_prefill=_LogInterp(tokens, prefill), head=_LogInterp(tokens, head),
