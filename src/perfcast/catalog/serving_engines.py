@@ -27,11 +27,12 @@ SchedulerPolicy = Literal["mixed", "prefill_first"]
 DecodeAttentionKernel = Literal["grouped", "per_query_head"]
 MemoryBasis = Literal["total", "free"]
 MoEDispatch = Literal["allreduce", "alltoall"]
+KVAdmission = Literal["reserve_full", "on_demand"]
 
 _SETTINGS = ("scheduler_policy", "chunked_prefill", "token_budget_per_step", "max_running_seqs",
              "kv_block_tokens", "gpu_memory_fraction", "gpu_memory_fraction_basis",
              "cuda_graph_max_batch", "mixed_step_graphs", "decode_attention_kernel",
-             "overlap_scheduler", "moe_dispatch")
+             "overlap_scheduler", "moe_dispatch", "kv_admission")
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,9 @@ class EngineConfig:
     """Expert parallelism inside the TP group without attention DP: ``allreduce`` = tokens
     replicated, each rank runs its local experts, outputs all-reduced with the TP all-reduce
     (no all-to-all); ``alltoall`` = tokens dispatched to the experts' ranks."""
+    kv_admission: KVAdmission
+    """reserve_full: a request is admitted only with pages for its whole length;
+    on_demand: with pages for its prompt (pages added as it decodes)."""
     sources: tuple[tuple[str, str], ...]
     """(setting, source) of every resolved value."""
 

@@ -5,13 +5,16 @@ Each step decodes one token for every running sequence and/or prefills prompt ch
 
 * ``mixed`` policy (vLLM V1, TensorRT-LLM in-flight batching): every step carries all running
   decodes; the rest of the token budget goes to prompt chunks, first the request already being
-  prefilled, then newly admitted ones (FCFS). Without chunked prefill a prompt must fit whole.
+  prefilled, then newly admitted ones (FCFS). Without chunked prefill a prompt must fit whole,
+  except the step's first prompt, which always runs (else decodes would starve long prompts).
 * ``prefill_first`` policy (SGLang): while prompts wait and can be admitted, a step prefills up
   to the budget and decodes nothing; otherwise a decode-only step runs.
 
-Admission: a request enters while fewer than ``max_running_seqs`` run and the KV pool holds the
-pages of every admitted request's full length (no preemption; TensorRT-LLM
-GUARANTEED_NO_EVICT, and vLLM/SGLang whenever the pool is not exhausted).
+Admission: a request enters while fewer than ``max_running_seqs`` run and the KV pool has room:
+``reserve_full`` engines (TensorRT-LLM GUARANTEED_NO_EVICT) hold the pages of every admitted
+request's full length; ``on_demand`` engines (vLLM PagedAttention, Kwon et al. 2023 §4.2;
+SGLang) need only the new prompt's pages beside the tokens cached now. Preemption is not
+modelled: an on-demand pool may overrun by the decode growth of the admitted requests.
 
 Speed: between events (a finish, an arrival, a step with prefill) the decode batch is fixed and
 its KV grows by b tokens a step, so a run of n decode-only steps is priced at once by the
@@ -107,8 +110,16 @@ def simulate(w: ServingWorkload, cost: StepCost, engine: EngineConfig, kv_pool_t
     weights: list[float] = []
     steps = 0
 
+    reserve_full = engine.kv_admission == "reserve_full"
+    prompt_pages = [int(math.ceil(i / block_tokens) * block_tokens) for i in in_l]
+    prefill_held = 0
+
     def admissible(r: int) -> bool:
-        return running < max_seqs and reserved + need[r] <= kv_pool_tokens
+        if running >= max_seqs:
+            return False
+        if reserve_full:
+            return reserved + need[r] <= kv_pool_tokens
+        return kv_total + prefill_held + prompt_pages[r] <= kv_pool_tokens
 
     while finished < n:
         if opened is not None:
@@ -152,12 +163,13 @@ def simulate(w: ServingWorkload, cost: StepCost, engine: EngineConfig, kv_pool_t
                     r = waiting.popleft()
                     running += 1
                     reserved += need[r]
+                    prefill_held += prompt_pages[r]
                     prefilling.append(r)
                 else:
                     break
                 left = in_l[r] - done_prefill[r]
-                if not chunked and left > room and (chunk_tokens or decoding):
-                    break
+                if not chunked and left > room and chunk_tokens:
+                    break  # a whole prompt waits for the next step (the first one always runs)
                 take = left if not chunked else min(left, room)
                 attn += cost.chunk_attention_s(done_prefill[r], take)
                 done_prefill[r] += take
@@ -179,6 +191,7 @@ def simulate(w: ServingWorkload, cost: StepCost, engine: EngineConfig, kv_pool_t
                 kv_total += decoding
             for r in completed:
                 first[r] = t
+                prefill_held -= prompt_pages[r]
                 if out_l[r] <= 1:
                     finish[r] = t
                     finished += 1
