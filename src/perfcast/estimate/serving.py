@@ -7,7 +7,9 @@ offline) on an engine with continuous batching. Pure.
 2. The paged-KV memory model (``estimate.serving_memory``) says whether the model fits and how
    many tokens the KV pool holds per replica.
 3. The per-step cost model (``estimate.inference_phases`` via ``estimate.serving_step_cost``)
-   prices every step the scheduler simulation (``estimate.serving_sim``) runs.
+   prices every step the scheduler simulation (``estimate.serving_sim``) runs; an engine with
+   an overlap scheduler (SGLang, TensorRT-LLM, vLLM ≥ 0.14 async scheduling) hides the host
+   time per step (``step_overhead_s``) behind the GPU step.
 4. Requests are split evenly over the data-parallel replicas (dp = GPUs / (tp·pp)), each an
    independent engine (a router spreads load; throughput adds up).
 """
@@ -92,6 +94,8 @@ def estimate_serving(
     ctx = _context(model, system, strategy, prec, attention_dp, Offload(),
                    get_backend(kernel_backend), cal, memory.weights_bytes)
     ctx = replace(ctx, gqa_kv_read_exponent=gqa_exponent(config, cal))
+    if config.overlap_scheduler:  # host scheduling/sampling hidden behind the GPU step
+        ctx = replace(ctx, overhead=ctx.overhead.model_copy(update={"step_overhead_s": 0.0}))
     running = min(max_seqs, share.concurrency or share.num_requests)
     cost = build_step_cost(ctx, config, running, workload.context_tokens)
     run = simulate(share, cost, config, memory.kv_pool_tokens, memory.kv_block_tokens)
