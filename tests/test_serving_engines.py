@@ -99,3 +99,23 @@ def test_kv_pages_round_up():
     memory = _memory("llama-3.1-8b", 1)
     per_seq_17 = memory.kv_pool_tokens // 32  # 17 tokens hold two 16-token pages
     assert memory.max_concurrent_seqs(17) == min(memory.max_running_seqs, per_seq_17)
+
+
+def test_engine_settings_stated_in_notes_override_the_profile():
+    from perfcast.validate.serving_rows import engine_overrides
+
+    notes = ("chunked prefill on (max-num-batched-tokens 512), max-num-seqs 1024; "
+             "max_batch_size 896 per rank, kv_cache_free_gpu_mem_fraction 0.93")
+    assert engine_overrides(notes) == {"token_budget_per_step": 512, "max_running_seqs": 1024,
+                                       "gpu_memory_fraction": 0.93}
+    assert engine_overrides("max_batch_size 896 per rank") == {}
+
+
+def test_override_engine_names_its_source_and_rejects_unknown_settings():
+    from perfcast.estimate.serving import override_engine
+
+    config = override_engine(engine_config("vllm", 80 * GiB), {"token_budget_per_step": 512})
+    assert config.token_budget_per_step == 512
+    assert config.source("token_budget_per_step") == "set by the user"
+    with pytest.raises(InputError, match="warp_size"):
+        override_engine(config, {"warp_size": 64})

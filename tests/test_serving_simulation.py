@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from functools import lru_cache
+from functools import cache
 
 import pytest
 from hypothesis import given, settings
@@ -17,7 +17,7 @@ from perfcast.specs.serving import ServingWorkload
 from perfcast.specs.strategy import Strategy
 
 
-@lru_cache(maxsize=None)
+@cache
 def _serve(mode: str, load: float, engine: str = "vllm", model: str = "llama-3.1-8b",
            tp: int = 1, requests: int = 400, input_len: int = 1024, output_len: int = 256,
            ratio: float = 0.8, gpus: int | None = None):

@@ -17,10 +17,11 @@ offline) on an engine with continuous batching. Pure.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from perfcast.calibration.inference_overheads import InferenceOverheads, load_inference_overheads
 from perfcast.catalog.serving_engines import EngineConfig, engine_config
+from perfcast.errors import InputError
 from perfcast.estimate.inference import _check, _context
 from perfcast.estimate.serving_memory import serving_memory_paged
 from perfcast.estimate.serving_report import LatencyStats, ServingReport, run_statistics
@@ -47,6 +48,16 @@ def replica_workload(w: ServingWorkload, replicas: int) -> ServingWorkload:
     return w.model_copy(update=update)
 
 
+def override_engine(config: EngineConfig, overrides: dict[str, object]) -> EngineConfig:
+    """``config`` with user-set values (e.g. ``--max-num-batched-tokens``) replacing defaults;
+    each replaced value's source says so."""
+    unknown = set(overrides) - {f.name for f in fields(EngineConfig)} - {"sources", "engine"}
+    if unknown:
+        raise InputError("engine_overrides", sorted(unknown)[0], "not an engine setting")
+    sources = tuple((k, "set by the user" if k in overrides else v) for k, v in config.sources)
+    return replace(config, **overrides, sources=sources)
+
+
 def gqa_exponent(engine: EngineConfig, overheads: InferenceOverheads) -> float:
     """KV reads per KV head: once (grouped kernels, x = 0) or per query head (the fitted
     exponent of 2023 masked-MHA kernels, ``inference_overheads.yaml``)."""
@@ -65,6 +76,7 @@ def estimate_serving(
     kv_precision: str | None = None,
     weight_precision: str | None = None,
     attention_dp: bool = False,
+    engine_overrides: dict[str, object] | None = None,
     kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE,
     overheads: InferenceOverheads | None = None,
 ) -> ServingReport:
@@ -76,6 +88,8 @@ def estimate_serving(
     _check(model, system, strategy, prec, attention_dp)
     cal = overheads or load_inference_overheads()
     config = engine_config(engine, system.gpu.hbm_capacity_bytes, engine_version)
+    if engine_overrides:
+        config = override_engine(config, engine_overrides)
     memory = serving_memory_paged(model, system.gpu.hbm_capacity_bytes, strategy, prec, config)
     replicas = strategy.dp
     share = replica_workload(workload, replicas)

@@ -81,7 +81,7 @@ def simulate(w: ServingWorkload, cost: StepCost, engine: EngineConfig, kv_pool_t
     opened = arrival_times(w, rng)
     n = w.num_requests
     in_l, out_l = ins.tolist(), outs.tolist()
-    need = [int(math.ceil((i + o) / block_tokens) * block_tokens) for i, o in zip(in_l, out_l)]
+    need = [int(math.ceil((i + o) / block_tokens) * block_tokens) for i, o in zip(in_l, out_l, strict=True)]
     arrival = [0.0] * n
     first = [0.0] * n
     finish = [0.0] * n

@@ -18,6 +18,8 @@ recorded in the case's ``notes``):
 * precision: FP8 (W+A; ``FP8 KV`` also the cache), NVFP4/MXFP4/FP4 (W+A on GPUs with FP4 tensor
   cores; MoE-only MXFP4 ``as released`` with BF16 activations = FP4 weights), INT4 weight-only,
   BF16/FP16; ``ep`` empty or 0 = no expert parallelism; attention DP when the notes say so.
+* engine settings the notes state (token budget, max sequences, memory fraction) replace the
+  profile's defaults (``engine_overrides``);
 * skipped with a reason: disaggregated prefill/decode, production traffic, prefill-only
   (``input_throughput_per_gpu``) and speculative/MTP rows.
 """
@@ -72,6 +74,32 @@ _MODEL_ALIASES = (
 """Local, minimal name resolution (architecture-identical catalog entries: DeepSeek-R1 and
 -0528 are DeepSeek-V3 weights; Kimi-K2.5/2.6 keep K2's shape; Llama-3.3-70B = Llama-3.1-70B;
 Qwen2-72B = Qwen2.5-72B config). Superseded by validate.vocabulary when that lands."""
+
+_ENGINE_OVERRIDES = (
+    (re.compile(r"(?:max[-_]num[-_]batched[-_]tokens|max_num_tokens|chunked[-_]prefill[-_]size)"
+                r"[\s=:]+(\d+)", re.I), "token_budget_per_step", int),
+    (re.compile(r"(?:max[-_]num[-_]seqs|max[-_]running[-_]requests)[\s=:]+(\d+)", re.I),
+     "max_running_seqs", int),
+    (re.compile(r"max_batch_size[\s=:]+(\d+)\b(?!\s*per rank)", re.I), "max_running_seqs", int),
+    (re.compile(r"(?:gpu[-_]memory[-_]utilization|mem[-_]fraction[-_]static)[\s=:]+([\d.]+)",
+                re.I), "gpu_memory_fraction", float),
+    (re.compile(r"(?:kv_cache_free_gpu_mem_fraction|free_gpu_memory_fraction)[\s=:]+([\d.]+)",
+                re.I), "gpu_memory_fraction", float),
+)
+"""Engine settings a row's notes state (``--max-num-batched-tokens 512``, ``max_num_tokens
+2048``, ...): they replace the profile's defaults for that row. Rows with attention DP state
+per-rank values and keep the defaults (the simulation runs one scheduler per TP group)."""
+
+
+def engine_overrides(notes_text: str) -> dict[str, Any]:
+    """Scheduler settings stated in the notes, by ``EngineConfig`` field."""
+    found: dict[str, Any] = {}
+    for pattern, setting, kind in _ENGINE_OVERRIDES:
+        match = pattern.search(notes_text)
+        if match and setting not in found:
+            found[setting] = kind(match.group(1))
+    return found
+
 
 _GPU_ALIASES = (("gb300", "b300"), ("gb200", "gb200"), ("b300", "b300"), ("b200", "b200"),
                 ("h800", "h800-sxm"), ("h200", "h200-sxm"), ("h100 sxm", "h100-sxm"),
@@ -268,6 +296,10 @@ def parse_serving_row(row: Row, catalog: CatalogLookup, source_id: str) -> Servi
     attention_dp = tp > 1 and bool(re.search(r"attention[- ]dp|dp[- ]attention|attention data", text))
     options = {"engine": found[0], "engine_version": found[1], "attention_dp": attention_dp,
                **_precision(row, system, notes)}
+    overrides = {} if attention_dp else engine_overrides(cell_text(row, "notes"))
+    if overrides:
+        options["engine_overrides"] = overrides
+        notes.append(f"engine settings from the notes: {overrides}")
     measured = cell_float(row, "value")
     if measured is None or measured <= 0 or not math.isfinite(measured):
         raise RowError(f"value={cell_text(row, 'value')!r} must be a positive number")
