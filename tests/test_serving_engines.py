@@ -119,3 +119,17 @@ def test_override_engine_names_its_source_and_rejects_unknown_settings():
     assert config.source("token_budget_per_step") == "set by the user"
     with pytest.raises(InputError, match="warp_size"):
         override_engine(config, {"warp_size": 64})
+
+
+@pytest.mark.parametrize("notes, metric, expected", [
+    ("...; MEAN TTFT (median 14419.0 ms, p99 16084.0 ms)", "ttft", "mean"),
+    ("TTFT/TPOT are MEDIANS over requests; median TTFT (mean 961.48 ms)", "ttft", "median"),
+    ("TTFT/TPOT are MEDIANS over requests; median TPOT (mean 16.9 ms)", "tpot", "median"),
+    ("TTFT and ITL are MEDIANS (ITL used as TPOT)", "tpot", "median"),
+    ("the page does not state whether TTFT/ITL are mean or median", "ttft", "mean"),
+    ("closed loop, 500 prompts", "ttft", "mean"),
+])
+def test_row_statistic(notes, metric, expected):
+    from perfcast.validate.serving_rows import row_statistic
+
+    assert row_statistic(notes, metric) == expected

@@ -215,8 +215,9 @@ def _precision(row: Row, system: SystemSpec, notes: list[str]) -> dict[str, Any]
 
 
 def _num_requests(notes_text: str, clients: int) -> int:
-    if "10*conc" in notes_text or "10×conc" in notes_text:
-        n = 10 * clients
+    per_client = re.search(r"(\d+)\s*[*×]\s*conc", notes_text)
+    if per_client:
+        n = int(per_client.group(1)) * clients
     else:
         match = re.search(r"([\d,]+) (?:prompts|requests)", notes_text)
         n = int(match.group(1).replace(",", "")) if match else max(10 * clients, 100)
@@ -252,6 +253,24 @@ def _workload(row: Row, notes: list[str]) -> tuple[ServingWorkload, str]:
     raise RowError(f"batching={cell_text(row, 'batching')!r}: offline run without a batch size")
 
 
+def row_statistic(notes_text: str, metric: str) -> str:
+    """mean or median of a latency row, from its notes: the word right before the metric
+    ('MEAN TTFT', 'median TTFT (mean ...)'), else a plural statement ('TTFT/TPOT are
+    MEDIANS'), else any 'median'; unstated = mean (benchmark_serving's headline)."""
+    text = notes_text.lower()
+    names = {"ttft": "ttft", "tpot": "(?:tpot|itl)", "itl": "itl", "e2e_latency": "e2e"}
+    name = names.get(metric, re.escape(metric))
+    adjacent = re.search(rf"\b(mean|median)s?\s+{name}", text)
+    if adjacent:
+        return adjacent.group(1)
+    stated = re.search(r"\bare\s+(mean|median)s\b", text)
+    if stated:
+        return stated.group(1)
+    if "not state" in text:
+        return "mean"
+    return "median" if "median" in text else "mean"
+
+
 def _statistic(row: Row, metric: str, kind: str) -> tuple[str, str]:
     text = cell_text(row, "notes").lower()
     quantity = SERVING_METRICS[metric]
@@ -259,7 +278,7 @@ def _statistic(row: Row, metric: str, kind: str) -> tuple[str, str]:
         quantity = "itl"
     if kind == "static" and quantity == "e2e_latency":
         return "batch_latency", "batch"
-    return quantity, "median" if "median" in text else "mean"
+    return quantity, row_statistic(text, metric)
 
 
 def parse_serving_row(row: Row, catalog: CatalogLookup, source_id: str) -> ServingCase:
