@@ -67,3 +67,10 @@ def test_bad_range_ratio_is_a_one_line_error():
     result = _infer("--concurrency", "4", "--length-range-ratio", "1.5")
     assert result.exit_code == 2
     assert "length_range_ratio" in result.output and "Traceback" not in result.output
+
+
+def test_pipeline_parallel_serving_runs():
+    result = _infer("--tp", "4", "--pp", "2", "--concurrency", "16", "--num-requests", "64",
+                    "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["tpot_s"] > 0

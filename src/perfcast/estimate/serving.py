@@ -10,7 +10,9 @@ offline) on an engine with continuous batching. Pure.
    prices every step the scheduler simulation (``estimate.serving_sim``) runs; an engine with
    an overlap scheduler (SGLang, TensorRT-LLM, vLLM ≥ 0.14 async scheduling) hides the host
    time per step (``step_overhead_s``) behind the GPU step.
-4. Requests are split evenly over the data-parallel replicas (dp = GPUs / (tp·pp)), each an
+4. With pp > 1 a step crosses the stages in turn (``inference_phases.step_time``): latency as
+   measured, throughput pessimistic where an engine keeps pp micro-batches in flight.
+5. Requests are split evenly over the data-parallel replicas (dp = GPUs / (tp·pp)), each an
    independent engine (a router spreads load; throughput adds up).
 """
 
