@@ -133,3 +133,20 @@ def test_row_statistic(notes, metric, expected):
     from perfcast.validate.serving_rows import row_statistic
 
     assert row_statistic(notes, metric) == expected
+
+
+def test_continuous_batching_max_batch_comes_from_the_paged_pool():
+    """The issue's 70B TP8 case: the FasterTransformer preallocation allowed ~90 sequences;
+    paged KV holds the ~600 the pool fits."""
+    from perfcast.catalog.systems import load_system
+    from perfcast.estimate.inference import estimate_inference
+
+    model, system = load_model("llama-3.1-70b"), load_system("dgx-h100", num_gpus=8)
+    options = dict(batch_size=64, input_len=1024, output_len=1024)
+    static = estimate_inference(model, system, Strategy(num_gpus=8, tp=8), **options)
+    continuous = estimate_inference(model, system, Strategy(num_gpus=8, tp=8),
+                                    batching="continuous", **options)
+    assert static.max_batch_size < 100 < 500 < continuous.max_batch_size
+    graphed = estimate_inference(model, system, Strategy(num_gpus=8, tp=8),
+                                 batching="continuous", cuda_graphs=True, **options)
+    assert graphed.tpot_s < continuous.tpot_s  # graphs reach the decode share of a mixed step
