@@ -1,13 +1,12 @@
 """``perfcast infer --concurrency / --request-rate / --offline``: build the serving workload from
-the flags, run ``estimate_serving`` and print it (fits / does not fit first)."""
+the flags, run ``estimate_serving`` and print it (fits / does not fit first).
+
+The engine profile replaces ``--batching``, ``--prefill-chunk`` and ``--cuda-graphs``;
+offloading and speculative decoding are not simulated and are refused."""
 
 from __future__ import annotations
 
 from perfcast.errors import InputError
-
-UNSUPPORTED_WITH_SIMULATION = ("offload", "speculative", "cuda_graphs", "prefill_chunk_tokens",
-                               "batching")
-"""``infer`` options the simulation replaces (engine profile) or does not model."""
 
 
 def run_serving(model, system, strategy, options: dict, *, concurrency: int | None,

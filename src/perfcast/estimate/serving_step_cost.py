@@ -25,7 +25,7 @@ kernels, TP all-reduce, calibrated overheads) is evaluated once, on grids, and i
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import exp, log
 
 import numpy as np
@@ -131,8 +131,6 @@ def _seconds(step, no_ep_comm: bool) -> np.ndarray:
 
 def _body(ctx: ServingContext, tokens: np.ndarray, prefill: bool, graphs: bool,
           no_ep_comm: bool) -> np.ndarray:
-    from dataclasses import replace
-
     c = replace(ctx, cuda_graphs=graphs)
     step = step_time(c, tokens, (), np.ones_like(tokens), prefill=prefill)
     return _seconds(step, no_ep_comm) * np.ones_like(tokens)
