@@ -33,6 +33,7 @@ import yaml
 from perfcast.calibration.inference_overheads import InferenceOverhead, InferenceOverheads
 from perfcast.estimate.inference import estimate_inference
 from perfcast.validate.inference_compare import compare_cases, parse_inference_rows
+from perfcast.validate.inference_rows import InferenceCase
 from perfcast.validate.training_rows import read_rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,7 +102,9 @@ def fit(cases, rounds: int = 3):
 def main(argv: list[str]) -> None:
     path = Path(next((a for a in argv if not a.startswith("--")), DATA))
     parsed, _ = parse_inference_rows(read_rows(path))
-    cases = [c for c in parsed if c.metric != "gpu_memory_usage"]
+    # static and batch-1 engine benchmarks only: serving rows (validate.serving_rows) are
+    # simulated with the engine profiles and do not take part in this fit
+    cases = [c for c in parsed if isinstance(c, InferenceCase) and c.metric != "gpu_memory_usage"]
     gens, glob, by_gen = fit(cases)
     for g, rows in sorted(by_gen.items()):
         block = g if g in gens else "default"

@@ -34,6 +34,12 @@ class KVPrecisionOpt(str, Enum):
     fp8 = "fp8"
 
 
+class EngineOpt(str, Enum):
+    vllm = "vllm"
+    sglang = "sglang"
+    tensorrt_llm = "tensorrt-llm"
+
+
 class BatchingOpt(str, Enum):
     static = "static"
     continuous = "continuous"
@@ -89,6 +95,20 @@ def infer_command(
     curve: Annotated[bool, _opt("--curve", help="Throughput vs latency over batch sizes 1..512.")] = False,
     plot: Annotated[Path | None, _opt(
         "--plot", help="Write the curve as a PNG/SVG (implies --curve).")] = None,
+    concurrency: Annotated[int | None, _opt(
+        "--concurrency", help="Simulate a closed-loop client with this many requests in flight.")] = None,
+    request_rate: Annotated[float | None, _opt(
+        "--request-rate", help="Simulate Poisson arrivals at this many requests/s.")] = None,
+    offline: Annotated[bool, _opt(
+        "--offline", help="Simulate offline max throughput (all requests queued at once).")] = False,
+    num_requests: Annotated[int | None, _opt(
+        "--num-requests", help="Requests in the simulated run (default 10 x concurrency, min 100).")] = None,
+    length_range_ratio: Annotated[float, _opt(
+        "--length-range-ratio", help="Sample lengths uniformly in [ratio*L, L]; 1 = fixed.")] = 1.0,
+    engine: Annotated[EngineOpt, _opt(
+        "--engine", help="Serving engine profile of the simulation.")] = EngineOpt.vllm,
+    engine_version: Annotated[str | None, _opt(
+        "--engine-version", help="Engine version whose defaults apply (default: latest).")] = None,
     json: Annotated[bool, _opt("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Forecast serving: TTFT, TPOT, throughput per GPU, memory and the largest batch that fits."""
@@ -114,6 +134,15 @@ def infer_command(
             num_draft_tokens=num_draft_tokens) if draft_model else None,
     )
     hardware = load_system(system, num_gpus=num_gpus)
+    if concurrency is not None or request_rate is not None or offline:
+        from perfcast.cli.serving_run import run_serving
+
+        run_serving(spec, hardware, strategy, options, concurrency=concurrency,
+                    request_rate=request_rate, offline=offline, num_requests=num_requests,
+                    input_len=input_len, output_len=output_len,
+                    length_range_ratio=length_range_ratio, engine=engine.value,
+                    engine_version=engine_version, json=json)
+        return
     if curve or plot is not None:
         result = inference_curve(spec, hardware, strategy, **options)
         if plot is not None:
@@ -131,6 +160,14 @@ def infer_command(
     from perfcast.report.inference_text import render_curve, render_inference
 
     console = make_console()
+    if not (curve or plot is not None):
+        from perfcast.report.serving_text import fit_line
+        from perfcast.units import GiB
+
+        mem = result.memory
+        console.print(fit_line(result.fits, f"{mem.total_bytes / GiB:,.1f} GiB of "
+                               f"{mem.capacity_bytes / GiB:,.1f} GiB per GPU at batch "
+                               f"{result.workload.batch_size}"))
     if curve or plot is not None:
         render_curve(result, console)
         if plot is not None:

@@ -8,7 +8,9 @@ Phases (Pope et al. 2022, "Efficiently Scaling Transformer Inference" §2):
 * continuous batching, steady state (Yu et al., Orca, 2022; chunked prefill per Agrawal et al.,
   Sarathi-Serve, 2024): b sequences in flight at mean KV length s_in + s_out/2; each step
   decodes b tokens and prefills the b·s_in/s_out prompt tokens of the requests that replace
-  finished ones; TPOT = one mixed step, TTFT = ⌈s_in/chunk⌉ steps.
+  finished ones; TPOT = one mixed step, TTFT = ⌈s_in/chunk⌉ steps. Prefill overheads are
+  charged on the prompt tokens' share of the step. (``estimate.serving`` simulates the
+  request stream instead: queueing, admission and TTFT at a given concurrency.)
 * with pp > 1 under continuous batching, pp micro-batches of b/pp keep every stage busy; the
   slowest stage sets a cycle of pp stage times per generated token.
 * speculative decoding (Leviathan et al. 2023, Eq. 1): k draft steps and one target step that
@@ -88,6 +90,19 @@ def _context(model, system, strategy, precision, attention_dp, offload, backend,
     )
 
 
+def _paged_max_batch(model: ModelSpec, system: SystemSpec, strategy: Strategy,
+                     precision: InferencePrecision, workload: InferenceWorkload) -> int:
+    """Continuous batching allocates KV in pages (vLLM V1 defaults, ``estimate.serving_memory``):
+    sequences of the workload's full length the KV pool holds beside weights and workspace."""
+    from perfcast.catalog.serving_engines import engine_config
+    from perfcast.estimate.serving_memory import serving_memory_paged
+
+    capacity = system.gpu.hbm_capacity_bytes
+    paged = serving_memory_paged(model, capacity, strategy, precision,
+                                 engine_config("vllm", capacity))
+    return paged.max_concurrent_seqs(workload.context_tokens)
+
+
 def _prefill(ctx: ServingContext, batch: float, input_len: int) -> StepTime:
     passes = (AttentionPass(batch, input_len, input_len, causal=True),)
     return step_time(ctx, batch * input_len, passes, batch, prefill=True)
@@ -123,7 +138,13 @@ def _continuous(ctx: ServingContext, w: InferenceWorkload) -> tuple[StepTime, St
     new_prompt_tokens = batch * w.input_len / w.output_len
     passes = (AttentionPass(batch, 1, w.input_len + w.output_len / 2, causal=False),
               AttentionPass(new_prompt_tokens / w.input_len, w.input_len, w.input_len, True))
-    step = bottleneck_stage_time(ctx, batch + new_prompt_tokens, passes, batch, prefill=True)
+    tokens = batch + new_prompt_tokens
+    # prefill overheads on the prompt tokens' share of the step only; the decode share runs as
+    # a CUDA graph when ``cuda_graphs`` (piecewise graphs, vLLM V1 FULL_AND_PIECEWISE)
+    share = new_prompt_tokens / tokens
+    decode_part = bottleneck_stage_time(ctx, tokens, passes, batch, prefill=False)
+    prefill_part = bottleneck_stage_time(ctx, tokens, passes, batch, prefill=True)
+    step = decode_part.scaled(1.0 - share).plus(prefill_part.scaled(share))
     cycle = step.scaled(pp)
     ttft = math.ceil(w.input_len / w.prefill_chunk_tokens) * float(cycle.total_s)
     return cycle, cycle, ttft
@@ -168,6 +189,8 @@ def estimate_inference(
     cal = overheads or load_inference_overheads()
     memory, max_batch, weights = serving_memory(model, system, strategy, prec, workload,
                                                 attention_dp, offload, speculative)
+    if workload.batching == "continuous" and not offload.any and not attention_dp:
+        max_batch = _paged_max_batch(model, system, strategy, prec, workload)
     ctx = _context(model, system, strategy, prec, attention_dp, offload, backend, cal, weights,
                    cuda_graphs)
     run = _continuous if workload.batching == "continuous" else _static

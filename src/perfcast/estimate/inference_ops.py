@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from perfcast.graph.layer import (
     LayerShape,
     attention_forward_ops,
@@ -63,7 +65,7 @@ def expected_experts_hit(num_experts: float, top_k: float, tokens: float) -> flo
 def _moe_read_only_hit(model: ModelSpec, strategy: Strategy, ops: list, tokens: float) -> list:
     """Expert GEMMs over the experts this GPU's tokens actually hit, not all local experts."""
     E, k, ep = model.num_experts, model.num_experts_per_tok, strategy.ep
-    hit = max(expected_experts_hit(E, k, tokens) / ep, 1e-9)
+    hit = np.maximum(expected_experts_hit(E, k, tokens) / ep, 1e-9)
     routed_tokens = tokens * k / ep
     out = []
     for op in ops:

@@ -123,7 +123,7 @@ def tp_comm_time_s(op: CommOp, ctx: ServingContext) -> float:
     if op.collective != Collective.ALL_REDUCE or ctx.strategy.tp <= 1:
         return ring
     one_shot = op.count * one_shot_all_reduce_time_s(op.size_bytes, ctx.system, ctx.strategy.tp)
-    return float(min(ring, one_shot))
+    return np.minimum(ring, one_shot)
 
 
 def _kv_bytes_read(ctx: ServingContext, passes: tuple[AttentionPass, ...], layers: int):
@@ -191,7 +191,8 @@ def pp_send_s(ctx: ServingContext, tokens: float) -> float:
     """One activation send between stages: tokens·h·2 bytes on the PP link."""
     op = CommOp("pp_send_recv", Phase.FORWARD, Group.PP, Collective.SEND_RECV,
                 ACT_BYTES * tokens * ctx.model.hidden_size)
-    return float(comm_op_time_s(op, ctx.system, ctx.strategy))
+    seconds = comm_op_time_s(op, ctx.system, ctx.strategy)
+    return seconds if np.ndim(seconds) else float(seconds)
 
 
 def step_time(ctx: ServingContext, tokens: float, passes: tuple[AttentionPass, ...],

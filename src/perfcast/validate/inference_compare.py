@@ -24,6 +24,12 @@ from perfcast.validate.inference_rows import (
     is_inference_schema,
     parse_inference_row,
 )
+from perfcast.validate.serving_compare import (
+    ServingEstimator,
+    ServingReportCache,
+    predict_serving,
+)
+from perfcast.validate.serving_rows import ServingCase
 from perfcast.validate.training_rows import SkippedRow, read_rows
 
 InferenceEstimator = Callable[..., Any]
@@ -44,6 +50,9 @@ class InferenceRowResult:
     measured: float
     error: float
     batch_size: int
+    engine: str = ""
+    """Serving engine of a simulated row ("" = static/batch-1 estimate)."""
+    statistic: str = "mean"
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -102,11 +111,33 @@ def compare_case(case: InferenceCase, estimator: InferenceEstimator
         batch_size=case.options["batch_size"])
 
 
-def compare_cases(parsed, skipped, estimator: InferenceEstimator) -> InferenceValidationReport:
+def compare_serving_case(case: ServingCase, cache: ServingReportCache
+                         ) -> InferenceRowResult | SkippedRow:
+    """Simulate one serving case (shared per configuration); a failure becomes a skip."""
+    try:
+        predicted = predict_serving(case, cache)
+    except Exception as exc:  # noqa: BLE001 - one failing row must not stop the validation
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return SkippedRow(case.row_id, f"estimate: {message}", case.source_id)
+    return InferenceRowResult(
+        row_id=case.row_id, source_id=case.source_id, model=case.model.name,
+        gpu=case.system.gpu.name, metric=case.metric, unit=case.unit, predicted=predicted,
+        measured=case.measured, error=(predicted - case.measured) / case.measured,
+        batch_size=case.workload.concurrency or case.workload.num_requests,
+        engine=case.engine, statistic=case.statistic)
+
+
+def compare_cases(parsed, skipped, estimator: InferenceEstimator,
+                  serving_estimator: ServingEstimator | None = None) -> InferenceValidationReport:
     results: list[InferenceRowResult] = []
     all_skipped = list(skipped)
+    cache = ServingReportCache(serving_estimator) if any(
+        isinstance(c, ServingCase) for c in parsed) else None
     for case in parsed:
-        outcome = compare_case(case, estimator)
+        if isinstance(case, ServingCase):
+            outcome = compare_serving_case(case, cache)
+        else:
+            outcome = compare_case(case, estimator)
         (results if isinstance(outcome, InferenceRowResult) else all_skipped).append(outcome)
     metrics = sorted({r.metric for r in results})
     by_metric = tuple((m, error_stats([r for r in results if r.metric == m])) for m in metrics)
@@ -116,11 +147,11 @@ def compare_cases(parsed, skipped, estimator: InferenceEstimator) -> InferenceVa
 
 def parse_inference_rows(rows, catalog: CatalogLookup | None = None
                          ) -> tuple[list[InferenceCase], list[SkippedRow]]:
-    parsed: list[InferenceCase] = []
+    parsed: list[InferenceCase | ServingCase] = []
     skipped: list[SkippedRow] = []
     for row in rows:
         result = parse_inference_row(row, catalog)
-        (parsed if isinstance(result, InferenceCase) else skipped).append(result)
+        (skipped if isinstance(result, SkippedRow) else parsed).append(result)
     return parsed, skipped
 
 

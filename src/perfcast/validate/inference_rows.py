@@ -31,6 +31,7 @@ from perfcast.specs.strategy import Strategy
 from perfcast.validate.catalog_lookup import CatalogLookup, default_catalog
 from perfcast.validate.csv_fields import RowError, cell_float, cell_text, positive_int
 from perfcast.validate.ft_memory import FT_MAX_POSITIONS, ft_gpt_model
+from perfcast.validate.serving_rows import ServingCase, is_serving_row, parse_serving_row
 from perfcast.validate.training_rows import SkippedRow
 
 Row = Mapping[str, str | None]
@@ -185,9 +186,14 @@ def _parse(row: Row, catalog: CatalogLookup) -> InferenceCase:
 
 
 def parse_inference_row(row: Row, catalog: CatalogLookup | None = None
-                        ) -> InferenceCase | SkippedRow:
-    """One CSV row as an ``InferenceCase``, or a ``SkippedRow`` with the reason. Never raises."""
+                        ) -> InferenceCase | ServingCase | SkippedRow:
+    """One CSV row as an ``InferenceCase`` (static/batch-1 engine benchmarks), a ``ServingCase``
+    (``validate.serving_rows``: concurrency, request rate, offline, or a serving engine's run),
+    or a ``SkippedRow`` with the reason. Never raises."""
     try:
+        if is_serving_row(row):
+            return parse_serving_row(row, catalog or default_catalog(),
+                                     source_id(cell_text(row, "source")))
         return _parse(row, catalog or default_catalog())
     except Exception as exc:  # noqa: BLE001 - a bad row must never stop the validation
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -1,0 +1,142 @@
+"""Serving-engine profiles as data: ``catalog/data/frameworks/serving/<engine>.yaml``.
+
+Each file lists, per scheduler setting, entries ``{value, source}`` optionally selected by an
+engine version range (``since`` inclusive, ``until`` exclusive) and a device-memory tier
+(``min_gpu_memory_GiB``); the first entry that matches wins, as the engines' own default logic
+does (vLLM ``arg_utils.py``, SGLang ``memory_hook.py``, TensorRT-LLM ``BaseLlmArgs``; file and
+line cited in every ``source``, from /work/shared/reference/frameworks.md §5-7).
+
+``engine_config(name, gpu_memory_bytes, version)`` resolves a profile to an ``EngineConfig`` of
+plain typed values with the source of each value, for one device and engine version.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Literal
+
+from perfcast.catalog.files import DATA_DIR, read_mapping
+from perfcast.errors import InputError
+from perfcast.units import GiB
+
+SERVING_DIR = DATA_DIR / "frameworks" / "serving"
+
+SchedulerPolicy = Literal["mixed", "prefill_first"]
+DecodeAttentionKernel = Literal["grouped", "per_query_head"]
+MemoryBasis = Literal["total", "free"]
+MoEDispatch = Literal["allreduce", "alltoall"]
+KVAdmission = Literal["reserve_full", "on_demand"]
+
+_SETTINGS = ("scheduler_policy", "chunked_prefill", "token_budget_per_step", "max_running_seqs",
+             "kv_block_tokens", "gpu_memory_fraction", "gpu_memory_fraction_basis",
+             "cuda_graph_max_batch", "mixed_step_graphs", "decode_attention_kernel",
+             "overlap_scheduler", "moe_dispatch", "kv_admission")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """One engine's scheduler and memory defaults resolved for a device and version."""
+
+    engine: str
+    version: str | None
+    """Engine version the values were resolved for (None = latest documented)."""
+    scheduler_policy: SchedulerPolicy
+    """mixed: decode tokens and prefill chunks share each step (vLLM V1, TRT-LLM in-flight
+    batching); prefill_first: waiting prompts are prefilled in their own step first (SGLang)."""
+    chunked_prefill: bool
+    """Prompts longer than the step budget are split over steps."""
+    token_budget_per_step: int
+    """Most tokens (decode + prefill) one step processes (max_num_batched_tokens, ...)."""
+    max_running_seqs: int
+    """Most sequences admitted at once (max_num_seqs, max_running_requests, max_batch_size)."""
+    kv_block_tokens: int
+    """Tokens per KV page: a sequence holds ⌈tokens/block⌉ pages."""
+    gpu_memory_fraction: float
+    """Share of device memory (basis ``total``) or of what is free after weights (``free``)."""
+    gpu_memory_fraction_basis: MemoryBasis
+    cuda_graph_max_batch: int
+    """Largest decode batch replayed as a CUDA graph (0 = no graphs)."""
+    mixed_step_graphs: bool
+    """Prefill/mixed steps also run as (piecewise) graphs: no per-layer launch overhead."""
+    decode_attention_kernel: DecodeAttentionKernel
+    """grouped: each KV head read once per step (XQA, FlashInfer, FA3); per_query_head: once
+    per query head of its group (2023 masked-MHA kernels)."""
+    overlap_scheduler: bool
+    """CPU scheduling overlapped with the GPU step (no host time per step exposed)."""
+    moe_dispatch: MoEDispatch
+    """Expert parallelism inside the TP group without attention DP: ``allreduce`` = tokens
+    replicated, each rank runs its local experts, outputs all-reduced with the TP all-reduce
+    (no all-to-all); ``alltoall`` = tokens dispatched to the experts' ranks."""
+    kv_admission: KVAdmission
+    """reserve_full: a request is admitted only with pages for its whole length;
+    on_demand: with pages for its prompt (pages added as it decodes)."""
+    sources: tuple[tuple[str, str], ...]
+    """(setting, source) of every resolved value."""
+
+    def source(self, setting: str) -> str:
+        return dict(self.sources)[setting]
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    """'0.10.2' -> (0, 10, 2); trailing non-numeric parts ignored ('0.5.12rc1' -> (0, 5, 12))."""
+    return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
+
+
+def _matches(entry: dict[str, Any], version: str | None, memory_GiB: float) -> bool:
+    if version is not None:
+        key = _version_key(version)
+        if "since" in entry and key < _version_key(str(entry["since"])):
+            return False
+        if "until" in entry and key >= _version_key(str(entry["until"])):
+            return False
+    elif "until" in entry:
+        return False  # unknown version: the latest documented default
+    return memory_GiB >= float(entry.get("min_gpu_memory_GiB", 0.0))
+
+
+@cache
+def _profile(name: str) -> dict[str, Any]:
+    path = SERVING_DIR / f"{name}.yaml"
+    if not path.exists():
+        raise InputError("engine", name, f"no serving-engine profile (known: {', '.join(engine_names())})")
+    return read_mapping(path)
+
+
+def engine_names() -> tuple[str, ...]:
+    """Engines with a profile file."""
+    return tuple(sorted(p.stem for p in SERVING_DIR.glob("*.yaml")))
+
+
+def engine_config(name: str, gpu_memory_bytes: float, version: str | None = None) -> EngineConfig:
+    """Resolve engine ``name`` for a device of ``gpu_memory_bytes`` and an engine ``version``."""
+    data = _profile(name)
+    memory_GiB = gpu_memory_bytes / GiB
+    values: dict[str, Any] = {}
+    sources = []
+    for setting in _SETTINGS:
+        entries = data.get(setting) or []
+        entry = next((e for e in entries if _matches(e, version, memory_GiB)), None)
+        if entry is None:
+            raise InputError("engine", name, f"profile has no {setting} for version {version!r}")
+        values[setting] = entry["value"]
+        sources.append((setting, str(entry["source"])))
+    return EngineConfig(engine=name, version=version, sources=tuple(sources), **values)
+
+
+_ENGINE_PATTERNS = (("tensorrt-llm", re.compile(r"tensorrt-llm|trt-llm|trtllm", re.I)),
+                    ("sglang", re.compile(r"sglang", re.I)),
+                    ("vllm", re.compile(r"vllm", re.I)))
+
+
+def engine_from_text(text: str) -> tuple[str, str | None] | None:
+    """(engine, version) named in a framework description ('SGLang 0.5.12 [...]',
+    'vLLM v0.21.0', 'NVIDIA Dynamo + TensorRT-LLM ...'), or None for an engine without a profile."""
+    for name, pattern in _ENGINE_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            rest = text[match.end():]
+            version = re.match(r"\s*v?(\d+\.\d+(?:\.\d+)?)", rest)
+            return name, version.group(1) if version else None
+    return None

@@ -1,0 +1,49 @@
+"""``perfcast infer --concurrency / --request-rate / --offline``: build the serving workload from
+the flags, run ``estimate_serving`` and print it (fits / does not fit first).
+
+The engine profile replaces ``--batching``, ``--prefill-chunk`` and ``--cuda-graphs``;
+offloading and speculative decoding are not simulated and are refused."""
+
+from __future__ import annotations
+
+from perfcast.errors import InputError
+
+
+def run_serving(model, system, strategy, options: dict, *, concurrency: int | None,
+                request_rate: float | None, offline: bool, num_requests: int | None,
+                input_len: int, output_len: int, length_range_ratio: float, engine: str,
+                engine_version: str | None, json: bool) -> None:
+    from perfcast.estimate.serving import estimate_serving
+    from perfcast.specs.serving import ServingWorkload
+
+    modes = [name for name, on in (("--concurrency", concurrency is not None),
+                                   ("--request-rate", request_rate is not None),
+                                   ("--offline", offline)) if on]
+    if len(modes) > 1:
+        raise InputError(modes[1], True, f"give one of --concurrency, --request-rate, --offline "
+                         f"(got {' and '.join(modes)})")
+    if options.get("speculative") is not None:
+        raise InputError("draft_model", options["speculative"].draft_model.name,
+                         "speculative decoding is not simulated with --concurrency/--request-rate")
+    if options.get("offload") is not None and options["offload"].any:
+        raise InputError("offload", True, "offloading is not simulated with --concurrency/--request-rate")
+    mode = "concurrency" if concurrency is not None else \
+        "request_rate" if request_rate is not None else "offline"
+    default_requests = max(10 * (concurrency or 10), 100)
+    workload = ServingWorkload(
+        mode=mode, concurrency=concurrency, request_rate_per_s=request_rate,
+        num_requests=num_requests or default_requests, input_len=input_len,
+        output_len=output_len, length_range_ratio=length_range_ratio)
+    report = estimate_serving(
+        model, system, strategy, workload, engine=engine, engine_version=engine_version,
+        precision=options["precision"], kv_precision=options["kv_precision"],
+        weight_precision=options["weight_precision"], attention_dp=options["attention_dp"])
+    if json:
+        from perfcast.report.json_out import to_json
+
+        print(to_json(report.to_dict()))
+        return
+    from perfcast.report.console import make_console
+    from perfcast.report.serving_text import render_serving
+
+    render_serving(report, make_console())

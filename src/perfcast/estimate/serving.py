@@ -1,0 +1,118 @@
+"""``estimate_serving``: forecast a serving benchmark (fixed concurrency, request rate or
+offline) on an engine with continuous batching. Pure.
+
+1. The engine profile (``catalog.serving_engines``) resolved for the GPU and engine version
+   gives the scheduler: token budget per step, max running sequences, KV page size, memory
+   fraction, CUDA-graph batch sizes, decode-attention kernel class.
+2. The paged-KV memory model (``estimate.serving_memory``) says whether the model fits and how
+   many tokens the KV pool holds per replica.
+3. The per-step cost model (``estimate.inference_phases`` via ``estimate.serving_step_cost``)
+   prices every step the scheduler simulation (``estimate.serving_sim``) runs; an engine with
+   an overlap scheduler (SGLang, TensorRT-LLM, vLLM ≥ 0.14 async scheduling) hides the host
+   time per step (``step_overhead_s``) behind the GPU step.
+4. With pp > 1 a step crosses the stages in turn (``inference_phases.step_time``): latency as
+   measured, throughput pessimistic where an engine keeps pp micro-batches in flight.
+5. Requests are split evenly over the data-parallel replicas (dp = GPUs / (tp·pp)), each an
+   independent engine (a router spreads load; throughput adds up).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields, replace
+
+from perfcast.calibration.inference_overheads import InferenceOverheads, load_inference_overheads
+from perfcast.catalog.serving_engines import EngineConfig, engine_config
+from perfcast.errors import InputError
+from perfcast.estimate.inference import _check, _context
+from perfcast.estimate.serving_memory import serving_memory_paged
+from perfcast.estimate.serving_report import LatencyStats, ServingReport, run_statistics
+from perfcast.estimate.serving_sim import simulate
+from perfcast.estimate.serving_step_cost import build_step_cost
+from perfcast.kernels.backend import KernelBackendName, get_backend
+from perfcast.specs.hardware import SystemSpec
+from perfcast.specs.inference import InferencePrecision, Offload
+from perfcast.specs.model import ModelSpec
+from perfcast.specs.serving import ServingWorkload
+from perfcast.specs.strategy import Strategy
+
+
+def replica_workload(w: ServingWorkload, replicas: int) -> ServingWorkload:
+    """The share of the stream one of ``replicas`` engines sees (concurrency, rate and request
+    count divided evenly, rounded up)."""
+    if replicas == 1:
+        return w
+    update: dict[str, object] = {"num_requests": math.ceil(w.num_requests / replicas)}
+    if w.concurrency is not None:
+        update["concurrency"] = math.ceil(w.concurrency / replicas)
+    if w.request_rate_per_s is not None:
+        update["request_rate_per_s"] = w.request_rate_per_s / replicas
+    return w.model_copy(update=update)
+
+
+def override_engine(config: EngineConfig, overrides: dict[str, object]) -> EngineConfig:
+    """``config`` with user-set values (e.g. ``--max-num-batched-tokens``) replacing defaults;
+    each replaced value's source says so."""
+    unknown = set(overrides) - {f.name for f in fields(EngineConfig)} - {"sources", "engine"}
+    if unknown:
+        raise InputError("engine_overrides", sorted(unknown)[0], "not an engine setting")
+    sources = tuple((k, "set by the user" if k in overrides else v) for k, v in config.sources)
+    return replace(config, **overrides, sources=sources)
+
+
+def gqa_exponent(engine: EngineConfig, overheads: InferenceOverheads) -> float:
+    """KV reads per KV head: once (grouped kernels, x = 0) or per query head (the fitted
+    exponent of 2023 masked-MHA kernels, ``inference_overheads.yaml``)."""
+    return 0.0 if engine.decode_attention_kernel == "grouped" else overheads.gqa_kv_read_exponent
+
+
+def estimate_serving(
+    model: ModelSpec,
+    system: SystemSpec,
+    strategy: Strategy | None,
+    workload: ServingWorkload,
+    *,
+    engine: str = "vllm",
+    engine_version: str | None = None,
+    precision: str = "bf16",
+    kv_precision: str | None = None,
+    weight_precision: str | None = None,
+    attention_dp: bool = False,
+    engine_overrides: dict[str, object] | None = None,
+    kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE,
+    overheads: InferenceOverheads | None = None,
+) -> ServingReport:
+    """Simulate ``workload`` served by ``engine`` (no side effects; module docstring)."""
+    strategy = strategy or Strategy(num_gpus=1)
+    sixteen = "fp16" if precision == "fp16" else "bf16"
+    prec = InferencePrecision(weights=weight_precision or precision, activations=precision,
+                              kv_cache=kv_precision or sixteen)
+    _check(model, system, strategy, prec, attention_dp)
+    cal = overheads or load_inference_overheads()
+    config = engine_config(engine, system.gpu.hbm_capacity_bytes, engine_version)
+    if engine_overrides:
+        config = override_engine(config, engine_overrides)
+    memory = serving_memory_paged(model, system.gpu.hbm_capacity_bytes, strategy, prec, config)
+    replicas = strategy.dp
+    share = replica_workload(workload, replicas)
+    max_seqs = memory.max_concurrent_seqs(workload.context_tokens)
+    fits = max_seqs >= 1
+    common = dict(
+        model=model.name, system=system.name, gpu=system.gpu.name, engine=engine,
+        engine_version=engine_version, strategy=strategy, workload=workload, replicas=replicas,
+        concurrency_per_replica=share.concurrency, memory=memory, fits=fits,
+        max_concurrent_seqs=max_seqs)
+    if not fits:
+        nan = LatencyStats(*(float("nan"),) * 4)
+        return ServingReport(**common, ttft=nan, tpot=nan, itl=nan, e2e_latency=nan,
+                             duration_s=float("nan"), output_tokens=0.0, input_tokens=0.0,
+                             num_requests=0, num_steps=0)
+    ctx = _context(model, system, strategy, prec, attention_dp, Offload(),
+                   get_backend(kernel_backend), cal, memory.weights_bytes)
+    ctx = replace(ctx, gqa_kv_read_exponent=gqa_exponent(config, cal))
+    if config.overlap_scheduler:  # host scheduling/sampling hidden behind the GPU step
+        ctx = replace(ctx, overhead=ctx.overhead.model_copy(update={"step_overhead_s": 0.0}))
+    running = min(max_seqs, share.concurrency or share.num_requests)
+    cost = build_step_cost(ctx, config, running, workload.context_tokens)
+    run = simulate(share, cost, config, memory.kv_pool_tokens, memory.kv_block_tokens)
+    return ServingReport(**common, **run_statistics(run))

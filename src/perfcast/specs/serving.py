@@ -1,0 +1,54 @@
+"""Typed, frozen description of a serving benchmark's request stream.
+
+Three client modes, as serving benchmarks run them (vLLM ``benchmarks/benchmark_serving.py``,
+SGLang ``bench_serving``, InferenceX ``benchmark_lib.sh``):
+
+* ``concurrency``: closed loop; ``concurrency`` clients each send a request as soon as their
+  previous one finished (``--max-concurrency``);
+* ``request_rate``: open loop; requests arrive as a Poisson process of ``request_rate_per_s``
+  (``--request-rate``, burstiness 1 = exponential gaps);
+* ``offline``: every request is queued at t = 0 (``LLM.generate`` / ``trtllm-bench``
+  max-throughput).
+
+Lengths are fixed, or sampled uniformly in [ratio·L, L] (vLLM ``RandomDataset``
+``--random-range-ratio``, ≤ 0.8 semantics; InferenceX uses 0.8).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ClientMode = Literal["concurrency", "request_rate", "offline"]
+
+
+class ServingWorkload(BaseModel):
+    """The request stream a serving benchmark sends to one deployment."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: ClientMode = Field(description="concurrency (closed loop), request_rate (Poisson), offline.")
+    concurrency: int | None = Field(default=None, gt=0, description="Clients in flight (mode concurrency).")
+    request_rate_per_s: float | None = Field(
+        default=None, gt=0, description="Mean arrivals per second (mode request_rate).")
+    num_requests: int = Field(default=1000, gt=0, description="Requests sent in the run.")
+    input_len: int = Field(default=1024, gt=0, description="Prompt tokens (largest when sampled).")
+    output_len: int = Field(default=1024, gt=0, description="Generated tokens (largest when sampled).")
+    length_range_ratio: float = Field(
+        default=1.0, gt=0.0, le=1.0,
+        description="Lengths uniform in [ratio·L, L]; 1 = fixed lengths.")
+    seed: int = Field(default=0, description="Seed of sampled lengths and arrivals.")
+
+    @model_validator(mode="after")
+    def _check(self) -> ServingWorkload:
+        if self.mode == "concurrency" and self.concurrency is None:
+            raise ValueError("mode='concurrency' needs concurrency")
+        if self.mode == "request_rate" and self.request_rate_per_s is None:
+            raise ValueError("mode='request_rate' needs request_rate_per_s")
+        return self
+
+    @property
+    def context_tokens(self) -> int:
+        """Largest KV length a request reaches."""
+        return self.input_len + self.output_len

@@ -1,0 +1,152 @@
+"""Serving-engine profiles (catalog/data/frameworks/serving/*.yaml) and the paged-KV memory model."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfcast.catalog.models import load_model
+from perfcast.catalog.serving_engines import engine_config, engine_from_text, engine_names
+from perfcast.errors import InputError
+from perfcast.estimate.serving_memory import serving_memory_paged
+from perfcast.specs.inference import InferencePrecision
+from perfcast.specs.strategy import Strategy
+from perfcast.units import GiB
+
+DEVICES_GiB = (24, 48, 80, 141, 192, 288)
+
+
+def test_three_engines_ship():
+    assert set(engine_names()) == {"vllm", "sglang", "tensorrt-llm"}
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tensorrt-llm"])
+@pytest.mark.parametrize("version", [None, "0.4.3", "0.7.3", "0.21.0", "1.3.0"])
+@pytest.mark.parametrize("memory_GiB", DEVICES_GiB)
+def test_every_profile_resolves_with_a_source_per_value(engine, version, memory_GiB):
+    config = engine_config(engine, memory_GiB * GiB, version)
+    assert config.token_budget_per_step > 0 and config.max_running_seqs > 0
+    assert 0.5 < config.gpu_memory_fraction < 1.0
+    assert config.kv_block_tokens >= 1
+    assert all(source.strip() for _, source in config.sources)
+
+
+def test_version_ranges_pick_the_default_of_that_release():
+    # vLLM gpu_memory_utilization 0.9 through 0.19, 0.92 from 0.20 (frameworks.md §5)
+    assert engine_config("vllm", 80 * GiB, "0.19.1").gpu_memory_fraction == 0.9
+    assert engine_config("vllm", 80 * GiB, "0.20.0").gpu_memory_fraction == 0.92
+    assert engine_config("vllm", 80 * GiB, "0.7.3").cuda_graph_max_batch == 0
+    assert engine_config("vllm", 80 * GiB).cuda_graph_max_batch == 512
+
+
+def test_device_tiers():
+    assert engine_config("vllm", 80 * GiB).token_budget_per_step == 8192
+    assert engine_config("vllm", 180 * GiB).token_budget_per_step == 16384
+    assert engine_config("sglang", 141 * GiB).token_budget_per_step == 8192
+    assert engine_config("sglang", 192 * GiB).token_budget_per_step == 16384
+    assert engine_config("sglang", 40 * GiB).token_budget_per_step == 4096
+
+
+def test_scheduler_classes():
+    assert engine_config("sglang", 80 * GiB).scheduler_policy == "prefill_first"
+    assert engine_config("vllm", 80 * GiB).scheduler_policy == "mixed"
+    trt = engine_config("tensorrt-llm", 80 * GiB)
+    assert trt.scheduler_policy == "mixed" and not trt.chunked_prefill
+    assert trt.kv_admission == "reserve_full" and trt.gpu_memory_fraction_basis == "free"
+
+
+def test_unknown_engine_is_an_input_error():
+    with pytest.raises(InputError, match="engine"):
+        engine_config("lmdeploy", 80 * GiB)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("vLLM v0.21.0", ("vllm", "0.21.0")),
+    ("SGLang 0.5.12 [lmsysorg/sglang:v0.5.12-cu130]", ("sglang", "0.5.12")),
+    ("TensorRT-LLM 1.3.0rc14 [nvcr.io/...]", ("tensorrt-llm", "1.3.0")),
+    ("NVIDIA Dynamo 0.8.1 + TensorRT-LLM (disaggregated)", ("tensorrt-llm", None)),
+    ("AMD ATOM (commit 2f713064) + AITER", None),
+])
+def test_engine_from_framework_text(text, expected):
+    assert engine_from_text(text) == expected
+
+
+def _memory(model: str, tp: int, gpu_GiB: float = 80, engine: str = "vllm"):
+    return serving_memory_paged(load_model(model), gpu_GiB * GiB, Strategy(num_gpus=tp, tp=tp),
+                                InferencePrecision(), engine_config(engine, gpu_GiB * GiB))
+
+
+def test_405b_on_one_h100_does_not_fit():
+    memory = _memory("llama-3.1-405b", 1)
+    assert not memory.fits(2048) and memory.max_concurrent_seqs(2048) == 0
+    assert memory.kv_pool_bytes < 0
+
+
+def test_70b_tp8_kv_pool_holds_hundreds_of_sequences():
+    # ~52 GB of KV per GPU at 40 KB/token/GPU (80 layers x 1 KV head x 128 x 2 x 2 B):
+    # the issue's "KV cache alone holds ~900 sequences" at 2k tokens
+    memory = _memory("llama-3.1-70b", 8)
+    assert memory.kv_bytes_per_token == pytest.approx(80 * 1 * 128 * 2 * 2)
+    assert 500 < memory.max_concurrent_seqs(2048) <= memory.max_running_seqs
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-70b", "llama-3.1-8b", "qwen3-235b-a22b"])
+def test_more_tp_never_means_fewer_sequences(model):
+    pools = [_memory(model, tp, 141).max_concurrent_seqs(4096) for tp in (1, 2, 4, 8)]
+    assert pools == sorted(pools)
+
+
+def test_kv_pages_round_up():
+    memory = _memory("llama-3.1-8b", 1)
+    per_seq_17 = memory.kv_pool_tokens // 32  # 17 tokens hold two 16-token pages
+    assert memory.max_concurrent_seqs(17) == min(memory.max_running_seqs, per_seq_17)
+
+
+def test_engine_settings_stated_in_notes_override_the_profile():
+    from perfcast.validate.serving_rows import engine_overrides
+
+    notes = ("chunked prefill on (max-num-batched-tokens 512), max-num-seqs 1024; "
+             "max_batch_size 896 per rank, kv_cache_free_gpu_mem_fraction 0.93")
+    assert engine_overrides(notes) == {"token_budget_per_step": 512, "max_running_seqs": 1024,
+                                       "gpu_memory_fraction": 0.93}
+    assert engine_overrides("max_batch_size 896 per rank") == {}
+
+
+def test_override_engine_names_its_source_and_rejects_unknown_settings():
+    from perfcast.estimate.serving import override_engine
+
+    config = override_engine(engine_config("vllm", 80 * GiB), {"token_budget_per_step": 512})
+    assert config.token_budget_per_step == 512
+    assert config.source("token_budget_per_step") == "set by the user"
+    with pytest.raises(InputError, match="warp_size"):
+        override_engine(config, {"warp_size": 64})
+
+
+@pytest.mark.parametrize("notes, metric, expected", [
+    ("...; MEAN TTFT (median 14419.0 ms, p99 16084.0 ms)", "ttft", "mean"),
+    ("TTFT/TPOT are MEDIANS over requests; median TTFT (mean 961.48 ms)", "ttft", "median"),
+    ("TTFT/TPOT are MEDIANS over requests; median TPOT (mean 16.9 ms)", "tpot", "median"),
+    ("TTFT and ITL are MEDIANS (ITL used as TPOT)", "tpot", "median"),
+    ("the page does not state whether TTFT/ITL are mean or median", "ttft", "mean"),
+    ("closed loop, 500 prompts", "ttft", "mean"),
+])
+def test_row_statistic(notes, metric, expected):
+    from perfcast.validate.serving_rows import row_statistic
+
+    assert row_statistic(notes, metric) == expected
+
+
+def test_continuous_batching_max_batch_comes_from_the_paged_pool():
+    """The issue's 70B TP8 case: the FasterTransformer preallocation allowed ~90 sequences;
+    paged KV holds the ~600 the pool fits."""
+    from perfcast.catalog.systems import load_system
+    from perfcast.estimate.inference import estimate_inference
+
+    model, system = load_model("llama-3.1-70b"), load_system("dgx-h100", num_gpus=8)
+    options = dict(batch_size=64, input_len=1024, output_len=1024)
+    static = estimate_inference(model, system, Strategy(num_gpus=8, tp=8), **options)
+    continuous = estimate_inference(model, system, Strategy(num_gpus=8, tp=8),
+                                    batching="continuous", **options)
+    assert static.max_batch_size < 100 < 500 < continuous.max_batch_size
+    graphed = estimate_inference(model, system, Strategy(num_gpus=8, tp=8),
+                                 batching="continuous", cuda_graphs=True, **options)
+    assert graphed.tpot_s < continuous.tpot_s  # graphs reach the decode share of a mixed step
