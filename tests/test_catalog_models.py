@@ -177,9 +177,8 @@ UNRESOLVED_GROUND_TRUTH = {
     **{name: _NO_SHAPE for name in (
         "GPT3-5B", "GPT3-20B", "Gopher 280B", "PaLM 540B", "Nemotron-8B", "Nemotron-22B",
         "Nemotron V3 Nano 30B (26.02)", "Nemotron V3 Super 120B (26.02)",
-        "Nemotron V3 Ultra 550B (26.04)", "Qwen2-72B")},
+        "Nemotron V3 Ultra 550B (26.04)")},
     "Qwen3-Next-80B-A3B": "hybrid Gated DeltaNet / attention layers: no operator model",
-    "Kimi-K2.5/K2.6 (1T MoE)": "names two releases, neither in ../shared/reference/models",
     "Llama-2-70B (verifier, INT4) + Llama-2-7B (draft, INT4)": "names two models (speculative "
     "decoding pair)",
 }

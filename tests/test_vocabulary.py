@@ -256,7 +256,7 @@ def test_read_model_name(text: str, slug: str) -> None:
     assert found is not None and found.catalog == slug
 
 
-@pytest.mark.parametrize("text", ["Kimi-K2.5/K2.6 (1T MoE)", "Qwen3-Next-80B-A3B", "MPT-3b"])
+@pytest.mark.parametrize("text", ["Kimi-K3", "Qwen3-Next-80B-A3B", "MPT-3b"])
 def test_read_model_name_unknown(text: str) -> None:
     with pytest.raises(VocabularyError, match="model="):
         read_model_name(text)

@@ -64,17 +64,6 @@ ENGINE_VERSION_FLOOR = {"tensorrt-llm": "0.17"}
 """Oldest engine version a profile describes (TensorRT-LLM's PyTorch backend / trtllm-serve);
 older TensorRT-LLM rows are static-batch engine benchmarks of ``estimate_inference``."""
 
-_MODEL_ALIASES = (
-    (re.compile(r"deepseek-(r1|v3)", re.I), "deepseek-v3"),
-    (re.compile(r"kimi-k2", re.I), "kimi-k2"),
-    (re.compile(r"qwen3-235b-a22b", re.I), "qwen3-235b-a22b"),
-    (re.compile(r"llama-3\.3-70b", re.I), "llama-3.1-70b"),
-    (re.compile(r"qwen2-72b", re.I), "qwen2.5-72b"),
-)
-"""Local, minimal name resolution (architecture-identical catalog entries: DeepSeek-R1 and
--0528 are DeepSeek-V3 weights; Kimi-K2.5/2.6 keep K2's shape; Llama-3.3-70B = Llama-3.1-70B;
-Qwen2-72B = Qwen2.5-72B config). Superseded by validate.vocabulary when that lands."""
-
 _ENGINE_OVERRIDES = (
     (re.compile(r"(?:max[-_]num[-_]batched[-_]tokens|max_num_tokens|chunked[-_]prefill[-_]size)"
                 r"[\s=:]+(\d+)", re.I), "token_budget_per_step", int),
@@ -99,11 +88,6 @@ def engine_overrides(notes_text: str) -> dict[str, Any]:
         if match and setting not in found:
             found[setting] = kind(match.group(1))
     return found
-
-
-_GPU_ALIASES = (("gb300", "b300"), ("gb200", "gb200"), ("b300", "b300"), ("b200", "b200"),
-                ("h800", "h800-sxm"), ("h200", "h200-sxm"), ("h100 sxm", "h100-sxm"),
-                ("mi355x", "mi355x"), ("mi325x", "mi325x"), ("mi300x", "mi300x"))
 
 
 @dataclass(frozen=True)
@@ -165,13 +149,7 @@ def _skip_reason(row: Row) -> str | None:
 def _model(row: Row, catalog: CatalogLookup, notes: list[str]) -> ModelSpec:
     name = cell_text(row, "model")
     base = name.split("(")[0].strip()
-    model = catalog.model(base)
-    if model is None:
-        for pattern, alias in _MODEL_ALIASES:
-            if pattern.search(base):
-                model = catalog.model(alias)
-                notes.append(f"model {base} as {alias} (same architecture)")
-                break
+    model = catalog.model(base)  # spellings and architecture twins: validate.vocabulary_names
     if model is None:
         raise RowError(f"model={name!r}: not in the catalog")
     return model
@@ -179,13 +157,7 @@ def _model(row: Row, catalog: CatalogLookup, notes: list[str]) -> ModelSpec:
 
 def _system(row: Row, catalog: CatalogLookup, notes: list[str]) -> SystemSpec:
     gpu_type = cell_text(row, "gpu_type")
-    system = catalog.system(gpu_type)
-    if system is None:
-        low = gpu_type.lower()
-        slug = next((s for key, s in _GPU_ALIASES if key in low), None)
-        system = catalog.system(slug) if slug else None
-        if slug == "b300" and "gb300" in low:
-            notes.append("GB300 NVL72 as B300 (same GPU; TP inside the NVLink domain)")
+    system = catalog.system(gpu_type)  # spellings: validate.vocabulary_names
     if system is None:
         raise RowError(f"gpu_type={gpu_type!r}: no catalog system")
     return system

@@ -150,6 +150,18 @@ ARCHITECTURE_TWINS = (
         "DeepSeek-R1", "deepseek-v3",
         "deepseek-ai/DeepSeek-R1 model card: trained from DeepSeek-V3-Base; config.json is the "
         "DeepseekV3ForCausalLM architecture of DeepSeek-V3"),
+    ArchitectureTwin(
+        "Qwen2-72B", "qwen2.5-72b",
+        "Qwen/Qwen2-72B config.json: Qwen2ForCausalLM with the Qwen2.5-72B shape (80 layers, "
+        "hidden 8192, 64/8 heads, ffn 29568, vocab 152064); Qwen2.5 changed data, not shape"),
+    ArchitectureTwin(
+        "Kimi-K2.5", "kimi-k2",
+        "SemiAnalysis InferenceX Kimi K2.5/K2.6 blog (inference.csv rows 673-704 notes): 1.0T MoE, "
+        "32B active, MLA, 61 layers, 384 routed experts top-8 -- the Kimi-K2 (DeepseekV3) shape"),
+    ArchitectureTwin(
+        "Kimi-K2.6", "kimi-k2",
+        "SemiAnalysis InferenceX Kimi K2.5/K2.6 blog (inference.csv rows 673-704 notes): same "
+        "shape as Kimi-K2.5 and Kimi-K2"),
 )
 """Architecture twins (checked against the catalog by tests/test_vocabulary.py)."""
 
