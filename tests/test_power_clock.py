@@ -1,0 +1,53 @@
+"""Sustained clocks under a board-power cap (catalog.power, gpus.yaml power fields)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from perfcast.catalog.gpus import load_gpu, power_exponent
+from perfcast.catalog.power import power_clock_exponent, power_limited_clock_Hz
+
+
+def test_exponent_from_the_maf_clock_pair():
+    # MI300X 750 W 1207 MHz, MI325X 1000 W 1447 MHz (AMD MAF blog): ln(1.199)/ln(1.333).
+    assert power_clock_exponent(1207e6, 750, 1447e6, 1000) == pytest.approx(0.6304, abs=1e-4)
+    assert power_exponent() == pytest.approx(0.6304, abs=1e-4)
+    with pytest.raises(ValueError, match="700"):
+        power_clock_exponent(1e9, 700, 1.1e9, 700)
+
+
+def test_power_limited_clock_formula():
+    assert power_limited_clock_Hz(1830e6, 700, 700, 0.63) == pytest.approx(1830e6)
+    assert power_limited_clock_Hz(1830e6, 500, 700, 0.63) == pytest.approx(
+        1830e6 * (5 / 7) ** 0.63)
+    # A limit above the rating does not raise the clock.
+    assert power_limited_clock_Hz(1830e6, 900, 700, 0.63) == pytest.approx(1830e6)
+    limits = np.array([300.0, 500.0, 700.0])
+    clocks = power_limited_clock_Hz(1830e6, limits, 700.0, 0.63)
+    assert clocks.shape == (3,) and np.all(np.diff(clocks) > 0)
+
+
+def test_torchtitan_h100_variant():
+    """'H100 96GB HBM2e SXM' (torchtitan rows) is the 96 GB part capped at 500 W: slower matrix
+    units, same HBM bandwidth (not stated for the variant), more memory."""
+    full, capped = load_gpu("h100-sxm"), load_gpu("H100 96GB HBM2e SXM")
+    assert capped.name == "h100-96gb-500w" and load_gpu("H100 95GB HBM2e SXM") is capped
+    assert capped.power_limit_W == 500 and capped.tdp_W == full.tdp_W == 700
+    assert full.power_limit_W is None
+    ratio = capped.sustained_matrix_flops("bf16") / full.sustained_matrix_flops("bf16")
+    assert ratio == pytest.approx((500 / 700) ** power_exponent())
+    assert 0.78 < ratio < 0.84
+    assert capped.hbm_bandwidth_Bps == full.hbm_bandwidth_Bps
+    assert capped.hbm_capacity_bytes == 96e9
+    assert "500 W" in capped.source and "Measuring Max-Achievable FLOPs" in capped.source
+
+
+@pytest.mark.parametrize(("slug", "watts"), [("h100-sxm", 700), ("b200", 1000), ("gb200", 1200),
+                                             ("mi300x", 750), ("mi355x", 1400)])
+def test_rated_board_power(slug, watts):
+    gpu = load_gpu(slug)
+    assert gpu.tdp_W == watts and "board power" in gpu.source
+    assert not math.isclose(gpu.sustained_matrix_flops("bf16"), 0.0)
