@@ -52,6 +52,15 @@ def strategy_dispatcher(value: str) -> str:
     return "deepep" if value == DispatcherOpt.flex.value else value
 
 
+class CudaGraphsOpt(str, Enum):
+    """``Strategy.cuda_graphs`` scopes (``perfcast.schedule.host_time``)."""
+
+    none = "none"
+    attention = "attention"
+    moe = "moe"
+    full = "full"
+
+
 class AttentionKernelOpt(str, Enum):
     """``Strategy.attention_kernel`` classes (``perfcast.kernels.attention_kernels``)."""
 
@@ -125,6 +134,7 @@ class RunArgs:
     placement_order: str
     tp_comm_overlap: bool
     ep_overlap: bool
+    cuda_graphs: str
     json: bool
 
 
@@ -165,6 +175,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("placement_order", str, typer.Option("tp-cp-ep-dp-pp", "--placement-order", help="Rank order of parallel groups, innermost first (Megatron-LM default).")),
     ("tp_comm_overlap", bool, typer.Option(False, "--tp-comm-overlap", help="Overlap TP communication with GEMMs.")),
     ("ep_overlap", bool, typer.Option(False, "--ep-overlap", "--overlap-moe-expert-parallel-comm", help="Overlap EP all-to-all with another micro-batch.")),
+    ("cuda_graphs", CudaGraphsOpt, typer.Option(CudaGraphsOpt.none, "--cuda-graphs", help="CUDA-graph scope: none, attention, moe (padded routing, no host sync) or full; captured kernels cost one host launch per region.")),
     ("json", bool, typer.Option(False, "--json", help="Print one JSON object.")),
 ]
 

@@ -203,6 +203,7 @@ def estimate_training(
         tp_comm_s=on_critical("tp_comm_s"),
         cp_comm_s=on_critical("cp_comm_s"),
         ep_comm_s=on_critical("ep_comm_s"),
+        host_s=on_critical("host_s"),
         pp_comm_s=parts.pp_comm_s,
         dp_comm_s=parts.dp_exposed_s + on_critical("exposed_per_micro_batch_s", 1),
         pipeline_bubble_s=max(0.0, float(parts.pipeline_s - busy[critical])),  # ≥ 0 up to rounding

@@ -20,6 +20,9 @@ class StepBreakdown:
     tp_comm_s: float
     cp_comm_s: float
     ep_comm_s: float
+    host_s: float
+    """Exposed host time: kernel launches the GPU waits for and device-host syncs
+    (``schedule.host_time``)."""
     pp_comm_s: float
     dp_comm_s: float
     pipeline_bubble_s: float

@@ -13,6 +13,7 @@ _LABELS = {
     "tp_comm": "exposed comm: tensor parallel",
     "cp_comm": "exposed comm: context parallel",
     "ep_comm": "exposed comm: expert parallel",
+    "host": "host: launches and syncs",
     "pp_comm": "exposed comm: pipeline send/recv",
     "dp_comm": "exposed comm: data parallel / FSDP",
     "pipeline_bubble": "pipeline bubble",
