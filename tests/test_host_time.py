@@ -72,7 +72,8 @@ def test_a_sync_splits_the_pass():
     assert whole == pytest.approx(2.004e-3)  # 20 ops x 10 us hide under 2 ms of GPU
     assert split == pytest.approx(2e-3 + 18 * OP_S + SYNC_S)  # 2 ops before, 18 after the sync
     graphed = pass_segments(ops, "moe", sync_before_moe=False)
-    assert graphed == [Segment(gpu_s=pytest.approx(2.004e-3), eager_ops=2, graph_launches=1.0)]
+    assert graphed == [Segment(gpu_s=pytest.approx(2.004e-3), eager_ops=2, graph_launches=1.0,
+                               kernels=20)]
 
 
 def _layer(model: str, strategy: Strategy, seq: int, moe: bool):

@@ -15,7 +15,8 @@ HOST_LAUNCH_PATH: Final[Path] = CALIBRATION_DIR / "host_launch.yaml"
 
 
 class HostLaunchCalibration(BaseModel):
-    """Host seconds per eager op, per CUDA-graph launch, and per blocking device-host sync."""
+    """Host seconds per eager op, per CUDA-graph launch, per blocking device-host sync, and the
+    GPU's idle seconds between two queued kernels."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -23,6 +24,7 @@ class HostLaunchCalibration(BaseModel):
     host_s_per_op: SourcedValue
     graph_launch_s: SourcedValue
     sync_s: SourcedValue
+    kernel_gap_s: SourcedValue
 
 
 @cache

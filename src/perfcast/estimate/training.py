@@ -15,6 +15,7 @@ import numpy as np
 
 from perfcast.arrays import Floats
 from perfcast.calibration.comm_overlap import CommOverlapCalibration
+from perfcast.calibration.host_launch import HostLaunchCalibration
 from perfcast.calibration.training_overheads import (
     TrainingOverhead,
     TrainingOverheads,
@@ -162,11 +163,12 @@ def estimate_training(
     kernel_backend: KernelBackendName | str | KernelBackend = DEFAULT_KERNEL_BACKEND,
     overheads: TrainingOverheads | None = None,
     comm_overlap: CommOverlapCalibration | None = None,
+    host_launch: HostLaunchCalibration | None = None,
 ) -> TrainingReport:
     """Step time, throughput, MFU and a breakdown for one training step (no side effects).
 
-    ``overheads`` and ``comm_overlap`` replace the shipped per-generation overheads and
-    overlap calibration (for fitting them).
+    ``overheads``, ``comm_overlap`` and ``host_launch`` replace the shipped per-generation
+    overheads, overlap and host-launch calibrations (for fitting them).
     """
     memory = estimate_memory(model, system, strategy, workload)  # also validates the inputs
     backend = get_backend(kernel_backend)
@@ -177,7 +179,7 @@ def estimate_training(
     for stage, _ in kinds:
         params = stage_params(model, strategy, stage)
         times = stage_time(stage_graph(model, strategy, s, stage), system, strategy, backend,
-                           comm_overlap)
+                           comm_overlap, host_launch)
         stages.append((times, data_parallel_time(params, times, system, strategy, comm_overlap),
                        params))
     per_stage = [stages[k] for k in stage_kinds(model, strategy.pp)]

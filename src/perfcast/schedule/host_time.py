@@ -92,6 +92,8 @@ class Segment:
     gpu_s: Floats
     eager_ops: float
     graph_launches: float
+    kernels: float = 0.0
+    """Kernels on the GPU stream, eager or captured (each followed by ``kernel_gap_s``)."""
 
 
 def pass_segments(ops: Iterable[tuple[str, float, Floats]], cuda_graphs: str,
@@ -105,11 +107,13 @@ def pass_segments(ops: Iterable[tuple[str, float, Floats]], cuda_graphs: str,
     split = (HostScope.MOE,) if sync_before_moe else ()
     gpu: dict[bool, Floats] = {False: 0.0, True: 0.0}
     eager = {False: 0.0, True: 0.0}
+    kernels = {False: 0.0, True: 0.0}
     scopes_seen: dict[bool, set[HostScope]] = {False: set(), True: set()}
     for name, count, seconds in ops:
         scope = op_scope(name)
         after = scope in split
         gpu[after] = gpu[after] + seconds
+        kernels[after] += count
         if scope in captured:
             scopes_seen[after].add(scope)
         else:
@@ -118,14 +122,21 @@ def pass_segments(ops: Iterable[tuple[str, float, Floats]], cuda_graphs: str,
         after = scope in split
         gpu[after] = gpu[after] + seconds
     parts = (False, True) if sync_before_moe else (False,)
-    return [Segment(gpu[p], eager[p], float(len(scopes_seen[p]))) for p in parts]
+    return [Segment(gpu[p], eager[p], float(len(scopes_seen[p])), kernels[p]) for p in parts]
+
+
+def gpu_stream_s(kernel_s: Floats, num_kernels: Floats, calib: HostLaunchCalibration) -> Floats:
+    """GPU stream seconds of a segment: its kernels' seconds + n_kernels · ``kernel_gap_s`` (the
+    idle between queued kernels beyond the kernel model's own launch floor)."""
+    return kernel_s + np.multiply(num_kernels, calib.kernel_gap_s.value)
 
 
 def pass_time_s(segments: list[Segment], num_syncs: float,
                 calib: HostLaunchCalibration) -> Floats:
-    """Seconds of a pass: Σ_segments max(GPU, host issue) + syncs · t_sync."""
+    """Seconds of a pass: Σ_segments max(GPU stream, host issue) + syncs · t_sync."""
     total: Floats = sync_time_s(num_syncs, calib)
     for seg in segments:
         total = total + segment_time_s(
-            seg.gpu_s, host_issue_s(seg.eager_ops, seg.graph_launches, calib))
+            gpu_stream_s(seg.gpu_s, seg.kernels, calib),
+            host_issue_s(seg.eager_ops, seg.graph_launches, calib))
     return total

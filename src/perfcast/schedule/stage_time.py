@@ -268,10 +268,10 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
 
 
 def stage_time(graph: StageGraph, system: SystemSpec, strategy: Strategy,
-               backend: KernelBackend, overlap: CommOverlapCalibration | None = None
-               ) -> StageTime:
+               backend: KernelBackend, overlap: CommOverlapCalibration | None = None,
+               host: HostLaunchCalibration | None = None) -> StageTime:
     """Seconds of ``graph`` for one micro-batch on one GPU, by part."""
-    layers = [(group.count, layer_time(group, system, strategy, backend, overlap))
+    layers = [(group.count, layer_time(group, system, strategy, backend, overlap, host))
               for group in graph.layers]
     return assemble_stage_time(layers, extra_time(graph.extra_compute, system, strategy, backend),
                                strategy)
