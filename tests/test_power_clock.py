@@ -51,3 +51,41 @@ def test_rated_board_power(slug, watts):
     gpu = load_gpu(slug)
     assert gpu.tdp_W == watts and "board power" in gpu.source
     assert not math.isclose(gpu.sustained_matrix_flops("bf16"), 0.0)
+
+
+def test_capped_gpu_forecast_says_so_and_is_slower():
+    from perfcast.catalog.models import load_model
+    from perfcast.catalog.systems import system_for_gpu
+    from perfcast.estimate.training import estimate_training
+    from perfcast.specs.strategy import Strategy
+    from perfcast.specs.workload import Workload
+
+    model, strategy = load_model("llama-3-8b"), Strategy(num_gpus=8, fsdp=True)
+    workload = Workload(seq_length=8192, global_batch_size=8)
+    capped = estimate_training(model, system_for_gpu("H100 96GB HBM2e SXM", num_gpus=8),
+                               strategy, workload)
+    full = estimate_training(model, system_for_gpu("h100-sxm", num_gpus=8), strategy, workload)
+    assert capped.step_time_s > full.step_time_s
+    assert capped.breakdown.compute_gemm_s > 1.15 * full.breakdown.compute_gemm_s
+    assert any("capped at 500 W of 700 W" in line for line in capped.assumptions)
+    assert not any("capped" in line for line in full.assumptions)
+
+
+def test_unmeasured_generation_takes_the_pooled_overhead_and_says_so():
+    from perfcast.calibration.training_overheads import load_training_overheads
+    from perfcast.catalog.models import load_model
+    from perfcast.catalog.systems import load_system
+    from perfcast.estimate.training import estimate_training
+    from perfcast.specs.strategy import Strategy
+    from perfcast.specs.workload import Workload
+
+    overheads = load_training_overheads()
+    pooled = overheads.for_generation("cdna4").compute_overhead_fraction
+    fitted = [overheads.for_generation(g).compute_overhead_fraction
+              for g in ("ampere", "hopper", "blackwell")]
+    assert overheads.is_fallback("cdna4") and not overheads.is_fallback("hopper")
+    assert min(fitted) <= pooled <= max(fitted) and pooled > 0
+    report = estimate_training(load_model("llama-3-8b"), load_system("mi355x-8"),
+                               Strategy(num_gpus=8), Workload(seq_length=4096, global_batch_size=8))
+    assert report.breakdown.other_s > 0
+    assert any("pooled fit" in line and "fallback" in line for line in report.assumptions)

@@ -184,7 +184,8 @@ def estimate_training(
                        params))
     per_stage = [stages[k] for k in stage_kinds(model, strategy.pp)]
     passes = tuple(times.passes(dp.exposed_per_micro_batch_s) for times, dp, _ in per_stage)
-    calib = (overheads or load_training_overheads()).for_generation(system.gpu.generation)
+    overheads = overheads or load_training_overheads()
+    calib = overheads.for_generation(system.gpu.generation)
     parts = assemble_step(model, system, strategy, s, m, stages, [n for _, n in kinds], backend,
                           calib, passes)
     # The critical GPU: the one with the most work (its own stage m times, except DualPipe).
@@ -244,8 +245,28 @@ def estimate_training(
             f"kernel backend {getattr(backend, 'name', kernel_backend)}; collectives as NCCL picks them",
             "DP gradient reduction overlapped with the last micro-batch's backward",
             "TP/EP collectives exposed unless --tp-comm-overlap/--ep-overlap; CP under attention",
+            *_calibration_notes(system, strategy, overheads),
         ),
     )
+
+
+def _calibration_notes(system: SystemSpec, strategy: Strategy,
+                       overheads: TrainingOverheads) -> tuple[str, ...]:
+    """Assumption lines for the host model, a power-capped GPU and an overhead fallback."""
+    gpu = system.gpu
+    notes = [f"host: eager ops issued from the CPU, CUDA graphs '{strategy.cuda_graphs}'; "
+             "a pass takes max(GPU stream, host issue) per sync-free segment "
+             "(calibration/host_launch.yaml)"]
+    if gpu.power_limit_W is not None and gpu.tdp_W is not None:
+        notes.append(f"{gpu.name} capped at {gpu.power_limit_W:g} W of {gpu.tdp_W:g} W: "
+                     f"sustained matrix clock {gpu.matrix_clock_Hz / 1e6:,.0f} MHz "
+                     "(catalog/power.py)")
+    if overheads.is_fallback(gpu.generation):
+        notes.append(f"no training measurements for generation {gpu.generation!r}: the "
+                     f"calibrated overhead is the pooled fit "
+                     f"({overheads.for_generation(gpu.generation).compute_overhead_fraction:g}), "
+                     "a fallback")
+    return tuple(notes)
 
 
 def _device_stage_work(strategy: Strategy, m: int) -> tuple[tuple[float, ...], ...]:
