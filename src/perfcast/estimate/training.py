@@ -238,6 +238,8 @@ def estimate_training(
         kernel_backend=str(getattr(backend, "name", kernel_backend)),
         stage_passes=passes,
         p2p_s=float(p2p_time_s(model, system, strategy, s)) if strategy.pp > 1 else 0.0,
+        calibration_fallback=overheads.is_fallback(system.gpu.generation),
+        generation=system.gpu.generation,
         assumptions=(
             "model FLOPs per token = 6*N_active_matmul + causal attention (3 passes); "
             "MTP modules cost time but are not model FLOPs",
