@@ -54,3 +54,27 @@ def test_windowed_kernel_costs_whole_key_blocks():
     full = compute_op_time_s(AttentionOp("attention", Phase.FORWARD, 1, 64, 4096, 4096, 64, 64),
                              system, strategy, backend)
     assert exact < windowed < full
+
+
+def test_inference_attention_slides_on_the_windowed_layers_only():
+    """Decode and prefill attention of gpt-oss: half the layers read the whole cache."""
+    from perfcast.calibration.kernel_roofline import load_kernel_roofline
+    from perfcast.estimate import inference_kernels as K
+    from perfcast.estimate.inference_ops import AttentionPass
+    from perfcast.specs.inference import InferencePrecision
+
+    model, strategy = load_model("gpt-oss-120b"), Strategy(num_gpus=1)
+    system = load_system("dgx-h100")
+    params = load_kernel_roofline().for_generation(system.gpu.generation)
+    full_model = model.model_copy(update={"sliding_window": None, "sliding_window_layers": None})
+    all_window = model.model_copy(update={"sliding_window_layers": None})
+    decode = AttentionPass(num_seqs=64, seq_q=1, seq_kv=8192.0, causal=False)
+    times = [K.decode_attention_time_s(m, strategy, decode, system.gpu, params, "bf16", 1.0)
+             for m in (all_window, model, full_model)]
+    assert times[0] < times[1] < times[2]
+    assert times[1] == pytest.approx(0.5 * (times[0] + times[2]))
+    prefill = AttentionPass(num_seqs=1, seq_q=8192, seq_kv=8192.0, causal=True)
+    backend, precision = get_backend("analytical"), InferencePrecision()
+    p_times = [K.prefill_attention_time_s(m, strategy, prefill, system.gpu, backend, precision)
+               for m in (all_window, model, full_model)]
+    assert p_times[0] < p_times[1] < p_times[2]

@@ -46,7 +46,7 @@ def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
                 backend, gpu, op.batch, op.heads, op.seq_q, op.seq_kv, op.head_dim_qk,
                 op.head_dim_v, backward, precision, op.dropout)
         return op.count * backend.attention_time_s(
-            gpu, op.batch, op.heads, op.seq_q, _kernel_keys(op, gpu), op.head_dim_qk,
+            gpu, op.batch, op.heads, op.seq_q, attention_kernel_keys(op, gpu), op.head_dim_qk,
             op.head_dim_v, op.kernel_causal, backward, precision,
             kernel=strategy.attention_kernel)
     if isinstance(op, MemoryOp):
@@ -54,7 +54,7 @@ def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
     raise TypeError(f"not a compute op: {op!r}")
 
 
-def _kernel_keys(op: AttentionOp, gpu):
+def attention_kernel_keys(op: AttentionOp, gpu):
     """Keys per query the fused kernel processes: a sliding window at key-block granularity
     (``kernels.tiles.sliding_window_keys_visited`` with the generation's flash-attention blocks,
     ``calibration/kernel_analytical.yaml``), else the op's ``kernel_seq_kv``."""
