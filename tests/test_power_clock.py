@@ -93,3 +93,12 @@ def test_unmeasured_generation_takes_the_pooled_overhead_and_says_so():
     hopper = estimate_training(load_model("llama-3-8b"), load_system("dgx-h100"),
                                Strategy(num_gpus=8), Workload(seq_length=4096, global_batch_size=8))
     assert hopper.to_dict()["calibration"] == {"generation": "hopper", "fallback": False}
+
+
+def test_torchtitan_cluster_system():
+    from perfcast.catalog.systems import load_system, system_for_gpu
+
+    system = system_for_gpu("H100 96GB HBM2e SXM (500W power limit)", num_gpus=64)
+    assert system.name == "grand-teton-h100-500w" and system.gpu.power_limit_W == 500
+    assert load_system("Grand Teton").gpu.name == "h100-96gb-500w"
+    assert system.scale_up_bandwidth_Bps == load_system("dgx-h100").scale_up_bandwidth_Bps
