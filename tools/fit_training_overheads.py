@@ -2,8 +2,10 @@
 
 One shared parameter per GPU generation, ``compute_overhead_fraction`` f: kernels on the
 step's critical path take (1 + f) × the kernel model's time. It stands for what the kernel
-model does not see — kernel gaps and host overhead, sustained clocks below the best-shape GEMM
-microbenchmarks the kernel calibration comes from, and communication kernels slowing compute.
+model does not see — sustained clocks below the best-shape GEMM microbenchmarks the kernel
+calibration comes from, and communication kernels slowing compute. Host launch time, device-host
+syncs and inter-kernel gaps (schedule/host_time.py) and board-power caps (catalog/power.py) are
+modelled outside f. Generations without rows take the fit pooled over all rows (``default``).
 The step is linear in f: step(f) = step(0) · (1 + f·r) with r from one estimate at f = 0 and
 one at f = 1 per row, so the least-absolute-log-error fit is a 1-D search over f per generation.
 

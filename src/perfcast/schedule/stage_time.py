@@ -157,7 +157,7 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     cp_forward = exposed_comm_s(comm[(Group.CP, True)], by_pass[(AttentionOp, True)], cp_slow)
     cp_backward = exposed_comm_s(comm[(Group.CP, False)], by_pass[(AttentionOp, False)], cp_slow)
     host_fwd, host_bwd = _exposed_host_s(
-        group, strategy, issued, host or load_host_launch(),
+        strategy, issued, host or load_host_launch(),
         {True: {HostScope.OTHER: tp_fwd, HostScope.MOE: ep_fwd, HostScope.ATTENTION: cp_forward},
          False: {HostScope.OTHER: tp_bwd, HostScope.MOE: ep_bwd,
                  HostScope.ATTENTION: cp_backward}})
@@ -173,10 +173,12 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     )
 
 
-def _exposed_host_s(group: LayerGroup, strategy: Strategy, issued: dict[bool, list],
-                    host: HostLaunchCalibration, comm_s: dict[bool, dict]) -> tuple[float, float]:
-    """Exposed host seconds of the forward and the backward of one layer: pass time with host
-    issue and syncs (``schedule.host_time``) minus the GPU stream (kernels + exposed comm).
+def _exposed_host_s(strategy: Strategy, issued: dict[bool, list], host: HostLaunchCalibration,
+                    comm_s: dict[bool, dict]) -> tuple[float, float]:
+    """Exposed host seconds of the forward and the backward of one layer from its ops as
+    (name, count, GPU seconds) per pass (``issued``) and its exposed collectives per scope
+    (``comm_s``): pass time with host issue and syncs (``schedule.host_time``) minus the GPU
+    stream (kernels + exposed comm).
 
     A MoE layer with dropless routing (no capacity factor) syncs once in its forward unless
     its MoE block is CUDA-graphed (static, padded shapes)."""
