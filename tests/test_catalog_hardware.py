@@ -38,7 +38,9 @@ SYSTEM_SLUGS = {
 
 def test_gpu_catalog_entries() -> None:
     assert GPU_SLUGS <= set(gpu_names())
-    assert set(gpu_names()) - GPU_SLUGS == {"mi250x-gcd"}  # derived from the MI250X row notes
+    # Derived entries: one GCD of the MI250X (its row notes); the H100 SXM5 row with 96 GB at a
+    # 500 W cap (ground_truth README, torchtitan's cluster).
+    assert set(gpu_names()) - GPU_SLUGS == {"mi250x-gcd", "h100-96gb-500w"}
 
 
 @pytest.mark.parametrize("slug", gpu_names())
@@ -119,8 +121,8 @@ def test_generations() -> None:
         ("H100 (DGX-H100)", "h100-sxm"),
         ("H100 80GB", "h100-sxm"),
         ("H100 SXM 80GB", "h100-sxm"),
-        ("H100 96GB HBM2e SXM (500W power limit)", "h100-sxm"),
-        ("H100 95GB HBM2e SXM (lower TDP)", "h100-sxm"),
+        ("H100 96GB HBM2e SXM (500W power limit)", "h100-96gb-500w"),
+        ("H100 95GB HBM2e SXM (lower TDP)", "h100-96gb-500w"),
         ("NVIDIA H100 80GB HBM3", "h100-sxm"),
         ("A100", "a100-80gb"),
         ("A100 40GB", "a100-40gb"),

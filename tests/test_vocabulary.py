@@ -221,10 +221,15 @@ def test_read_gpu_type(text: str, system: str, gpu: str) -> None:
 
 
 def test_read_gpu_type_notes_memory_and_power() -> None:
-    found = read_gpu_type("H100 96GB HBM2e SXM (500W power limit)")
+    # the catalog has the 96 GB, 500 W variant: it is chosen, and nothing is left to note
+    found = read_gpu_type("NVIDIA H100 96GB HBM2e SXM (500W power limit)")
+    assert found is not None and found.gpu == "h100-96gb-500w"
+    assert (found.memory_GB, found.power_W) == (96, 500) and found.notes == ()
+    # a memory size and power limit the catalog GPU does not have are noted
+    found = read_gpu_type("H100 SXM 94GB (600W)")
     assert found is not None and found.gpu == "h100-sxm"
-    assert (found.memory_GB, found.power_W) == (96, 500)
-    assert any("96 GB" in n for n in found.notes) and any("500 W" in n for n in found.notes)
+    assert (found.memory_GB, found.power_W) == (94, 600)
+    assert any("94 GB" in n for n in found.notes) and any("600 W" in n for n in found.notes)
 
 
 def test_read_gpu_type_unknown_suggests() -> None:

@@ -2,8 +2,10 @@
 
 One shared parameter per GPU generation, ``compute_overhead_fraction`` f: kernels on the
 step's critical path take (1 + f) × the kernel model's time. It stands for what the kernel
-model does not see — kernel gaps and host overhead, sustained clocks below the best-shape GEMM
-microbenchmarks the kernel calibration comes from, and communication kernels slowing compute.
+model does not see — sustained clocks below the best-shape GEMM microbenchmarks the kernel
+calibration comes from, and communication kernels slowing compute. Host launch time, device-host
+syncs and inter-kernel gaps (schedule/host_time.py) and board-power caps (catalog/power.py) are
+modelled outside f. Generations without rows take the fit pooled over all rows (``default``).
 The step is linear in f: step(f) = step(0) · (1 + f·r) with r from one estimate at f = 0 and
 one at f = 1 per row, so the least-absolute-log-error fit is a 1-D search over f per generation.
 
@@ -57,10 +59,12 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src/perfcast/calibration/training_overheads.yaml"
 HEADER = """\
 # End-to-end training overhead per GPU generation: kernels on the critical path take (1 + f) x
-# the kernel model's time (kernel gaps, host overhead, sustained clocks below best-shape GEMM
-# microbenchmarks, communication kernels slowing compute). Written by
+# the kernel model's time (kernel gaps, sustained clocks below best-shape GEMM microbenchmarks,
+# communication kernels slowing compute; host launch time and syncs (schedule/host_time.py) and
+# board-power caps (catalog/power.py) are modelled outside f). Written by
 # tools/fit_training_overheads.py on {date} from the quality A/B dense rows of
-# shared/ground_truth/training.csv (least-absolute-log-error fit per generation).
+# shared/ground_truth/training.csv (least-absolute-log-error fit per generation; default =
+# the fit pooled over all rows, for generations without measurements).
 """
 TRITON_CROSS_CHECK = ("the FlashAttention-2 paper (Dao 2023, §4.1) measures FlashAttention-2 "
                       "1.3-2.5x faster than the FlashAttention Triton kernel on A100.")
@@ -103,9 +107,16 @@ def fit_overheads(path: Path, backend: KernelBackend,
     for row in runs[0].rows:
         r = row.predicted / one[row.row_id].predicted - 1.0
         by_gen[load_gpu(row.gpu).generation].append((math.log(row.predicted / row.measured), r))
-    entries = {"default": {"step_overhead_s": 0.0, "compute_overhead_fraction": 0.0,
-                           "source": "no training measurements for this generation"}}
+    # A generation with no measured rows (MI300X/MI355X, B300) takes the fit pooled over every
+    # row, not 0: zero would forecast it with no overhead at all (issue 21 item 3).
+    pooled = [p for pairs in by_gen.values() for p in pairs]
+    pooled_fraction = _fit(np.array([p[0] for p in pooled]), np.array([p[1] for p in pooled]))
+    entries = {"default": {
+        "step_overhead_s": 0.0, "compute_overhead_fraction": round(pooled_fraction, 4),
+        "source": f"no training measurements for this generation: pooled fit over all "
+                  f"{len(pooled)} quality A/B dense rows of the measured generations"}}
     loss, all_before, all_after, lines = 0.0, [], [], []
+    lines.append(f"{'pooled (default)':<16} rows {len(pooled):>4}  f = {pooled_fraction:.3f}")
     for gen, pairs in sorted(by_gen.items()):
         logs, rs = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
         fraction = _fit(logs, rs)

@@ -26,6 +26,10 @@ class TrainingOverheads(BaseModel):
 
     generations: dict[str, TrainingOverhead]
 
+    def is_fallback(self, generation: str) -> bool:
+        """True when ``generation`` has no entry of its own (it takes ``default``)."""
+        return generation not in self.generations
+
     def for_generation(self, generation: str) -> TrainingOverhead:
         """The generation's overheads, else the ``default`` entry."""
         return self.generations.get(generation, self.generations["default"])

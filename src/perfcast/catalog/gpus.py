@@ -14,6 +14,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from perfcast.catalog.files import DATA_DIR, build_spec, read_mapping
+from perfcast.catalog.power import power_clock_exponent, power_limited_clock_Hz
 from perfcast.catalog.resolve import NameIndex
 from perfcast.specs.hardware import GPUSpec
 from perfcast.units import GB, MEGA, TB, MiB, gbps_to_Bps, tflops_to_flops
@@ -81,9 +82,40 @@ def _to_spec(slug: str, row: dict[str, Any]) -> GPUSpec:
     if row.get("sustained_clock_MHz") is not None:
         fields["sustained_clock_Hz"] = float(row["sustained_clock_MHz"]) * MEGA
         fields["source"] += f" | sustained clock: {row['sustained_clock_source']}"
+    if row.get("tdp_W") is not None:
+        fields["tdp_W"] = float(row["tdp_W"])
+        fields["source"] += f" | board power: {row['tdp_source']}"
+    if row.get("power_limit_W") is not None:
+        fields.update(_power_capped(slug, row, fields))
     if row.get("l2_cache_MiB") is not None:
         fields["l2_cache_bytes"] = float(row["l2_cache_MiB"]) * MiB
     return build_spec(GPUSpec, fields, f"{GPUS_FILE.name} entry {slug!r}")
+
+
+def _power_capped(slug: str, row: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    """Fields of an entry run below its rated board power: the cap, and the sustained matrix
+    clock lowered per ``catalog.power.power_limited_clock_Hz`` with the catalog's α."""
+    rated_clock = fields.get("sustained_clock_Hz") or fields.get("boost_clock_Hz")
+    if rated_clock is None or fields.get("tdp_W") is None:
+        raise ValueError(f"gpus.yaml {slug}: power_limit_W needs tdp_W and a clock")
+    limit = float(row["power_limit_W"])
+    return {
+        "power_limit_W": limit,
+        "sustained_clock_Hz": float(power_limited_clock_Hz(
+            rated_clock, limit, fields["tdp_W"], power_exponent())),
+        "source": fields["source"] + f" | power limit {limit:g} W: {row['power_limit_source']}; "
+                  f"sustained clock f_rated*(P/TDP)^alpha, alpha {power_exponent():.2f} "
+                  f"({read_mapping(GPUS_FILE)['power_clock_model']['source']})",
+    }
+
+
+@lru_cache(maxsize=1)
+def power_exponent() -> float:
+    """α of f ∝ P^α from the catalog's ``power_clock_model.reference_pair`` (catalog.power)."""
+    low, high = (_rows()[slug] for slug in read_mapping(GPUS_FILE)["power_clock_model"]
+                 ["reference_pair"])
+    return power_clock_exponent(float(low["sustained_clock_MHz"]), float(low["tdp_W"]),
+                                float(high["sustained_clock_MHz"]), float(high["tdp_W"]))
 
 
 def _to_interconnect(slug: str, row: dict[str, Any]) -> GPUInterconnect:

@@ -124,6 +124,7 @@ def build_specs(args: RunArgs) -> RunSpecs:
         placement_order=args.placement_order,
         tp_comm_overlap=args.tp_comm_overlap,
         ep_overlap=args.ep_overlap,
+        cuda_graphs=args.cuda_graphs,
     )
     framework, assumptions = _framework_defaults(args, model, system, fields)
     strategy = Strategy(**fields)

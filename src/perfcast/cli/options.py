@@ -52,6 +52,15 @@ def strategy_dispatcher(value: str) -> str:
     return "deepep" if value == DispatcherOpt.flex.value else value
 
 
+class CudaGraphsOpt(str, Enum):
+    """``Strategy.cuda_graphs`` scopes (``perfcast.schedule.host_time``)."""
+
+    none = "none"
+    attention = "attention"
+    moe = "moe"
+    full = "full"
+
+
 class AttentionKernelOpt(str, Enum):
     """``Strategy.attention_kernel`` classes (``perfcast.kernels.attention_kernels``)."""
 
@@ -125,6 +134,7 @@ class RunArgs:
     placement_order: str
     tp_comm_overlap: bool
     ep_overlap: bool
+    cuda_graphs: str
     json: bool
     framework: str | None = None
     """``--framework NAME[@VERSION]``: a training framework profile whose defaults fill every
@@ -171,6 +181,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("tp_comm_overlap", bool, typer.Option(False, "--tp-comm-overlap/--no-tp-comm-overlap", help="Overlap TP communication with GEMMs.")),
     ("ep_overlap", bool, typer.Option(False, "--ep-overlap", "--overlap-moe-expert-parallel-comm", help="Overlap EP all-to-all with another micro-batch.")),
     ("framework", str | None, typer.Option(None, "--framework", help="Training framework profile NAME[@VERSION] (megatron-core, megatron-lm, torchtitan, llm-foundry, deepspeed, pytorch-fsdp; aliases such as 'NeMo 25.07', megatron-bridge, 'NeMo AutoModel'): its defaults fill every option not given; the report lists each assumption.")),
+    ("cuda_graphs", CudaGraphsOpt, typer.Option(CudaGraphsOpt.none, "--cuda-graphs", help="CUDA-graph scope: none, attention, moe (padded routing, no host sync) or full; captured kernels cost one host launch per region.")),
     ("json", bool, typer.Option(False, "--json", help="Print one JSON object.")),
 ]
 

@@ -19,15 +19,19 @@ counts for activations, weights and the KV cache:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from perfcast.calibration.kernel_roofline import GenerationKernelCalibration
 from perfcast.estimate.inference_ops import AttentionPass, attention_op, head_dims
 from perfcast.graph.ops import GemmOp, MemoryOp
+from perfcast.graph.stage import sliding_window_share
 from perfcast.kernels.backend import KernelBackend
 from perfcast.kernels.counts import attention_flops, attention_keys_per_query, gemm_flops
 from perfcast.kernels.efficiency import attention_roofline_time_s, gemm_efficiency, memory_time_s
 from perfcast.memory.inference import kv_cache_bytes_per_token
+from perfcast.schedule.op_time import attention_kernel_keys
 from perfcast.specs.dtypes import bytes_per_element
 from perfcast.specs.hardware import GPUSpec
 from perfcast.specs.inference import InferencePrecision
@@ -107,10 +111,25 @@ def decode_attention_time_s(model: ModelSpec, strategy: Strategy, p: AttentionPa
     """One decode-attention kernel: ``p.num_seqs`` sequences, ``p.seq_q`` new queries each (1, or
     k + 1 when verifying speculated tokens), reading ``p.seq_kv`` cached tokens once.
 
-    Sliding windows cap the keys read at the window; MLA reads its compressed latent
-    (absorbed form, DeepSeek-V2 §2.1.2: queries attend to the kv_lora_rank + rope latent).
+    Sliding windows cap the keys read at the window on the model's windowed share of layers
+    (``graph.stage.sliding_window_share``; gpt-oss: half), the other layers read every cached
+    token: the average layer costs share·t(window) + (1 − share)·t(all). MLA reads its
+    compressed latent (absorbed form, DeepSeek-V2 §2.1.2: queries attend to the kv_lora_rank +
+    rope latent).
     """
-    keys = p.seq_kv if model.sliding_window is None else np.minimum(p.seq_kv, model.sliding_window)
+    args = (model, strategy, p, gpu, params, kv_format, bandwidth_efficiency, attention_dp,
+            gqa_kv_read_exponent)
+    full = _decode_attention_keys_time_s(*args, p.seq_kv)
+    if model.sliding_window is None:
+        return full
+    share = sliding_window_share(model)
+    windowed = _decode_attention_keys_time_s(*args, np.minimum(p.seq_kv, model.sliding_window))
+    return share * windowed + (1 - share) * full
+
+
+def _decode_attention_keys_time_s(model, strategy, p, gpu, params, kv_format,
+                                  bandwidth_efficiency, attention_dp, gqa_kv_read_exponent, keys):
+    """``decode_attention_time_s`` of a layer whose queries read ``keys`` cached tokens."""
     heads = model.num_attention_heads / (1 if attention_dp else strategy.tp)
     if model.is_mla:
         d_qk = (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
@@ -138,6 +157,16 @@ def prefill_attention_time_s(model: ModelSpec, strategy: Strategy, p: AttentionP
     """Causal flash-attention forward of a prefill pass (16-bit; backend's own time)."""
     op = attention_op(model, strategy, p, attention_dp)
     fmt = "fp16" if precision.activations == "fp16" else "bf16"
-    return backend.attention_time_s(gpu, op.batch, op.heads, op.seq_q, op.kernel_seq_kv,
-                                    op.head_dim_qk, op.head_dim_v, op.kernel_causal, False, fmt,
-                                    kernel=strategy.attention_kernel)
+
+    def time_s(op):
+        return backend.attention_time_s(gpu, op.batch, op.heads, op.seq_q,
+                                        attention_kernel_keys(op, gpu), op.head_dim_qk,
+                                        op.head_dim_v, op.kernel_causal, False, fmt,
+                                        kernel=strategy.attention_kernel)
+
+    full = time_s(replace(op, window=None))
+    if op.window is None:
+        return full
+    # Windowed layers (key-block granularity, schedule.op_time) and full ones, per average layer.
+    share = sliding_window_share(model)
+    return share * time_s(op) + (1 - share) * full

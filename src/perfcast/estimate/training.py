@@ -15,6 +15,7 @@ import numpy as np
 
 from perfcast.arrays import Floats
 from perfcast.calibration.comm_overlap import CommOverlapCalibration
+from perfcast.calibration.host_launch import HostLaunchCalibration
 from perfcast.calibration.training_overheads import (
     TrainingOverhead,
     TrainingOverheads,
@@ -162,11 +163,12 @@ def estimate_training(
     kernel_backend: KernelBackendName | str | KernelBackend = DEFAULT_KERNEL_BACKEND,
     overheads: TrainingOverheads | None = None,
     comm_overlap: CommOverlapCalibration | None = None,
+    host_launch: HostLaunchCalibration | None = None,
 ) -> TrainingReport:
     """Step time, throughput, MFU and a breakdown for one training step (no side effects).
 
-    ``overheads`` and ``comm_overlap`` replace the shipped per-generation overheads and
-    overlap calibration (for fitting them).
+    ``overheads``, ``comm_overlap`` and ``host_launch`` replace the shipped per-generation
+    overheads, overlap and host-launch calibrations (for fitting them).
     """
     memory = estimate_memory(model, system, strategy, workload)  # also validates the inputs
     backend = get_backend(kernel_backend)
@@ -177,12 +179,13 @@ def estimate_training(
     for stage, _ in kinds:
         params = stage_params(model, strategy, stage)
         times = stage_time(stage_graph(model, strategy, s, stage), system, strategy, backend,
-                           comm_overlap)
+                           comm_overlap, host_launch)
         stages.append((times, data_parallel_time(params, times, system, strategy, comm_overlap),
                        params))
     per_stage = [stages[k] for k in stage_kinds(model, strategy.pp)]
     passes = tuple(times.passes(dp.exposed_per_micro_batch_s) for times, dp, _ in per_stage)
-    calib = (overheads or load_training_overheads()).for_generation(system.gpu.generation)
+    overheads = overheads or load_training_overheads()
+    calib = overheads.for_generation(system.gpu.generation)
     parts = assemble_step(model, system, strategy, s, m, stages, [n for _, n in kinds], backend,
                           calib, passes)
     # The critical GPU: the one with the most work (its own stage m times, except DualPipe).
@@ -203,6 +206,7 @@ def estimate_training(
         tp_comm_s=on_critical("tp_comm_s"),
         cp_comm_s=on_critical("cp_comm_s"),
         ep_comm_s=on_critical("ep_comm_s"),
+        host_s=on_critical("host_s"),
         pp_comm_s=parts.pp_comm_s,
         dp_comm_s=parts.dp_exposed_s + on_critical("exposed_per_micro_batch_s", 1),
         pipeline_bubble_s=max(0.0, float(parts.pipeline_s - busy[critical])),  # ≥ 0 up to rounding
@@ -234,6 +238,8 @@ def estimate_training(
         kernel_backend=str(getattr(backend, "name", kernel_backend)),
         stage_passes=passes,
         p2p_s=float(p2p_time_s(model, system, strategy, s)) if strategy.pp > 1 else 0.0,
+        calibration_fallback=overheads.is_fallback(system.gpu.generation),
+        generation=system.gpu.generation,
         assumptions=(
             "model FLOPs per token = 6*N_active_matmul + causal attention (3 passes); "
             "MTP modules cost time but are not model FLOPs",
@@ -241,8 +247,28 @@ def estimate_training(
             f"kernel backend {getattr(backend, 'name', kernel_backend)}; collectives as NCCL picks them",
             "DP gradient reduction overlapped with the last micro-batch's backward",
             "TP/EP collectives exposed unless --tp-comm-overlap/--ep-overlap; CP under attention",
+            *_calibration_notes(system, strategy, overheads),
         ),
     )
+
+
+def _calibration_notes(system: SystemSpec, strategy: Strategy,
+                       overheads: TrainingOverheads) -> tuple[str, ...]:
+    """Assumption lines for the host model, a power-capped GPU and an overhead fallback."""
+    gpu = system.gpu
+    notes = [f"host: eager ops issued from the CPU, CUDA graphs '{strategy.cuda_graphs}'; "
+             "a pass takes max(GPU stream, host issue) per sync-free segment "
+             "(calibration/host_launch.yaml)"]
+    if gpu.power_limit_W is not None and gpu.tdp_W is not None:
+        notes.append(f"{gpu.name} capped at {gpu.power_limit_W:g} W of {gpu.tdp_W:g} W: "
+                     f"sustained matrix clock {gpu.matrix_clock_Hz / 1e6:,.0f} MHz "
+                     "(catalog/power.py)")
+    if overheads.is_fallback(gpu.generation):
+        notes.append(f"no training measurements for generation {gpu.generation!r}: the "
+                     f"calibrated overhead is the pooled fit "
+                     f"({overheads.for_generation(gpu.generation).compute_overhead_fraction:g}), "
+                     "a fallback")
+    return tuple(notes)
 
 
 def _device_stage_work(strategy: Strategy, m: int) -> tuple[tuple[float, ...], ...]:

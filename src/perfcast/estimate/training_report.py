@@ -20,6 +20,9 @@ class StepBreakdown:
     tp_comm_s: float
     cp_comm_s: float
     ep_comm_s: float
+    host_s: float
+    """Exposed host time: kernel launches the GPU waits for and device-host syncs
+    (``schedule.host_time``)."""
     pp_comm_s: float
     dp_comm_s: float
     pipeline_bubble_s: float
@@ -65,6 +68,12 @@ class TrainingReport:
     ``estimate.training_timeline`` rebuilds the step's timeline from them)."""
     p2p_s: float = 0.0
     """One activation send/recv between adjacent stages."""
+    calibration_fallback: bool = False
+    """True when the GPU's generation has no training measurements and its calibrated overhead
+    is the pooled fit (``calibration/training_overheads.yaml`` ``default``)."""
+
+    generation: str = ""
+    """GPU generation whose calibration the forecast used."""
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -110,6 +119,7 @@ class TrainingReport:
             "memory": self.memory.to_dict(),
             "kernel_backend": self.kernel_backend,
             "assumptions": list(self.assumptions),
+            "calibration": {"generation": self.generation, "fallback": self.calibration_fallback},
         }
 
 

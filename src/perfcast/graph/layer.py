@@ -47,6 +47,9 @@ class LayerShape:
     sequence_parallel: bool = False
     moe: bool = False
     sliding_window: int | None = None
+    sliding_window_share: float = 1.0
+    """Share of the layers whose attention uses ``sliding_window`` (the rest attend in full):
+    ``ModelSpec.sliding_window_layers`` / layers (gpt-oss, Gemma-2 alternate the two kinds)."""
     moe_load_imbalance: float = 1.0
     """Routed tokens at the busiest EP rank over the balanced mean."""
     moe_capacity_factor: float | None = None
@@ -111,12 +114,19 @@ def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         ops.append(GemmOp("qkv_proj", fwd, T, _qkv_width(model) / t, h, cast_fusable=True))
         d_qk = d_v = model.kv_channels
         out_in = a * model.kv_channels
-    ops.append(AttentionOp(
-        "attention", fwd, batch=shape.micro_batch, heads=a / t, seq_q=shape.seq_length / shape.cp,
-        seq_kv=shape.seq_length, head_dim_qk=d_qk, head_dim_v=d_v, causal=True,
-        window=shape.sliding_window, balanced_causal_chunks=shape.cp > 1,
-        fused=shape.flash_attention, dropout=model.attention_dropout > 0,
-    ))
+    # A model that mixes sliding-window and full-attention layers costs, per average layer,
+    # ``share`` of a windowed attention and 1 − share of a full one (count = share).
+    share = shape.sliding_window_share if shape.sliding_window is not None else 0.0
+    for window, count in ((shape.sliding_window, share), (None, 1.0 - share)):
+        if count <= 0:
+            continue
+        ops.append(AttentionOp(
+            "attention", fwd, batch=shape.micro_batch, heads=a / t,
+            seq_q=shape.seq_length / shape.cp, seq_kv=shape.seq_length, head_dim_qk=d_qk,
+            head_dim_v=d_v, causal=True, window=window, count=count,
+            balanced_causal_chunks=shape.cp > 1, fused=shape.flash_attention,
+            dropout=model.attention_dropout > 0,
+        ))
     ops.append(GemmOp("out_proj", fwd, T, h, out_in / t))
     if model.position_embedding == "rope":
         rotary_elems = T * (a + model.num_kv_heads) * d_qk / t

@@ -73,12 +73,22 @@ def mtp_extra_ops(model: ModelSpec, shape: LayerShape) -> list[ComputeOp]:
             + head_ops(model, shape))
 
 
+def sliding_window_share(model: ModelSpec) -> float:
+    """Share of layers with sliding-window attention: ``sliding_window_layers`` / layers (all
+    when the model sets a window without a count). Exact per stage when each stage holds the
+    model's mix (alternating layers and an even layer count per stage)."""
+    if model.sliding_window is None or model.sliding_window_layers is None:
+        return 1.0
+    return model.sliding_window_layers / model.num_hidden_layers
+
+
 def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool) -> LayerShape:
     return LayerShape(
         micro_batch=strategy.micro_batch_size, seq_length=seq_length, tp=strategy.tp,
         cp=strategy.cp, ep=strategy.ep, expert_tp=strategy.expert_tp,
         sequence_parallel=strategy.sequence_parallel, moe=moe,
-        sliding_window=model.sliding_window, moe_load_imbalance=strategy.moe_load_imbalance,
+        sliding_window=model.sliding_window, sliding_window_share=sliding_window_share(model),
+        moe_load_imbalance=strategy.moe_load_imbalance,
         moe_capacity_factor=strategy.moe_capacity_factor,
         moe_grouped_gemm=strategy.moe_grouped_gemm,
         moe_token_dispatcher=strategy.moe_token_dispatcher,

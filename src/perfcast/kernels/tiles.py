@@ -49,6 +49,26 @@ def wave_quantized_time_s(
     return full * wave_time_s(np.asarray(slots, dtype=float)) + partial
 
 
+def sliding_window_keys_visited(window: Floats, seq_kv: Floats, block_q: Floats,
+                                block_kv: Floats) -> Floats:
+    """Keys per query a tiled flash-attention kernel processes for a causal sliding window of
+    ``window`` keys (the query itself and the ``window − 1`` before it).
+
+    A query block of B_q rows needs keys [q₀ − (w − 1), q₀ + B_q − 1]; the kernel visits whole
+    key blocks of B_kv, masking the keys outside the window inside them. FlashAttention-2
+    ``flash_fwd_kernel.h`` (``Is_local``): n_block_min = ⌊(m·B_q − w_left)/B_kv⌋, n_block_max =
+    ⌈(m + 1)·B_q/B_kv⌉, so a block-aligned query block visits B_q/B_kv + ⌈(w − 1)/B_kv⌉ key
+    blocks, K = (B_q/B_kv + ⌈(w − 1)/B_kv⌉)·B_kv keys (at most ``seq_kv``) — a 128-token window
+    with 128×128 tiles processes 256 keys per query block, twice the window. The first query
+    blocks have fewer keys before them; averaged over s = ``seq_kv`` queries (causal, like
+    ``graph.flops``' w·(1 − w/2s)): K·(1 − K/2s) keys per query, s/2 when K = s (full causal).
+    """
+    blocks = ceil_div(block_q, block_kv) + ceil_div(np.maximum(np.subtract(window, 1), 0),
+                                                    block_kv)
+    keys = np.minimum(blocks * block_kv, seq_kv)
+    return keys * (1 - keys / (2 * np.asarray(seq_kv, dtype=float)))
+
+
 def sm_count(gpu: GPUSpec) -> int:
     """SMs (NVIDIA) or CUs (AMD) of ``gpu``; raises ``ValueError`` naming the GPU if unknown."""
     if gpu.num_sms is None:

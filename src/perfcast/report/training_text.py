@@ -13,6 +13,7 @@ _LABELS = {
     "tp_comm": "exposed comm: tensor parallel",
     "cp_comm": "exposed comm: context parallel",
     "ep_comm": "exposed comm: expert parallel",
+    "host": "host: launches and syncs",
     "pp_comm": "exposed comm: pipeline send/recv",
     "dp_comm": "exposed comm: data parallel / FSDP",
     "pipeline_bubble": "pipeline bubble",
@@ -52,4 +53,8 @@ def render_training(report: TrainingReport, console) -> None:
         table.add_row(_LABELS.get(key, key), f"{value:,.4f}", f"{value / report.step_time_s:.1%}")
     table.add_row("[bold]step[/bold]", f"[bold]{report.step_time_s:,.4f}[/bold]", "100.0%")
     console.print(table)
+    if report.calibration_fallback:
+        console.print(f"calibration: no training measurements for {report.generation} GPUs; "
+                      "the calibrated overhead is the pooled fit of the measured generations "
+                      "(fallback)")
     render_memory(report.memory, console)

@@ -46,11 +46,25 @@ def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
                 backend, gpu, op.batch, op.heads, op.seq_q, op.seq_kv, op.head_dim_qk,
                 op.head_dim_v, backward, precision, op.dropout)
         return op.count * backend.attention_time_s(
-            gpu, op.batch, op.heads, op.seq_q, op.kernel_seq_kv, op.head_dim_qk, op.head_dim_v,
-            op.kernel_causal, backward, precision, kernel=strategy.attention_kernel)
+            gpu, op.batch, op.heads, op.seq_q, attention_kernel_keys(op, gpu), op.head_dim_qk,
+            op.head_dim_v, op.kernel_causal, backward, precision,
+            kernel=strategy.attention_kernel)
     if isinstance(op, MemoryOp):
         return op.count * backend.memory_bound_time_s(gpu, op.bytes_moved)
     raise TypeError(f"not a compute op: {op!r}")
+
+
+def attention_kernel_keys(op: AttentionOp, gpu):
+    """Keys per query the fused kernel processes: a sliding window at key-block granularity
+    (``kernels.tiles.sliding_window_keys_visited`` with the generation's flash-attention blocks,
+    ``calibration/kernel_analytical.yaml``), else the op's ``kernel_seq_kv``."""
+    if op.window is None or op.window >= op.seq_kv:
+        return op.kernel_seq_kv
+    from perfcast.calibration.kernel_analytical import load_kernel_analytical
+    from perfcast.kernels.tiles import sliding_window_keys_visited
+
+    blocks = load_kernel_analytical().for_generation(gpu.generation).attention
+    return sliding_window_keys_visited(op.window, op.seq_kv, blocks.block_q, blocks.block_kv)
 
 
 def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:

@@ -18,6 +18,11 @@ s·min(comm, window)), s the cost of overlapping):
   layer, the window;
 - recompute: full = re-run the forward of the recomputed layers (with its TP and EP
   collectives); selective = re-run the attention core forward (Korthikanti et al. 2022 §5).
+
+Host time (``schedule.host_time``): each pass of a layer takes Σ over its segments between
+device-host syncs of max(GPU stream, host issue time) plus the syncs; the excess over the GPU
+stream is the exposed host time (``host_forward_s``/``host_backward_s``), which a recomputed
+forward pays again.
 """
 
 from __future__ import annotations
@@ -27,9 +32,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfcast.calibration.comm_overlap import CommOverlapCalibration
+from perfcast.calibration.host_launch import HostLaunchCalibration, load_host_launch
 from perfcast.graph.ops import AttentionOp, GemmOp, Group, MemoryOp, Phase
 from perfcast.graph.stage import LayerGroup, StageGraph
 from perfcast.kernels.backend import KernelBackend
+from perfcast.schedule.host_time import HostScope, pass_segments, pass_time_s
 from perfcast.schedule.op_time import comm_op_time_s, compute_op_time_s
 from perfcast.schedule.overlap import (
     compute_slowdown,
@@ -62,6 +69,11 @@ class LayerTime:
     """Weight-gradient compute (``Phase.BACKWARD_WGRAD`` ops)."""
     cp_forward_s: float
     """Exposed CP seconds of the forward."""
+    host_forward_s: float = 0.0
+    """Exposed host seconds of the forward: pass time with host issue and syncs minus the GPU
+    stream (``schedule.host_time``)."""
+    host_backward_s: float = 0.0
+    """Exposed host seconds of the backward."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +99,9 @@ class StageTime:
     wgrad_s: float
     """Weight-gradient compute of the stage (part of ``total_s``; zero-bubble schedules defer it,
     Qi et al. 2023 §2). The input-gradient pass is ``total_s − forward_s − wgrad_s``."""
+    host_s: float = 0.0
+    """Exposed host (launch and sync) seconds of the stage, recompute included (part of
+    ``total_s``, not of ``compute_s``)."""
 
     def passes(self, extra_input_grad_s: float = 0.0) -> PassTimes:
         """F, B (input gradient: the rest of the backward, with recompute and
@@ -102,19 +117,22 @@ class StageTime:
     @property
     def total_s(self) -> float:
         return (self.gemm_s + self.attention_s + self.memory_bound_s + self.recompute_s
-                + self.tp_comm_s + self.cp_comm_s + self.ep_comm_s)
+                + self.tp_comm_s + self.cp_comm_s + self.ep_comm_s + self.host_s)
 
 
 def layer_time(group: LayerGroup, system, strategy, backend,
-               overlap: CommOverlapCalibration | None = None) -> LayerTime:
-    """Seconds of one layer of ``group`` for one micro-batch, by part (``overlap`` replaces the
-    shipped overlap calibration, for fitting it)."""
+               overlap: CommOverlapCalibration | None = None,
+               host: HostLaunchCalibration | None = None) -> LayerTime:
+    """Seconds of one layer of ``group`` for one micro-batch, by part (``overlap`` and ``host``
+    replace the shipped overlap and host-launch calibrations, for fitting them)."""
     kind_s = {GemmOp: 0.0, AttentionOp: 0.0, MemoryOp: 0.0}
     by_pass = {(kind, forward): 0.0 for kind in (GemmOp, AttentionOp, MemoryOp)
                for forward in (True, False)}
     wgrad = 0.0
+    issued: dict[bool, list] = {True: [], False: []}
     for op in group.compute:
         t = compute_op_time_s(op, system, strategy, backend)
+        issued[op.phase == Phase.FORWARD].append((op.name, op.count, t))
         kind_s[type(op)] += t
         by_pass[(type(op), op.phase == Phase.FORWARD)] += t
         if op.phase == Phase.BACKWARD_WGRAD:
@@ -124,6 +142,7 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     comm = {(g, forward): 0.0 for g in (Group.TP, Group.CP, Group.EP) for forward in (True, False)}
     for op in group.comm:
         comm[(op.group, op.phase == Phase.FORWARD)] += comm_op_time_s(op, system, strategy)
+        issued[op.phase == Phase.FORWARD].append((op.name, op.count, 0.0))
     slow = compute_slowdown(system, overlap)
     tp_fwd, tp_bwd = comm[(Group.TP, True)], comm[(Group.TP, False)]
     if strategy.tp_comm_overlap:
@@ -136,16 +155,44 @@ def layer_time(group: LayerGroup, system, strategy, backend,
         ep_fwd, ep_bwd = ep_fwd * share, ep_bwd * share
     cp_slow = stream_overlap_slowdown(overlap)
     cp_forward = exposed_comm_s(comm[(Group.CP, True)], by_pass[(AttentionOp, True)], cp_slow)
+    cp_backward = exposed_comm_s(comm[(Group.CP, False)], by_pass[(AttentionOp, False)], cp_slow)
+    host_fwd, host_bwd = _exposed_host_s(
+        strategy, issued, host or load_host_launch(),
+        {True: {HostScope.OTHER: tp_fwd, HostScope.MOE: ep_fwd, HostScope.ATTENTION: cp_forward},
+         False: {HostScope.OTHER: tp_bwd, HostScope.MOE: ep_bwd,
+                 HostScope.ATTENTION: cp_backward}})
     return LayerTime(
         gemm_s=kind_s[GemmOp], attention_s=kind_s[AttentionOp], memory_bound_s=kind_s[MemoryOp],
         forward_compute_s=fwd, backward_compute_s=bwd,
         attention_forward_s=by_pass[(AttentionOp, True)],
         tp_forward_s=tp_fwd, tp_backward_s=tp_bwd,
-        cp_s=float(cp_forward + exposed_comm_s(comm[(Group.CP, False)],
-                                               by_pass[(AttentionOp, False)], cp_slow)),
+        cp_s=float(cp_forward + cp_backward),
         ep_forward_s=ep_fwd, ep_backward_s=ep_bwd,
         wgrad_s=wgrad, cp_forward_s=float(cp_forward),
+        host_forward_s=host_fwd, host_backward_s=host_bwd,
     )
+
+
+def _exposed_host_s(strategy: Strategy, issued: dict[bool, list], host: HostLaunchCalibration,
+                    comm_s: dict[bool, dict]) -> tuple[float, float]:
+    """Exposed host seconds of the forward and the backward of one layer from its ops as
+    (name, count, GPU seconds) per pass (``issued``) and its exposed collectives per scope
+    (``comm_s``): pass time with host issue and syncs (``schedule.host_time``) minus the GPU
+    stream (kernels + exposed comm).
+
+    A MoE layer with dropless routing (no capacity factor) syncs once in its forward unless
+    its MoE block is CUDA-graphed (static, padded shapes)."""
+    moe = any(name == "router" for name, _, _ in issued[True])
+    graphed_moe = strategy.cuda_graphs in ("moe", "full")
+    syncs = 1.0 if moe and strategy.moe_capacity_factor is None and not graphed_moe else 0.0
+    out = []
+    for forward in (True, False):
+        gpu = sum(t for _, _, t in issued[forward]) + sum(comm_s[forward].values())
+        segments = pass_segments(issued[forward], strategy.cuda_graphs,
+                                 sync_before_moe=forward and syncs > 0,
+                                 extra_gpu_s=comm_s[forward])
+        out.append(float(pass_time_s(segments, syncs if forward else 0.0, host) - gpu))
+    return out[0], out[1]
 
 
 @dataclass(frozen=True)
@@ -187,7 +234,7 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
     Array-friendly: LayerTime/ExtraTime fields and ``strategy.recompute_num_layers`` may be
     numpy arrays (the bulk search evaluates many strategies at once); counts are integers.
     """
-    gemm = attention = memory_bound = recompute = tp = cp = ep = 0.0
+    gemm = attention = memory_bound = recompute = tp = cp = ep = host = 0.0
     layer_fwd = layer_bwd = 0.0
     forward, wgrad = extra.forward_s, extra.wgrad_s
     num_layers = sum(n for n, _ in layers)
@@ -201,13 +248,16 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
         ep += n * (lt.ep_forward_s + lt.ep_backward_s)
         layer_fwd += n * lt.forward_compute_s
         layer_bwd += n * lt.backward_compute_s
-        forward += n * (lt.forward_compute_s + lt.tp_forward_s + lt.cp_forward_s + lt.ep_forward_s)
+        forward += n * (lt.forward_compute_s + lt.tp_forward_s + lt.cp_forward_s + lt.ep_forward_s
+                        + lt.host_forward_s)
+        host = host + n * (lt.host_forward_s + lt.host_backward_s)
         wgrad += n * lt.wgrad_s
         if strategy.recompute == "selective":
             recompute += n * lt.attention_forward_s
         redo = np.minimum(n, to_recompute)
         to_recompute -= redo
         recompute += redo * (lt.forward_compute_s + lt.tp_forward_s + lt.ep_forward_s)
+        host = host + redo * lt.host_forward_s
     layers_or_one = max(num_layers, 1)
     return StageTime(
         gemm_s=gemm + extra.gemm_s, attention_s=attention,
@@ -215,14 +265,15 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
         tp_comm_s=tp, cp_comm_s=cp, ep_comm_s=ep,
         layer_forward_s=layer_fwd / layers_or_one, layer_backward_s=layer_bwd / layers_or_one,
         backward_compute_s=layer_bwd + extra.backward_s, forward_s=forward, wgrad_s=wgrad,
+        host_s=host,
     )
 
 
 def stage_time(graph: StageGraph, system: SystemSpec, strategy: Strategy,
-               backend: KernelBackend, overlap: CommOverlapCalibration | None = None
-               ) -> StageTime:
+               backend: KernelBackend, overlap: CommOverlapCalibration | None = None,
+               host: HostLaunchCalibration | None = None) -> StageTime:
     """Seconds of ``graph`` for one micro-batch on one GPU, by part."""
-    layers = [(group.count, layer_time(group, system, strategy, backend, overlap))
+    layers = [(group.count, layer_time(group, system, strategy, backend, overlap, host))
               for group in graph.layers]
     return assemble_stage_time(layers, extra_time(graph.extra_compute, system, strategy, backend),
                                strategy)

@@ -56,6 +56,15 @@ class GPUSpec(BaseModel):
         default=None, gt=0,
         description="Clock sustained under dense matrix load, Hz (catalog, with source); None = boost.",
     )
+    tdp_W: float | None = Field(
+        default=None, gt=0,
+        description="Rated board power of the SKU, W (catalog, with source); None = not recorded.",
+    )
+    power_limit_W: float | None = Field(
+        default=None, gt=0,
+        description="Configured board-power cap, W, when below tdp_W (the catalog lowers "
+                    "sustained_clock_Hz for it, catalog.power); None = runs at tdp_W.",
+    )
     clock_override_Hz: float | None = Field(
         default=None, gt=0,
         description="User's clock (--gpu-clock-mhz), Hz: scales compute throughput; None = sustained.",

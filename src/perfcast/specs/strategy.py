@@ -20,6 +20,7 @@ PipelineSchedule = Literal["1f1b", "interleaved", "gpipe", "zb-h1", "zb-v", "dua
 """Pipeline schedules (``schedule.orders``): GPipe, 1F1B and interleaved 1F1B (Narayanan et al.
 2021), zero-bubble ZB-H1 / ZB-V (Qi et al. 2023), DualPipe-style bidirectional (DeepSeek-V3)."""
 AttentionKernel = Literal["auto", "fa2", "triton"]
+CudaGraphScope = Literal["none", "attention", "moe", "full"]
 """Fused-attention kernel class (``kernels.attention_kernels``): ``auto`` = the GPU generation's
 own calibrated kernel (FlashAttention-2 on Ampere, FlashAttention-3/cuDNN on Hopper, the SM100
 cuDNN kernel on Blackwell, composable_kernel on CDNA); ``fa2`` = FlashAttention-2, also PyTorch
@@ -117,6 +118,12 @@ class Strategy(BaseModel):
     )
     tp_comm_overlap: bool = Field(
         default=False, description="Overlap TP collectives with the GEMMs (--tp-comm-overlap)."
+    )
+    cuda_graphs: CudaGraphScope = Field(
+        default="none",
+        description="What the framework captures in CUDA graphs (Megatron-Core --cuda-graph-impl "
+                    "/ --cuda-graph-scope): none, attention, moe (padded routing: no host sync) "
+                    "or full (every layer); captured kernels cost one host launch per region.",
     )
     ep_overlap: bool = Field(
         default=False,

@@ -96,8 +96,10 @@ def read_gpu_type(text: str | None, column: str = "gpu_type") -> HardwareText | 
     memory_GB = float(memory.group(1)) if memory else None
     base = _PARENS.sub(" ", value)
     base = _words(_NOISE.sub(" ", _MEMORY.sub(" ", _POWER.sub(" ", _VENDOR.sub(" ", base)))))
-    gpu = _find(resolve_gpu_name, value)
-    for candidate in _gpu_candidates(base, memory_GB):
+    devendored = _words(_VENDOR.sub(" ", value))
+    gpu = None
+    for candidate in (value, devendored, _words(_PARENS.sub(" ", devendored)),
+                      *_gpu_candidates(base, memory_GB)):
         gpu = gpu or _find(resolve_gpu_name, candidate)
     system = None
     for candidate in (base, *(f"{base} {r}" for r in remarks), *remarks):
@@ -116,7 +118,9 @@ def read_gpu_type(text: str | None, column: str = "gpu_type") -> HardwareText | 
     if memory_GB and abs(memory_GB - catalog_GB) > MEMORY_MISMATCH_FRACTION * catalog_GB:
         notes.append(f"{column} states {memory_GB:g} GB; catalog {gpu_slug} has {catalog_GB:g} GB")
     power_W = float(power.group(1)) if power else None
-    if power_W is not None:
+    gpu_spec = load_gpu(gpu_slug)
+    catalog_W = gpu_spec.power_limit_W or gpu_spec.tdp_W
+    if power_W is not None and (catalog_W is None or abs(power_W - catalog_W) > 0.5):
         notes.append(f"{column} states a {power_W:g} W power limit; catalog {gpu_slug} peaks "
                      "are at its nominal power")
     return HardwareText(system=spec.name, system_spec=spec, gpu=gpu_slug, memory_GB=memory_GB,
