@@ -99,6 +99,11 @@ class RunArgs:
     cp: int
     ep: int
     etp: int | None
+    pipeline_layout: str | None
+    first_stage_layers: int | None
+    last_stage_layers: int | None
+    account_for_embedding: bool
+    account_for_loss: bool
     micro_batch_size: int
     global_batch_size: int | None
     seq_length: int
@@ -138,6 +143,11 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("cp", int, typer.Option(1, "--cp", "--context-parallel-size", help="Context-parallel size.")),
     ("ep", int, typer.Option(1, "--ep", "--expert-model-parallel-size", help="Expert-parallel size.")),
     ("etp", int | None, typer.Option(None, "--etp", "--expert-tensor-parallel-size", help="Expert tensor-parallel size (default tp).")),
+    ("pipeline_layout", str | None, typer.Option(None, "--pipeline-layout", "--pipeline-model-parallel-layout", help="Megatron layout string, one '|'-separated segment per virtual stage (E embedding, t layer, m MTP, L loss; x*N, (..)*N repeat), e.g. 'Et|(tt|)*30L'.")),
+    ("first_stage_layers", int | None, typer.Option(None, "--decoder-first-pipeline-num-layers", min=0, help="Layers on the first pipeline stage (others split the rest).")),
+    ("last_stage_layers", int | None, typer.Option(None, "--decoder-last-pipeline-num-layers", min=0, help="Layers on the last pipeline stage (others split the rest).")),
+    ("account_for_embedding", bool, typer.Option(False, "--account-for-embedding-in-pipeline-split", help="Count the embedding as a layer in the pipeline split.")),
+    ("account_for_loss", bool, typer.Option(False, "--account-for-loss-in-pipeline-split", help="Count the loss as a layer in the pipeline split.")),
     ("micro_batch_size", int, typer.Option(1, "--micro-batch-size", "--mbs", help="Sequences per micro-batch.")),
     ("global_batch_size", int | None, typer.Option(None, "--global-batch-size", "--gbs", help="Sequences per step (default micro-batch * dp * pp).")),
     ("seq_length", int, typer.Option(4096, "--seq-length", "--seq-len", help="Tokens per sequence.")),

@@ -26,9 +26,8 @@ from perfcast.graph.layer import ACT_BYTES
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
 from perfcast.graph.param_sharding import (
     is_moe_layer,
-    layers_per_stage,
-    stage_layer_ranges,
     stage_params,
+    strategy_stage_layers,
 )
 from perfcast.graph.stage import stage_graph
 from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackend, KernelBackendName, get_backend
@@ -77,24 +76,25 @@ def pipeline_comm_time_s(model: ModelSpec, system: SystemSpec, strategy: Strateg
     return 2 * (strategy.pp - 1) * p2p_time_s(model, system, strategy, seq_length) * chunks
 
 
-def stage_kinds(model: ModelSpec, pp: int) -> list[int]:
+def stage_kinds(model: ModelSpec, strategy: Strategy) -> list[int]:
     """For each pipeline stage, the index of its kind in ``distinct_stages`` order."""
     keys: dict[tuple, int] = {}
     out = []
-    for stage, layers in enumerate(stage_layer_ranges(model.num_hidden_layers, pp)):
+    pp = strategy.pp
+    for stage, layers in enumerate(strategy_stage_layers(model, strategy)):
         key = (len(layers), sum(1 for i in layers if is_moe_layer(model, i)), stage == 0,
                stage == pp - 1)
         out.append(keys.setdefault(key, len(keys)))
     return out
 
 
-def distinct_stages(model: ModelSpec, pp: int) -> list[tuple[int, int]]:
+def distinct_stages(model: ModelSpec, strategy: Strategy) -> list[tuple[int, int]]:
     """(first stage index, number of stages) of each kind of pipeline stage, in stage order.
 
     Stages with the same layer mix and the same embedding/head role cost the same time and
     hold the same states; the first of a kind holds the most in-flight micro-batches.
     """
-    kinds = stage_kinds(model, pp)
+    kinds = stage_kinds(model, strategy)
     return [(kinds.index(k), kinds.count(k)) for k in range(max(kinds) + 1)]
 
 
@@ -172,7 +172,7 @@ def estimate_training(
     backend = get_backend(kernel_backend)
     m = num_micro_batches(workload, strategy)
     s = workload.seq_length
-    kinds = distinct_stages(model, strategy.pp)
+    kinds = distinct_stages(model, strategy)
     stages = []
     for stage, _ in kinds:
         params = stage_params(model, strategy, stage)
@@ -180,7 +180,7 @@ def estimate_training(
                            comm_overlap)
         stages.append((times, data_parallel_time(params, times, system, strategy, comm_overlap),
                        params))
-    per_stage = [stages[k] for k in stage_kinds(model, strategy.pp)]
+    per_stage = [stages[k] for k in stage_kinds(model, strategy)]
     passes = tuple(times.passes(dp.exposed_per_micro_batch_s) for times, dp, _ in per_stage)
     calib = (overheads or load_training_overheads()).for_generation(system.gpu.generation)
     parts = assemble_step(model, system, strategy, s, m, stages, [n for _, n in kinds], backend,
@@ -256,7 +256,7 @@ def _device_stage_work(strategy: Strategy, m: int) -> tuple[tuple[float, ...], .
 
 def _recomputed_fraction(model: ModelSpec, strategy: Strategy) -> float:
     """Share of all layers whose forward is recomputed in full (for HFU)."""
-    recomputed = sum(strategy.recomputed_layers(n)
-                     for n in layers_per_stage(model.num_hidden_layers, strategy.pp))
+    recomputed = sum(strategy.recomputed_layers(len(layers))
+                     for layers in strategy_stage_layers(model, strategy))
     return recomputed / model.num_hidden_layers
 

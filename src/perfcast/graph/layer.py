@@ -151,9 +151,11 @@ def mlp_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         return _mlp_ops(model, T, model.intermediate_size, "mlp", split=t)
     fwd, h, k = Phase.FORWARD, model.hidden_size, model.num_experts_per_tok
     local_experts = model.num_experts / shape.ep
-    # Balanced routing: this GPU's experts receive T·k tokens in total over the EP group;
+    # Balanced routing: the expert grid (pp × etp × ep × edp, frameworks.md §1.8) splits the
+    # T·k routed tokens of a TP group over its tp/etp expert-TP groups: this GPU's experts
+    # receive T·k·etp/tp tokens (split over etp along the expert FFN width), T·k when etp = tp;
     # the busiest rank receives ``routed_load`` times that, and sets the layer's pace.
-    routed = T * k * shape.routed_load
+    routed = T * k * shape.routed_load * shape.expert_tp / t
     tokens_per_expert = routed / local_experts
     E = model.num_experts
     ops: list[Op] = [GemmOp("router", fwd, T, E, h, fp8_eligible=False)]

@@ -122,7 +122,9 @@ def layer_activation_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe_
         expert = _mlp_sharded_terms(model, s, b, model.expert_intermediate_size, k)
         shared_width = model.shared_intermediate_size
         shared = _mlp_sharded_terms(model, s, b, shared_width) if shared_width else 0
-        mlp = expert * t / opts.expert_tp + shared + _moe_extra_terms(model, s, b)
+        # Expert grid: T·k·etp/tp routed tokens per GPU at width ffn/etp, i.e. the expert
+        # terms over tp whatever etp (``graph.layer.mlp_forward_ops``).
+        mlp = expert + shared + _moe_extra_terms(model, s, b)
     else:
         mlp = _mlp_sharded_terms(model, s, b, model.intermediate_size)
     core = 0 * s if opts.recompute == "selective" else _attention_core_terms(

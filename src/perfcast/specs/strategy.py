@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from perfcast.specs.pipeline_layout import parse_pipeline_layout
+
 Recompute = Literal["none", "selective", "full"]
 TrainPrecision = Literal["bf16", "fp16", "fp8"]
 FP8Recipe = Literal["tensorwise", "delayed", "rowwise", "rowwise-hp-wgrad", "blockwise", "mxfp8",
@@ -41,7 +43,33 @@ class Strategy(BaseModel):
     vpp: int = Field(default=1, gt=0, description="Model chunks per pipeline rank (interleaved 1F1B).")
     cp: int = Field(default=1, gt=0, description="Context-parallel size (--context-parallel-size).")
     ep: int = Field(default=1, gt=0, description="Expert-parallel size (--expert-model-parallel-size).")
-    etp: int | None = Field(default=None, gt=0, description="Expert tensor-parallel size; None = tp.")
+    etp: int | None = Field(
+        default=None, gt=0,
+        description="Expert tensor-parallel size (--expert-tensor-parallel-size); None = tp "
+                    "(Megatron-Core's default).",
+    )
+    pipeline_layout: str | None = Field(
+        default=None,
+        description="Megatron --pipeline-model-parallel-layout: one '|'-separated segment per "
+                    "virtual stage over E (embedding), t (layer), m (MTP), L (loss); x*N and "
+                    "(...)*N repeat. None = the split below.",
+    )
+    num_layers_in_first_pipeline_stage: int | None = Field(
+        default=None, ge=0,
+        description="Layers on the first pipeline stage (--decoder-first-pipeline-num-layers).",
+    )
+    num_layers_in_last_pipeline_stage: int | None = Field(
+        default=None, ge=0,
+        description="Layers on the last pipeline stage (--decoder-last-pipeline-num-layers).",
+    )
+    account_for_embedding_in_pipeline_split: bool = Field(
+        default=False,
+        description="Count the embedding as one layer when splitting layers over stages.",
+    )
+    account_for_loss_in_pipeline_split: bool = Field(
+        default=False,
+        description="Count the loss (LM head) as one layer when splitting layers over stages.",
+    )
     sequence_parallel: bool = Field(default=False, description="Megatron sequence parallelism with TP.")
     zero_stage: Literal[0, 1, 2, 3] = Field(
         default=0, description="ZeRO stage over the data-parallel group (3 = FSDP full shard)."
@@ -141,12 +169,14 @@ class Strategy(BaseModel):
                              f"rank itself; it needs vpp=1 (got vpp={self.vpp})")
         if self.sequence_parallel and self.tp == 1:
             raise ValueError("sequence_parallel=True needs tp > 1")
-        expert_group = self.ep * self.expert_tp
-        if (self.tp * self.cp * self.dp) % expert_group != 0:
+        expert_grid = self.pp * self.expert_tp * self.ep
+        if self.num_gpus % expert_grid != 0:
             raise ValueError(
-                f"ep*etp={expert_group} (ep={self.ep}, etp={self.expert_tp}) does not divide "
-                f"tp*cp*dp={self.tp * self.cp * self.dp}"
+                f"pp*etp*ep={expert_grid} (pp={self.pp}, etp={self.expert_tp}, ep={self.ep}) "
+                f"does not divide num_gpus={self.num_gpus} (expert grid: world = "
+                f"pp x etp x ep x edp)"
             )
+        self._check_pipeline_split()
         dims = self.placement_order.split("-")
         if sorted(dims) != sorted(PARALLEL_DIMS):
             raise ValueError(f"placement_order={self.placement_order!r} is not an order of "
@@ -160,6 +190,25 @@ class Strategy(BaseModel):
             )
         return self
 
+    def _check_pipeline_split(self) -> None:
+        """Megatron-Core's rules for the pipeline split options (frameworks.md §1.2)."""
+        uneven = (self.num_layers_in_first_pipeline_stage is not None
+                  or self.num_layers_in_last_pipeline_stage is not None)
+        accounted = (self.account_for_embedding_in_pipeline_split
+                     or self.account_for_loss_in_pipeline_split)
+        if self.pipeline_layout is not None:
+            if uneven or accounted:
+                raise ValueError(f"pipeline_layout={self.pipeline_layout!r} conflicts with the "
+                                 "first/last-stage layer counts and the embedding/loss "
+                                 "accounting (Megatron rejects them together)")
+            parse_pipeline_layout(self.pipeline_layout)
+        elif (uneven or accounted) and self.pp == 1:
+            raise ValueError("uneven pipeline stages (first/last stage layers, embedding/loss "
+                             "accounting) need pp > 1")
+        if uneven and accounted:
+            raise ValueError("first/last pipeline stage layer counts conflict with the "
+                             "embedding/loss accounting in the pipeline split")
+
     @property
     def dp(self) -> int:
         """Data-parallel size: GPUs / (tp * pp * cp)."""
@@ -172,8 +221,10 @@ class Strategy(BaseModel):
 
     @property
     def expert_dp(self) -> int:
-        """Data-parallel size of expert weights: tp*cp*dp / (ep*etp) (Megatron-Core)."""
-        return (self.tp * self.cp * self.dp) // (self.ep * self.expert_tp)
+        """Data-parallel size of expert weights: world / (pp*etp*ep) (Megatron-Core
+        ``initialize_model_parallel``: the expert grid folds CP into EP/EDP, frameworks.md
+        §1.8)."""
+        return self.num_gpus // (self.pp * self.expert_tp * self.ep)
 
     @property
     def sharding_stage(self) -> int:

@@ -31,6 +31,11 @@ framework or per source and are recorded in the row's ``notes`` when used.
 - global batch: ``global_batch_seqs``; else ``global_batch_tokens``/``seq_len``; else
   micro_batch·dp·grad_accum.
 - ``tp_comm_overlap``: on for torchtitan rows whose framework says "async TP".
+- expert TP: "ETP N" where ``dp_sharding`` or ``framework`` states it; otherwise Megatron-Core's
+  default ETP = TP.
+- pipeline split (Megatron-Core rows whose layers do not split evenly over pp·vpp): the
+  embedding and loss counted as layers when layers + 2 split evenly, the loss when layers + 1
+  do (Megatron-Core accepts no other split without an explicit layout).
 - ``moe_token_dispatcher``: DeepEP for rows whose framework names it; else NCCL all-to-all.
 - FlashAttention: off for Megatron-LM 2021/2022 runs (megatron_sc21, korthikanti2022, which
   predate it); on otherwise.
@@ -164,6 +169,36 @@ def moe_token_dispatcher(row: Mapping[str, str | None], ep: int, notes: list[str
         notes.append("DeepEP dispatch: tokens cross the network once per destination node")
         return "deepep"
     return "alltoall"
+
+
+def expert_tp(row: Mapping[str, str | None], notes: list[str]) -> int | None:
+    """Expert tensor-parallel size where ``dp_sharding`` or ``framework`` states "ETP N";
+    otherwise None (Megatron-Core's default ETP = TP; framework profiles may set their own)."""
+    stated = re.search(r"\betp\s*=?\s*(\d+)", f"{lower_text(row, 'dp_sharding')} {_framework(row)}")
+    if stated:
+        notes.append(f"expert TP {stated.group(1)} (row)")
+        return int(stated.group(1))
+    return None
+
+
+def pipeline_split(row: Mapping[str, str | None], num_layers: int, sizes: ParallelSizes,
+                   notes: list[str]) -> dict[str, Any]:
+    """Megatron-Core asserts an even split of the layers over pp·vpp chunks; when the row's
+    layers do not split but layers + 2 do, the run must have counted the embedding and the loss
+    as layers (``--account-for-embedding/loss-in-pipeline-split``); layers + 1: the loss."""
+    chunks = sizes.pp * sizes.vpp
+    if sizes.pp == 1 or num_layers % chunks == 0 or not is_megatron_core(row):
+        return {}
+    if (num_layers + 2) % chunks == 0:
+        notes.append(f"{num_layers} layers over pp*vpp={chunks}: embedding and loss counted as "
+                     "layers in the pipeline split")
+        return {"account_for_embedding_in_pipeline_split": True,
+                "account_for_loss_in_pipeline_split": True}
+    if (num_layers + 1) % chunks == 0:
+        notes.append(f"{num_layers} layers over pp*vpp={chunks}: loss counted as a layer in the "
+                     "pipeline split")
+        return {"account_for_loss_in_pipeline_split": True}
+    return {}
 
 
 def recompute(

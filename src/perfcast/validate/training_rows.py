@@ -99,7 +99,7 @@ def _strategy(row: Row, sizes: rs.ParallelSizes, model: ModelSpec, gbs: int,
               notes: list[str]) -> Strategy:
     fields: dict[str, object] = {
         "num_gpus": sizes.num_gpus, "tp": sizes.tp, "pp": sizes.pp, "vpp": sizes.vpp,
-        "cp": sizes.cp, "ep": sizes.ep,
+        "cp": sizes.cp, "ep": sizes.ep, "etp": rs.expert_tp(row, notes),
         "sequence_parallel": rs.sequence_parallel(row, sizes.tp, notes),
         "tp_comm_overlap": rs.tp_comm_overlap(row, sizes.tp, notes),
         "moe_token_dispatcher": rs.moe_token_dispatcher(row, sizes.ep, notes),
@@ -108,6 +108,7 @@ def _strategy(row: Row, sizes: rs.ParallelSizes, model: ModelSpec, gbs: int,
         "attention_kernel": rs.attention_kernel(row, notes),
     }
     fields.update(rs.sharding(row, sizes.dp, notes))
+    fields.update(rs.pipeline_split(row, model.num_hidden_layers, sizes, notes))
     fields.update(rs.recompute(row, max(1, model.num_hidden_layers // sizes.pp), notes))
     fields.update(rs.precision(row, notes))
     try:
