@@ -81,6 +81,9 @@ def _to_spec(slug: str, row: dict[str, Any]) -> GPUSpec:
     if row.get("sustained_clock_MHz") is not None:
         fields["sustained_clock_Hz"] = float(row["sustained_clock_MHz"]) * MEGA
         fields["source"] += f" | sustained clock: {row['sustained_clock_source']}"
+    if row.get("hbm_usable_MiB") is not None:
+        fields["hbm_usable_bytes"] = float(row["hbm_usable_MiB"]) * MiB
+        fields["source"] += f" | usable HBM: {row['hbm_usable_source']}"
     if row.get("l2_cache_MiB") is not None:
         fields["l2_cache_bytes"] = float(row["l2_cache_MiB"]) * MiB
     return build_spec(GPUSpec, fields, f"{GPUS_FILE.name} entry {slug!r}")

@@ -55,7 +55,8 @@ def build_specs(args: RunArgs) -> RunSpecs:
         zero_stage=args.zero_stage,
         fsdp=args.fsdp,
         distributed_optimizer=args.distributed_optimizer,
-        recompute=args.recompute,
+        recompute=_recompute(args),
+        recompute_modules=_recompute_modules(args.recompute_modules),
         recompute_num_layers=args.recompute_num_layers,
         micro_batch_size=args.micro_batch_size,
         precision=args.precision,
@@ -91,6 +92,32 @@ def build_specs(args: RunArgs) -> RunSpecs:
     check_strategy_for_model(model, strategy)
     check_workload_for_strategy(workload, strategy)
     return RunSpecs(model=model, system=system, strategy=strategy, workload=workload)
+
+
+def _recompute_modules(text: str | None) -> tuple[str, ...]:
+    """``--recompute-modules`` text (comma or space separated) as a tuple; InputError naming an
+    unknown module."""
+    from typing import get_args
+
+    from perfcast.specs.strategy import RecomputeModule
+
+    if text is None:
+        return ("core_attn",)
+    modules = tuple(m for m in text.replace(",", " ").split() if m)
+    known = get_args(RecomputeModule)
+    for module in modules:
+        if module not in known:
+            raise InputError("recompute_modules", module, f"unknown; choose from {', '.join(known)}")
+    if not modules:
+        raise InputError("recompute_modules", text, "names no module")
+    return modules
+
+
+def _recompute(args: RunArgs) -> str:
+    """``--recompute-modules`` implies selective recompute when no granularity was chosen."""
+    if args.recompute_modules is not None and args.recompute == "none":
+        return "selective"
+    return args.recompute
 
 
 def kernel_backend(name: str, table: Path | None = None):

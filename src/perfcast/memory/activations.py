@@ -39,7 +39,11 @@ class ActivationOptions:
     tp: int = 1
     sequence_parallel: bool = False
     recompute: str = "none"
-    """'none', 'selective' (attention core recomputed) or 'full' (only layer input kept)."""
+    """'none', 'selective' (``recompute_modules`` recomputed) or 'full' (only layer input
+    kept)."""
+    recompute_modules: tuple[str, ...] = ("core_attn",)
+    """Megatron-Core ``--recompute-modules`` under selective recompute (the default core_attn
+    is Korthikanti's selective recomputation)."""
     flash_attention: bool = True
     expert_tp: int = 1
     vocab_size_padded: int | None = None
@@ -86,6 +90,21 @@ def _attention_core_terms(model: ModelSpec, s, b, flash_attention: bool):
     return per_score * a * s * s * b
 
 
+def _mla_up_proj_terms(model: ModelSpec, s, b):
+    """MLA up-projection outputs (Q, K, V heads after RoPE) that ``mla_up_proj`` recompute
+    drops: 2·a·(d_nope + d_rope) + a·d_v per token (inside ``_attention_sharded_terms``)."""
+    if not model.is_mla:
+        return 0 * s
+    a, nope, rope = model.num_attention_heads, model.qk_nope_head_dim or 0, model.qk_rope_head_dim or 0
+    return ACT_BYTES * s * b * (2 * a * (nope + rope) + a * (model.v_head_dim or model.kv_channels))
+
+
+def _norm_output_terms(model: ModelSpec, s, b):
+    """Norm outputs kept as the QKV and MLP-in GEMM inputs (2·s·b·h each; one with parallel
+    attention/MLP): what ``layernorm`` recompute drops (inside ``_replicated_terms``)."""
+    return (1 if model.parallel_attention_mlp else 2) * ACT_BYTES * s * b * model.hidden_size
+
+
 def _mlp_sharded_terms(model: ModelSpec, s, b, ffn_hidden: int, tokens_factor: float = 1.0):
     """MLP bytes inside the TP region: activation input(s) and output, width f.
 
@@ -115,19 +134,31 @@ def layer_activation_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe_
     if opts.recompute == "full":
         divisor = t if opts.sequence_parallel else 1
         return ACT_BYTES * s * b * h / divisor
+    modules = set(opts.recompute_modules) if opts.recompute == "selective" else set()
     replicated = _replicated_terms(model, s, b)
+    if "layernorm" in modules:
+        replicated = replicated - _norm_output_terms(model, s, b)
     sharded = _attention_sharded_terms(model, s, b)
+    if "mla_up_proj" in modules:
+        sharded = sharded - _mla_up_proj_terms(model, s, b)
     if moe_layer:
         k = model.num_experts_per_tok
         expert = _mlp_sharded_terms(model, s, b, model.expert_intermediate_size, k)
+        if "moe_act" in modules:
+            # The activation output (fc2 input), 2·f of the 6·f (gated) or 4·f per token.
+            expert = expert * (1 - 2 / (6 if model.is_gated_mlp else 4))
         shared_width = model.shared_intermediate_size
         shared = _mlp_sharded_terms(model, s, b, shared_width) if shared_width else 0
+        if "shared_experts" in modules:
+            shared = 0
         # Expert grid: T·k·etp/tp routed tokens per GPU at width ffn/etp, i.e. the expert
         # terms over tp whatever etp (``graph.layer.mlp_forward_ops``).
         mlp = expert + shared + _moe_extra_terms(model, s, b)
+        if "moe" in modules:
+            mlp = 0 * s
     else:
-        mlp = _mlp_sharded_terms(model, s, b, model.intermediate_size)
-    core = 0 * s if opts.recompute == "selective" else _attention_core_terms(
+        mlp = 0 * s if "mlp" in modules else _mlp_sharded_terms(model, s, b, model.intermediate_size)
+    core = 0 * s if "core_attn" in modules else _attention_core_terms(
         model, s, b, opts.flash_attention
     )
     if opts.sequence_parallel:

@@ -17,7 +17,9 @@ s·min(comm, window)), s the cost of overlapping):
   DualPipe) one micro-batch's all-to-all runs under another's forward+backward compute of the
   layer, the window;
 - recompute: full = re-run the forward of the recomputed layers (with its TP and EP
-  collectives); selective = re-run the attention core forward (Korthikanti et al. 2022 §5).
+  collectives); selective = re-run the forward ops of ``recompute_modules``
+  (``graph.recompute_modules``; the default core_attn = the attention core, Korthikanti et al.
+  2022 §5).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import numpy as np
 
 from perfcast.calibration.comm_overlap import CommOverlapCalibration
 from perfcast.graph.ops import AttentionOp, GemmOp, Group, MemoryOp, Phase
+from perfcast.graph.recompute_modules import recomputed_op_names
 from perfcast.graph.stage import LayerGroup, StageGraph
 from perfcast.kernels.backend import KernelBackend
 from perfcast.schedule.op_time import comm_op_time_s, compute_op_time_s
@@ -52,6 +55,8 @@ class LayerTime:
     forward_compute_s: float
     backward_compute_s: float
     attention_forward_s: float
+    selective_recompute_s: float
+    """Forward seconds re-run in backward by selective recompute (``recompute_modules``)."""
     tp_forward_s: float
     tp_backward_s: float
     cp_s: float
@@ -112,11 +117,17 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     kind_s = {GemmOp: 0.0, AttentionOp: 0.0, MemoryOp: 0.0}
     by_pass = {(kind, forward): 0.0 for kind in (GemmOp, AttentionOp, MemoryOp)
                for forward in (True, False)}
-    wgrad = 0.0
+    wgrad = selective = 0.0
+    # Timed whatever the granularity (the bulk search times layers once per layer key);
+    # ``assemble_stage_time`` charges it only under selective recompute.
+    modules = getattr(strategy, "recompute_modules", ("core_attn",))
+    redo = recomputed_op_names(modules)
     for op in group.compute:
         t = compute_op_time_s(op, system, strategy, backend)
         kind_s[type(op)] += t
         by_pass[(type(op), op.phase == Phase.FORWARD)] += t
+        if op.phase == Phase.FORWARD and op.name in redo:
+            selective = selective + t
         if op.phase == Phase.BACKWARD_WGRAD:
             wgrad = wgrad + t
     fwd = sum(t for (_, forward), t in by_pass.items() if forward)
@@ -140,6 +151,8 @@ def layer_time(group: LayerGroup, system, strategy, backend,
         gemm_s=kind_s[GemmOp], attention_s=kind_s[AttentionOp], memory_bound_s=kind_s[MemoryOp],
         forward_compute_s=fwd, backward_compute_s=bwd,
         attention_forward_s=by_pass[(AttentionOp, True)],
+        # Recomputing the whole MoE layer re-runs its forward dispatch and combine too.
+        selective_recompute_s=selective + (ep_fwd if "moe" in modules else 0.0),
         tp_forward_s=tp_fwd, tp_backward_s=tp_bwd,
         cp_s=float(cp_forward + exposed_comm_s(comm[(Group.CP, False)],
                                                by_pass[(AttentionOp, False)], cp_slow)),
@@ -204,7 +217,7 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
         forward += n * (lt.forward_compute_s + lt.tp_forward_s + lt.cp_forward_s + lt.ep_forward_s)
         wgrad += n * lt.wgrad_s
         if strategy.recompute == "selective":
-            recompute += n * lt.attention_forward_s
+            recompute += n * lt.selective_recompute_s
         redo = np.minimum(n, to_recompute)
         to_recompute -= redo
         recompute += redo * (lt.forward_compute_s + lt.tp_forward_s + lt.ep_forward_s)

@@ -28,6 +28,10 @@ def check_strategy_for_model(model: ModelSpec, strategy: Strategy) -> None:
             "tp", tp, f"neither divides nor is a multiple of num_key_value_heads={kv} "
             f"of model {model.name!r}"
         )
+    if (strategy.recompute == "selective" and "mla_up_proj" in strategy.recompute_modules
+            and not model.is_mla):
+        raise InputError("recompute_modules", ",".join(strategy.recompute_modules),
+                         f"mla_up_proj needs multi-latent attention; model {model.name!r} has none")
     chunks = strategy.pp * strategy.vpp
     if has_custom_split(strategy):
         # Megatron-Core's explicit splits (specs.pipeline_layout) may leave a chunk empty.

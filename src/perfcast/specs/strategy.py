@@ -14,6 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from perfcast.specs.pipeline_layout import parse_pipeline_layout
 
 Recompute = Literal["none", "selective", "full"]
+RecomputeModule = Literal["core_attn", "mlp", "moe", "shared_experts", "moe_act", "layernorm",
+                          "mla_up_proj"]
+"""Megatron-Core ``--recompute-modules`` (frameworks.md §1.3): core attention; dense MLP; whole
+MoE layer; shared experts; MoE activation function, layer norms and MLA up-projection + RoPE
+(output-discarding: their outputs are dropped after use and rebuilt in backward)."""
 TrainPrecision = Literal["bf16", "fp16", "fp8"]
 FP8Recipe = Literal["tensorwise", "delayed", "rowwise", "rowwise-hp-wgrad", "blockwise", "mxfp8",
                     "nvfp4"]
@@ -79,6 +84,11 @@ class Strategy(BaseModel):
         default=False, description="Megatron distributed optimizer (optimizer states sharded, ZeRO-1)."
     )
     recompute: Recompute = Field(default="none", description="Activation recomputation granularity.")
+    recompute_modules: tuple[RecomputeModule, ...] = Field(
+        default=("core_attn",),
+        description="With recompute='selective': the submodules recomputed "
+                    "(--recompute-modules; Megatron-Core default core_attn).",
+    )
     recompute_num_layers: int | None = Field(
         default=None, gt=0,
         description="With full recompute: layers per pipeline stage recomputed; None = all.",
@@ -183,6 +193,18 @@ class Strategy(BaseModel):
                              f"{'-'.join(PARALLEL_DIMS)} (each once, '-' separated)")
         if self.fsdp and self.zero_stage not in (0, 3):
             raise ValueError(f"fsdp=True conflicts with zero_stage={self.zero_stage}")
+        if self.recompute_modules != ("core_attn",) and self.recompute != "selective":
+            raise ValueError(f"recompute_modules={','.join(self.recompute_modules)} needs "
+                             f"recompute='selective' (got recompute={self.recompute!r})")
+        if len(set(self.recompute_modules)) != len(self.recompute_modules):
+            raise ValueError(f"recompute_modules={','.join(self.recompute_modules)} repeats "
+                             "a module")
+        if "moe_act" in self.recompute_modules and not self.moe_grouped_gemm:
+            raise ValueError("recompute_modules with 'moe_act' needs moe_grouped_gemm=True "
+                             "(Megatron-Core requires --moe-grouped-gemm)")
+        if self.ep_overlap and self.recompute == "selective" and "moe" in self.recompute_modules:
+            raise ValueError("recompute_modules with 'moe' conflicts with ep_overlap "
+                             "(Megatron-Core forbids it with --overlap-moe-expert-parallel-comm)")
         if self.recompute_num_layers is not None and self.recompute != "full":
             raise ValueError(
                 f"recompute_num_layers={self.recompute_num_layers} needs recompute='full' "

@@ -14,7 +14,9 @@ framework or per source and are recorded in the row's ``notes`` when used.
 - ``sequence_parallel``: yes/no; empty -> on when tp > 1 for NeMo / Megatron-Core and
   torchtitan (both always pair TP with SP); off otherwise.
 - ``recompute``: none / no ... -> none; full ... -> full; torchtitan "selective layer" AC ->
-  full recompute of every 2nd layer (``selective_ac_option='2'``); other selective -> selective;
+  full recompute of every 2nd layer (``selective_ac_option='2'``); other selective -> selective,
+  with the Megatron-Core recompute modules the text names (core_attn, mlp, moe, moe_act,
+  shared_experts, layernorm, mla_up_proj / up_proj), else the default core_attn;
   empty -> full for megatron_sc21 (Narayanan 2021 Sec. 5: all runs use activation recompute;
   the run scripts pass ``--checkpoint-activations``), none elsewhere.
 - ``precision``: fp8 / float8 -> fp8 (recipe from the text: rowwise, tensorwise / per-tensor
@@ -201,6 +203,29 @@ def pipeline_split(row: Mapping[str, str | None], num_layers: int, sizes: Parall
     return {}
 
 
+RECOMPUTE_MODULE_WORDS = (
+    ("core_attn", "core_attn"), ("core attn", "core_attn"), ("mla_up_proj", "mla_up_proj"),
+    ("up_proj", "mla_up_proj"), ("moe_act", "moe_act"), ("moe act", "moe_act"),
+    ("shared_experts", "shared_experts"), ("layernorm", "layernorm"), ("mlp", "mlp"),
+    ("moe", "moe"),
+)
+"""Spellings of Megatron-Core recompute modules in the rows, longest first so that 'moe_act'
+is not read as 'moe' nor 'mla_up_proj' twice."""
+
+
+def recompute_modules(text: str) -> tuple[str, ...]:
+    """Megatron-Core ``--recompute-modules`` named in a selective-recompute text, in order of
+    first mention (empty when none is named: the default core_attn applies)."""
+    found: list[tuple[int, str]] = []
+    rest = text.lower()
+    for word, module in RECOMPUTE_MODULE_WORDS:
+        for match in re.finditer(rf"(?<![a-z_]){re.escape(word)}(?![a-z_])", rest):
+            if module not in (m for _, m in found):
+                found.append((match.start(), module))
+        rest = re.sub(rf"(?<![a-z_]){re.escape(word)}(?![a-z_])", " " * len(word), rest)
+    return tuple(module for _, module in sorted(found))
+
+
 def recompute(
     row: Mapping[str, str | None], layers_per_stage: int, notes: list[str]
 ) -> dict[str, Any]:
@@ -219,6 +244,9 @@ def recompute(
         notes.append("torchtitan selective layer AC: every 2nd layer fully recomputed")
         return {"recompute": "full", "recompute_num_layers": max(1, layers_per_stage // 2)}
     if "selective" in text:
+        modules = recompute_modules(text)
+        if modules:
+            return {"recompute": "selective", "recompute_modules": modules}
         return {"recompute": "selective"}
     raise RowError(f"recompute={cell_text(row, 'recompute')!r}: granularity not understood")
 
