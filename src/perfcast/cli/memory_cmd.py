@@ -15,12 +15,23 @@ def memory_command(args: RunArgs) -> None:
 
     specs = build_specs(args)
     report = estimate_memory(specs.model, specs.system, specs.strategy, specs.workload)
+    advice = None
+    if not report.fits:
+        from perfcast.search.fit_advice import fit_advice
+
+        advice = fit_advice(specs.model, specs.system, specs.strategy, specs.workload)
     if args.json:
         from perfcast.report.json_out import to_json
 
-        print(to_json(report.to_dict()))
+        out = report.to_dict()
+        if not report.fits:
+            out["fit_advice"] = advice.to_dict() if advice is not None else None
+        print(to_json(out))
         return
     from perfcast.report.console import make_console
-    from perfcast.report.memory_text import render_memory
+    from perfcast.report.memory_text import render_fit_advice, render_memory
 
-    render_memory(report, make_console())
+    console = make_console()
+    render_memory(report, console)
+    if not report.fits:
+        render_fit_advice(advice, console)

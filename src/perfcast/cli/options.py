@@ -114,6 +114,10 @@ class RunArgs:
     zero_stage: int
     fsdp: bool
     distributed_optimizer: bool
+    precision_aware_optimizer: bool
+    exp_avg_dtype: str
+    exp_avg_sq_dtype: str
+    fp8_param: bool
     precision: str
     fp8_recipe: str
     fp8_fused_casts: bool
@@ -159,6 +163,10 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("zero_stage", int, typer.Option(0, "--zero-stage", min=0, max=3, help="ZeRO stage 0-3.")),
     ("fsdp", bool, typer.Option(False, "--fsdp", help="FSDP full sharding (= ZeRO-3).")),
     ("distributed_optimizer", bool, typer.Option(False, "--use-distributed-optimizer", "--distributed-optimizer", help="Shard optimizer states over DP.")),
+    ("precision_aware_optimizer", bool, typer.Option(False, "--use-precision-aware-optimizer", help="Master weights as 16-bit remainders beside bf16 weights; moments in --exp-avg-dtype/--exp-avg-sq-dtype.")),
+    ("exp_avg_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--exp-avg-dtype", help="Adam first-moment dtype (bf16 needs --use-precision-aware-optimizer).")),
+    ("exp_avg_sq_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--exp-avg-sq-dtype", help="Adam second-moment dtype (bf16 needs --use-precision-aware-optimizer).")),
+    ("fp8_param", bool, typer.Option(False, "--fp8-param-gather", "--fp8-param", help="Keep linear-layer weights in FP8 (needs --fp8 and a sharded optimizer).")),
     ("precision", PrecisionOpt, typer.Option(PrecisionOpt.bf16, "--precision", help="GEMM precision.")),
     ("fp8", bool, typer.Option(False, "--fp8", help="Same as --precision fp8.")),
     ("fp8_recipe", FP8RecipeOpt, typer.Option(FP8RecipeOpt.tensorwise, "--fp8-recipe", help="FP8 scaling recipe (nvfp4: FP4 GEMMs, Blackwell).")),

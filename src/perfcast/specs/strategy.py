@@ -83,6 +83,23 @@ class Strategy(BaseModel):
     distributed_optimizer: bool = Field(
         default=False, description="Megatron distributed optimizer (optimizer states sharded, ZeRO-1)."
     )
+    precision_aware_optimizer: bool = Field(
+        default=False,
+        description="Megatron --use-precision-aware-optimizer: Transformer Engine FusedAdam keeps "
+                    "the fp32 master weights as 16-bit remainders of the bf16 weights "
+                    "(store_param_remainders) and the moments in exp_avg_dtype/exp_avg_sq_dtype.",
+    )
+    exp_avg_dtype: GradReduceDtype = Field(
+        default="fp32", description="Adam first-moment dtype (--exp-avg-dtype; bf16 needs "
+                                    "precision_aware_optimizer).")
+    exp_avg_sq_dtype: GradReduceDtype = Field(
+        default="fp32", description="Adam second-moment dtype (--exp-avg-sq-dtype; bf16 needs "
+                                    "precision_aware_optimizer).")
+    fp8_param: bool = Field(
+        default=False,
+        description="FP8 parameter storage (--fp8-param-gather): linear-layer weights kept and "
+                    "all-gathered in FP8, no bf16 copy; needs fp8 and a sharded optimizer.",
+    )
     recompute: Recompute = Field(default="none", description="Activation recomputation granularity.")
     recompute_modules: tuple[RecomputeModule, ...] = Field(
         default=("core_attn",),
@@ -193,6 +210,15 @@ class Strategy(BaseModel):
                              f"{'-'.join(PARALLEL_DIMS)} (each once, '-' separated)")
         if self.fsdp and self.zero_stage not in (0, 3):
             raise ValueError(f"fsdp=True conflicts with zero_stage={self.zero_stage}")
+        low_moments = "bf16" in (self.exp_avg_dtype, self.exp_avg_sq_dtype)
+        if low_moments and not self.precision_aware_optimizer:
+            raise ValueError(f"exp_avg_dtype={self.exp_avg_dtype}, exp_avg_sq_dtype="
+                             f"{self.exp_avg_sq_dtype}: bf16 moments need "
+                             "precision_aware_optimizer=True")
+        if self.fp8_param and (self.precision != "fp8" or self.sharding_stage < 1):
+            raise ValueError(f"fp8_param=True needs precision='fp8' and a sharded optimizer "
+                             f"(got precision={self.precision!r}, sharding stage "
+                             f"{self.sharding_stage})")
         if self.recompute_modules != ("core_attn",) and self.recompute != "selective":
             raise ValueError(f"recompute_modules={','.join(self.recompute_modules)} needs "
                              f"recompute='selective' (got recompute={self.recompute!r})")

@@ -8,9 +8,10 @@ framework or per source and are recorded in the row's ``notes`` when used.
   skipped (this drops the NeMo B200 long-sequence rows, which the README calls inconsistent).
 - ``dp_sharding``: SHARD_GRAD_OP -> ZeRO-2; FULL_SHARD / FSDP / FSDP2 / ZeRO-3 -> ``fsdp``
   ("FSDP size N": the shard group, recorded in notes); ZeRO-1 / distributed optimizer ->
-  ``distributed_optimizer``; none / DDP / empty -> no sharding, except that Megatron-Core (NeMo)
-  runs shard the optimizer (NeMo 2.0 recipes: ``distributed_fused_adam_with_cosine_annealing``,
-  ``use_distributed_optimizer=True``).
+  ``distributed_optimizer`` (with "precision-aware optimizer" / "BF16 optimizer states": bf16
+  Adam moments, ``precision_aware_optimizer``); none / DDP / empty -> no sharding, except that
+  Megatron-Core (NeMo) runs shard the optimizer (NeMo 2.0 recipes:
+  ``distributed_fused_adam_with_cosine_annealing``, ``use_distributed_optimizer=True``).
 - ``sequence_parallel``: yes/no; empty -> on when tp > 1 for NeMo / Megatron-Core and
   torchtitan (both always pair TP with SP); off otherwise.
 - ``recompute``: none / no ... -> none; full ... -> full; torchtitan "selective layer" AC ->
@@ -19,7 +20,8 @@ framework or per source and are recorded in the row's ``notes`` when used.
   shared_experts, layernorm, mla_up_proj / up_proj), else the default core_attn;
   empty -> full for megatron_sc21 (Narayanan 2021 Sec. 5: all runs use activation recompute;
   the run scripts pass ``--checkpoint-activations``), none elsewhere.
-- ``precision``: fp8 / float8 -> fp8 (recipe from the text: rowwise, tensorwise / per-tensor
+- ``precision``: "FP8 primary weights" / "fp8 param" -> ``fp8_param``; fp8 / float8 -> fp8
+  (recipe from the text: rowwise, tensorwise / per-tensor
   current scaling, blockwise, delayed; unstated: torchtitan float8 default ``tensorwise``,
   otherwise Transformer Engine's default delayed scaling); fp16 -> fp16; bf16 -> bf16;
   empty -> bf16. Composer "MP mode PURE" reduces gradients in bf16, and so do Megatron-Core
@@ -132,7 +134,12 @@ def sharding(row: Mapping[str, str | None], dp: int, notes: list[str]) -> dict[s
             notes.append(f"FSDP size {size.group(1)} = dp")
         return {"fsdp": True}
     if "zero-1" in text or "distributed optimizer" in text:
-        return {"distributed_optimizer": True}
+        fields: dict[str, Any] = {"distributed_optimizer": True}
+        if "precision-aware optimizer" in text or "bf16 optimizer states" in text:
+            notes.append("precision-aware optimizer with bf16 moments (row)")
+            fields.update(precision_aware_optimizer=True, exp_avg_dtype="bf16",
+                          exp_avg_sq_dtype="bf16")
+        return fields
     if text and not any(key in text for key in ("none", "ddp")):
         raise RowError(f"dp_sharding={cell_text(row, 'dp_sharding')!r} not understood")
     if is_megatron_core(row):
@@ -277,6 +284,9 @@ def precision(row: Mapping[str, str | None], notes: list[str]) -> dict[str, Any]
         # per step; torchao and Composer cast them in every forward.
         fields.update(precision="fp8", fp8_recipe=_fp8_recipe(text, row, notes),
                       fp8_weight_cache=is_megatron_core(row))
+        if "fp8 primary weights" in text or "fp8 param" in text:
+            notes.append("FP8 parameter storage (row)")
+            fields["fp8_param"] = True
     elif "fp16" in text or "float16" in text:
         fields["precision"] = "fp16"
     elif "bf16" in text or not text:
