@@ -62,6 +62,7 @@ def build_specs(args: RunArgs) -> RunSpecs:
         recompute=_recompute(args),
         recompute_modules=_recompute_modules(args.recompute_modules),
         recompute_num_layers=args.recompute_num_layers,
+        cpu_offload_activation_layers=args.cpu_offload_layers,
         micro_batch_size=args.micro_batch_size,
         precision=args.precision,
         fp8_recipe=args.fp8_recipe,

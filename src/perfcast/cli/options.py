@@ -110,6 +110,7 @@ class RunArgs:
     recompute: str
     recompute_num_layers: int | None
     recompute_modules: str | None
+    cpu_offload_layers: int
     sequence_parallel: bool
     zero_stage: int
     fsdp: bool
@@ -159,6 +160,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("recompute", RecomputeOpt, typer.Option(RecomputeOpt.none, "--recompute", "--recompute-granularity", help="Activation recomputation.")),
     ("recompute_num_layers", int | None, typer.Option(None, "--recompute-num-layers", help="Layers per stage recomputed with --recompute full.")),
     ("recompute_modules", str | None, typer.Option(None, "--recompute-modules", help="Selective recompute modules, comma or space separated: core_attn, mlp, moe, shared_experts, moe_act, layernorm, mla_up_proj (implies --recompute selective; default core_attn).")),
+    ("cpu_offload_layers", int, typer.Option(0, "--cpu-offload-activations", "--cpu-offloading-num-layers", min=0, help="Layers per stage whose activations are offloaded to host memory over PCIe / NVLink-C2C (pp 1, no recompute).")),
     ("sequence_parallel", bool, typer.Option(False, "--sequence-parallel", help="Megatron sequence parallelism.")),
     ("zero_stage", int, typer.Option(0, "--zero-stage", min=0, max=3, help="ZeRO stage 0-3.")),
     ("fsdp", bool, typer.Option(False, "--fsdp", help="FSDP full sharding (= ZeRO-3).")),

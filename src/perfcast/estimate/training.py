@@ -9,7 +9,7 @@ critical path (``schedule.pipeline``) → optimizer → calibrated per-step over
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -31,7 +31,8 @@ from perfcast.graph.param_sharding import (
 )
 from perfcast.graph.stage import stage_graph
 from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackend, KernelBackendName, get_backend
-from perfcast.memory.estimate import estimate_memory
+from perfcast.memory.estimate import estimate_memory, offloaded_activation_bytes
+from perfcast.schedule.activation_offload import offload_exposed_s
 from perfcast.schedule.data_parallel import data_parallel_time
 from perfcast.schedule.op_time import comm_op_time_s
 from perfcast.schedule.optimizer import optimizer_time_s
@@ -178,6 +179,11 @@ def estimate_training(
         params = stage_params(model, strategy, stage)
         times = stage_time(stage_graph(model, strategy, s, stage), system, strategy, backend,
                            comm_overlap)
+        if strategy.cpu_offload_activation_layers:
+            offloaded = offloaded_activation_bytes(model, strategy, params.num_layers,
+                                                   params.num_moe_layers, s)
+            times = replace(times, offload_s=offload_exposed_s(
+                offloaded, system, times.forward_s, times.backward_compute_s))
         stages.append((times, data_parallel_time(params, times, system, strategy, comm_overlap),
                        params))
     per_stage = [stages[k] for k in stage_kinds(model, strategy)]
@@ -208,6 +214,7 @@ def estimate_training(
         pipeline_bubble_s=max(0.0, float(parts.pipeline_s - busy[critical])),  # ≥ 0 up to rounding
         optimizer_s=parts.optimizer_s,
         other_s=parts.other_s,
+        offload_s=on_critical("offload_s"),
     )
     step = parts.step_time_s
     model_flops = model_flops_per_token(model, s)

@@ -11,6 +11,7 @@ from perfcast.memory import activations as A
 from perfcast.memory.inflight import inflight_layer_units
 from perfcast.memory.report import MemoryReport, StageMemory
 from perfcast.memory.states import state_bytes
+from perfcast.schedule.activation_offload import offloaded_layers
 from perfcast.specs.compat import (
     check_strategy_for_model,
     check_workload_for_strategy,
@@ -59,6 +60,18 @@ def _stage_layer_activations(model, strategy, num_layers, num_moe, s, b):
     return per_mb, working
 
 
+def offloaded_activation_bytes(model: ModelSpec, strategy: Strategy, num_layers: int,
+                               num_moe: int, seq_length: int) -> float:
+    """Stored activation bytes of one micro-batch that CPU offloading keeps in host memory
+    (``schedule.activation_offload``): the stage's average layer times the offloaded layers."""
+    n = offloaded_layers(strategy, num_layers)
+    if n == 0:
+        return 0.0
+    per_mb, _ = _stage_layer_activations(model, strategy, num_layers, num_moe,
+                                         seq_length / strategy.cp, strategy.micro_batch_size)
+    return per_mb * n / num_layers
+
+
 def num_process_groups(strategy: Strategy):
     """Process groups with more than one rank among tp, cp, dp, pp, ep (each holds NCCL
     buffers). Array-friendly."""
@@ -84,7 +97,9 @@ def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_
     )
     units = inflight_layer_units(strategy.schedule, stage, strategy.pp, strategy.vpp,
                                  num_micro_batches)
-    layer_acts = per_mb * units
+    offloaded = offloaded_activation_bytes(model, strategy, params.num_layers,
+                                           params.num_moe_layers, seq_length)
+    layer_acts = (per_mb - offloaded) * units
     acts = layer_acts + working
     if stage == 0:
         acts += units * A.embedding_activation_bytes(model, s, b, opts)

@@ -92,6 +92,8 @@ class StageTime:
     wgrad_s: float
     """Weight-gradient compute of the stage (part of ``total_s``; zero-bubble schedules defer it,
     Qi et al. 2023 §2). The input-gradient pass is ``total_s − forward_s − wgrad_s``."""
+    offload_s: float = 0.0
+    """Exposed host copies of offloaded activations (``schedule.activation_offload``)."""
 
     def passes(self, extra_input_grad_s: float = 0.0) -> PassTimes:
         """F, B (input gradient: the rest of the backward, with recompute and
@@ -107,7 +109,7 @@ class StageTime:
     @property
     def total_s(self) -> float:
         return (self.gemm_s + self.attention_s + self.memory_bound_s + self.recompute_s
-                + self.tp_comm_s + self.cp_comm_s + self.ep_comm_s)
+                + self.tp_comm_s + self.cp_comm_s + self.ep_comm_s + self.offload_s)
 
 
 def layer_time(group: LayerGroup, system, strategy, backend,

@@ -100,6 +100,12 @@ class Strategy(BaseModel):
         description="FP8 parameter storage (--fp8-param-gather): linear-layer weights kept and "
                     "all-gathered in FP8, no bf16 copy; needs fp8 and a sharded optimizer.",
     )
+    cpu_offload_activation_layers: int = Field(
+        default=0, ge=0,
+        description="Layers per stage whose activations are offloaded to host memory "
+                    "(Megatron cpu_offloading with cpu_offloading_num_layers; needs pp=1 and "
+                    "no recompute).",
+    )
     recompute: Recompute = Field(default="none", description="Activation recomputation granularity.")
     recompute_modules: tuple[RecomputeModule, ...] = Field(
         default=("core_attn",),
@@ -219,6 +225,10 @@ class Strategy(BaseModel):
             raise ValueError(f"fp8_param=True needs precision='fp8' and a sharded optimizer "
                              f"(got precision={self.precision!r}, sharding stage "
                              f"{self.sharding_stage})")
+        if self.cpu_offload_activation_layers and (self.pp > 1 or self.recompute != "none"):
+            raise ValueError(f"cpu_offload_activation_layers={self.cpu_offload_activation_layers} "
+                             f"needs pp=1 and recompute='none' (Megatron cpu_offloading; got "
+                             f"pp={self.pp}, recompute={self.recompute!r})")
         if self.recompute_modules != ("core_attn",) and self.recompute != "selective":
             raise ValueError(f"recompute_modules={','.join(self.recompute_modules)} needs "
                              f"recompute='selective' (got recompute={self.recompute!r})")
