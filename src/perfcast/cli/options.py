@@ -46,10 +46,17 @@ class DispatcherOpt(str, Enum):
     deepep_low_latency = "deepep-low-latency"
 
 
-def strategy_dispatcher(value: str) -> str:
-    """``Strategy.moe_token_dispatcher`` of a ``--moe-token-dispatcher-type`` value (Megatron's
-    'flex' dispatcher runs DeepEP)."""
-    return "deepep" if value == DispatcherOpt.flex.value else value
+class FlexBackendOpt(str, Enum):
+    """Megatron ``--moe-flex-dispatcher-backend`` (frameworks.md §1.4; default deepep)."""
+
+    deepep = "deepep"
+    hybridep = "hybridep"
+
+
+def strategy_dispatcher(value: str, flex_backend: str = "deepep") -> str:
+    """``Strategy.moe_token_dispatcher`` of a ``--moe-token-dispatcher-type`` value: Megatron's
+    'flex' dispatcher runs its ``--moe-flex-dispatcher-backend`` (DeepEP or HybridEP)."""
+    return flex_backend if value == DispatcherOpt.flex.value else value
 
 
 class AttentionKernelOpt(str, Enum):
@@ -129,6 +136,7 @@ class RunArgs:
     mtp_num_layers: int
     make_vocab_size_divisible_by: int
     moe_token_dispatcher: str
+    moe_flex_backend: str
     moe_load_imbalance: float
     moe_grouped_gemm: bool
     moe_capacity_factor: float | None
@@ -180,6 +188,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("make_vocab_size_divisible_by", int, typer.Option(128, "--make-vocab-size-divisible-by", min=1, help="Pad the vocabulary to a multiple of this times tp (Megatron-LM).")),
     ("mtp_num_layers", int, typer.Option(0, "--mtp-num-layers", min=0, help="Multi-token prediction modules trained with the model (DeepSeek-V3: 1).")),
     ("moe_token_dispatcher", DispatcherOpt, typer.Option(DispatcherOpt.alltoall, "--moe-token-dispatcher-type", "--moe-token-dispatcher", help="MoE dispatch: NCCL all-to-all, or DeepEP (node-deduplicated; Megatron 'flex'); deepep-low-latency is serving-only.")),
+    ("moe_flex_backend", FlexBackendOpt, typer.Option(FlexBackendOpt.deepep, "--moe-flex-dispatcher-backend", help="Backend of --moe-token-dispatcher-type flex: deepep (NVLink inside a node, RDMA across) or hybridep (the whole NVLink domain, NVL72 included).")),
     ("moe_load_imbalance", float, typer.Option(1.0, "--moe-load-imbalance", min=1.0, help="MoE: tokens at the busiest expert rank over the mean (1 = balanced).")),
     ("moe_grouped_gemm", bool, typer.Option(True, "--moe-grouped-gemm/--no-moe-grouped-gemm", help="MoE: local experts as one grouped GEMM, or one GEMM per expert.")),
     ("moe_capacity_factor", float | None, typer.Option(None, "--moe-expert-capacity-factor", "--moe-capacity-factor", help="MoE: expert capacity over the balanced load; tokens beyond it dropped (default dropless).")),

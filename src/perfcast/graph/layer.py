@@ -54,8 +54,8 @@ class LayerShape:
     moe_grouped_gemm: bool = True
     """Local experts as one grouped GEMM; else one GEMM kernel per expert."""
     moe_token_dispatcher: str = "alltoall"
-    """'alltoall' (NCCL), 'deepep' (node-deduplicated, PXN-style) or 'deepep-low-latency'
-    (pure RDMA, FP8 dispatch; forward only)."""
+    """'alltoall' (NCCL), 'deepep' / 'hybridep' (deduplicated per NVLink domain, PXN-style;
+    ``comm.dispatch``) or 'deepep-low-latency' (pure RDMA, FP8 dispatch; forward only)."""
     vocab_size_padded: int | None = None
     """Vocabulary rows of the LM head after padding; None = the model's vocab_size."""
     fp8_recipe: str | None = None
@@ -221,7 +221,7 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         if shape.moe_token_dispatcher == "deepep-low-latency":
             return ops + low_latency_dispatch_ops(copies)
         a2a_bytes = ACT_BYTES * copies
-        deepep = shape.moe_token_dispatcher == "deepep"
+        deepep = shape.moe_token_dispatcher in ("deepep", "hybridep")
         for phase in (Phase.FORWARD, Phase.BACKWARD_DGRAD):
             ops.append(CommOp("ep_all_to_all", phase, Group.EP, Collective.ALL_TO_ALL,
                               a2a_bytes, count=2, algorithm="pxn" if deepep else None,

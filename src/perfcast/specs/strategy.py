@@ -152,12 +152,14 @@ class Strategy(BaseModel):
         description="Multi-token prediction depth trained with the model (--mtp-num-layers; "
                     "DeepSeek-V3 uses 1); its modules sit on the last pipeline stage.",
     )
-    moe_token_dispatcher: Literal["alltoall", "deepep", "deepep-low-latency"] = Field(
+    moe_token_dispatcher: Literal["alltoall", "deepep", "hybridep", "deepep-low-latency"] = Field(
         default="alltoall",
         description="MoE token dispatch: NCCL all-to-all; DeepEP (--moe-token-dispatcher-type "
-                    "flex): tokens cross the network once per destination node, then NVLink; "
-                    "or DeepEP's low-latency kernels (serving decode: pure RDMA, FP8 dispatch; "
-                    "prefill uses the normal kernels; not for training).",
+                    "flex --moe-flex-dispatcher-backend deepep) and HybridEP (backend "
+                    "hybridep): tokens cross the network once per destination NVLink domain, "
+                    "then NVLink forwards them (comm.dispatch); or DeepEP's "
+                    "low-latency kernels (serving decode: pure RDMA, FP8 dispatch; prefill uses "
+                    "the normal kernels; not for training).",
     )
     moe_load_imbalance: float = Field(
         default=1.0, ge=1.0,

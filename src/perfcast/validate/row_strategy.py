@@ -40,7 +40,8 @@ framework or per source and are recorded in the row's ``notes`` when used.
 - pipeline split (Megatron-Core rows whose layers do not split evenly over pp·vpp): the
   embedding and loss counted as layers when layers + 2 split evenly, the loss when layers + 1
   do (Megatron-Core accepts no other split without an explicit layout).
-- ``moe_token_dispatcher``: DeepEP for rows whose framework names it; else NCCL all-to-all.
+- ``moe_token_dispatcher``: HybridEP / DeepEP for rows whose framework names it; else NCCL
+  all-to-all.
 - FlashAttention: off for Megatron-LM 2021/2022 runs (megatron_sc21, korthikanti2022, which
   predate it); on otherwise.
 - ``attention_kernel`` from the framework: torchtitan -> ``fa2`` (it calls PyTorch SDPA, whose
@@ -173,7 +174,11 @@ def tp_comm_overlap(row: Mapping[str, str | None], tp: int, notes: list[str]) ->
 
 
 def moe_token_dispatcher(row: Mapping[str, str | None], ep: int, notes: list[str]) -> str:
-    """'deepep' where the framework column names DeepEP (and EP > 1), else 'alltoall'."""
+    """'hybridep' / 'deepep' where the framework column names HybridEP / DeepEP (and EP > 1),
+    else 'alltoall'."""
+    if ep > 1 and "hybridep" in _framework(row).replace(" ", ""):
+        notes.append("HybridEP dispatch: tokens cross the network once per NVLink domain")
+        return "hybridep"
     if ep > 1 and "deepep" in _framework(row).replace(" ", ""):
         notes.append("DeepEP dispatch: tokens cross the network once per destination node")
         return "deepep"
