@@ -81,6 +81,7 @@ def build_specs(args: RunArgs) -> RunSpecs:
         placement_order=args.placement_order,
         tp_comm_overlap=args.tp_comm_overlap,
         ep_overlap=args.ep_overlap,
+        delay_wgrad_compute=args.delay_wgrad_compute,
     )
     if strategy.precision == "fp8" and not system.gpu.supports("fp8"):
         raise InputError("precision", "fp8", f"gpu {system.gpu.name!r} has no FP8 tensor cores")

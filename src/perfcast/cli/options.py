@@ -144,6 +144,7 @@ class RunArgs:
     placement_order: str
     tp_comm_overlap: bool
     ep_overlap: bool
+    delay_wgrad_compute: bool
     json: bool
 
 
@@ -196,6 +197,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("placement_order", str, typer.Option("tp-cp-ep-dp-pp", "--placement-order", help="Rank order of parallel groups, innermost first (Megatron-LM default).")),
     ("tp_comm_overlap", bool, typer.Option(False, "--tp-comm-overlap", help="Overlap TP communication with GEMMs.")),
     ("ep_overlap", bool, typer.Option(False, "--ep-overlap", "--overlap-moe-expert-parallel-comm", help="Overlap EP all-to-all with another micro-batch.")),
+    ("delay_wgrad_compute", bool, typer.Option(False, "--delay-wgrad-compute", help="Defer weight-gradient GEMMs under the EP all-to-all (needs --overlap-moe-expert-parallel-comm).")),
     ("json", bool, typer.Option(False, "--json", help="Print one JSON object.")),
 ]
 

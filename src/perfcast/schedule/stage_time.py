@@ -13,9 +13,11 @@ s·min(comm, window)), s the cost of overlapping):
   block is consumed by the next attention step, so its overlapped seconds cost the fitted
   ``stream_overlap_exposed_fraction`` (``schedule.overlap``) rather than the SM share alone;
 - EP all-to-all dispatch/combine sits between router and experts: fully exposed; with
-  ``ep_overlap`` (Megatron-Core ``--overlap-moe-expert-parallel-comm``, DeepSeek-V3 §3.2.1
-  DualPipe) one micro-batch's all-to-all runs under another's forward+backward compute of the
-  layer, the window;
+  ``ep_overlap`` (Megatron-Core ``--overlap-moe-expert-parallel-comm``) or the DualPipe
+  schedule (DeepSeek-V3 §3.2.1) one micro-batch's all-to-all runs under another's forward +
+  input-gradient compute of the layer, the window (``ep_overlap_window_s``; the weight
+  gradients too with ``--delay-wgrad-compute`` or DualPipe's separate W pass), at the same
+  SM-contention cost as TP/DP overlap (``schedule.overlap.exposed_comm_s``);
 - recompute: full = re-run the forward of the recomputed layers (with its TP and EP
   collectives); selective = re-run the forward ops of ``recompute_modules``
   (``graph.recompute_modules``; the default core_attn = the attention core, Korthikanti et al.
@@ -112,6 +114,21 @@ class StageTime:
                 + self.tp_comm_s + self.cp_comm_s + self.ep_comm_s + self.offload_s)
 
 
+def _overlaps_ep(strategy) -> bool:
+    return bool(getattr(strategy, "overlaps_ep", getattr(strategy, "ep_overlap", False)))
+
+
+def ep_overlap_window_s(forward_s, backward_s, wgrad_s, strategy):
+    """Compute of the other micro-batch under which one micro-batch's EP all-to-all runs:
+    forward + input-gradient backward; the weight-gradient GEMMs join it when they are
+    deferred (``--delay-wgrad-compute``) or split off by the schedule (DualPipe's W pass),
+    otherwise they wait for the dispatch backward that precedes them (Megatron-Core
+    ``combined_1f1b``)."""
+    deferred = (getattr(strategy, "delay_wgrad_compute", False)
+                or getattr(strategy, "schedule", None) == "dualpipe")
+    return forward_s + backward_s - (0.0 if deferred else wgrad_s)
+
+
 def layer_time(group: LayerGroup, system, strategy, backend,
                overlap: CommOverlapCalibration | None = None) -> LayerTime:
     """Seconds of one layer of ``group`` for one micro-batch, by part (``overlap`` replaces the
@@ -144,8 +161,9 @@ def layer_time(group: LayerGroup, system, strategy, backend,
         tp_fwd = float(exposed_comm_s(tp_fwd, by_pass[(GemmOp, True)], slow, hideable))
         tp_bwd = float(exposed_comm_s(tp_bwd, by_pass[(GemmOp, False)], slow, hideable))
     ep_fwd, ep_bwd = comm[(Group.EP, True)], comm[(Group.EP, False)]
-    if strategy.ep_overlap and ep_fwd + ep_bwd > 0:
-        share = float(exposed_comm_s(ep_fwd + ep_bwd, fwd + bwd, slow)) / (ep_fwd + ep_bwd)
+    if _overlaps_ep(strategy) and ep_fwd + ep_bwd > 0:
+        share = float(exposed_comm_s(ep_fwd + ep_bwd, ep_overlap_window_s(fwd, bwd, wgrad, strategy),
+                                     slow)) / (ep_fwd + ep_bwd)
         ep_fwd, ep_bwd = ep_fwd * share, ep_bwd * share
     cp_slow = stream_overlap_slowdown(overlap)
     cp_forward = exposed_comm_s(comm[(Group.CP, True)], by_pass[(AttentionOp, True)], cp_slow)

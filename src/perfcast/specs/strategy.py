@@ -186,6 +186,11 @@ class Strategy(BaseModel):
         description="Overlap EP all-to-all with another micro-batch's compute "
         "(--overlap-moe-expert-parallel-comm).",
     )
+    delay_wgrad_compute: bool = Field(
+        default=False,
+        description="Defer weight-gradient GEMMs so they too run under the EP all-to-all "
+                    "(--delay-wgrad-compute; needs ep_overlap).",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Strategy:
@@ -227,6 +232,9 @@ class Strategy(BaseModel):
             raise ValueError(f"fp8_param=True needs precision='fp8' and a sharded optimizer "
                              f"(got precision={self.precision!r}, sharding stage "
                              f"{self.sharding_stage})")
+        if self.delay_wgrad_compute and not self.ep_overlap:
+            raise ValueError("delay_wgrad_compute=True needs ep_overlap=True (Megatron-Core "
+                             "requires --overlap-moe-expert-parallel-comm)")
         if self.cpu_offload_activation_layers and (self.pp > 1 or self.recompute != "none"):
             raise ValueError(f"cpu_offload_activation_layers={self.cpu_offload_activation_layers} "
                              f"needs pp=1 and recompute='none' (Megatron cpu_offloading; got "
@@ -304,6 +312,12 @@ class Strategy(BaseModel):
             return num_layers
         return min(self.recompute_num_layers, num_layers)
 
+
+    @property
+    def overlaps_ep(self) -> bool:
+        """EP all-to-all runs under another micro-batch's compute: Megatron-Core's A2A overlap,
+        or DualPipe's paired forward/backward chunks (DeepSeek-V3 report §3.2.1)."""
+        return self.ep_overlap or self.schedule == "dualpipe"
 
     @property
     def schedule(self) -> PipelineSchedule:

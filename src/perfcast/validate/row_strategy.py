@@ -40,6 +40,7 @@ framework or per source and are recorded in the row's ``notes`` when used.
 - pipeline split (Megatron-Core rows whose layers do not split evenly over pp·vpp): the
   embedding and loss counted as layers when layers + 2 split evenly, the loss when layers + 1
   do (Megatron-Core accepts no other split without an explicit layout).
+- ``ep_overlap``: where the framework or notes column says "A2A overlap" / "A2A_OVERLAP=1".
 - ``moe_token_dispatcher``: HybridEP / DeepEP for rows whose framework names it; else NCCL
   all-to-all.
 - FlashAttention: off for Megatron-LM 2021/2022 runs (megatron_sc21, korthikanti2022, which
@@ -183,6 +184,19 @@ def moe_token_dispatcher(row: Mapping[str, str | None], ep: int, notes: list[str
         notes.append("DeepEP dispatch: tokens cross the network once per destination node")
         return "deepep"
     return "alltoall"
+
+
+def ep_overlap(row: Mapping[str, str | None], ep: int, notes: list[str]) -> bool:
+    """EP all-to-all overlap (Megatron-Core --overlap-moe-expert-parallel-comm) where the
+    framework or notes column states it ("EP A2A overlap", "A2A_OVERLAP=1"; "A2A_OVERLAP=0"
+    says it was off)."""
+    text = f"{_framework(row)} {lower_text(row, 'notes')}"
+    if ep <= 1 or "a2a_overlap=0" in text.replace(" ", ""):
+        return False
+    if "a2a_overlap=1" in text.replace(" ", "") or re.search(r"\ba2a overlap\b", text):
+        notes.append("EP all-to-all overlapped with another micro-batch (row)")
+        return True
+    return False
 
 
 def expert_tp(row: Mapping[str, str | None], notes: list[str]) -> int | None:
