@@ -78,6 +78,8 @@ def build_specs(args: RunArgs) -> RunSpecs:
         moe_load_imbalance=args.moe_load_imbalance,
         moe_grouped_gemm=args.moe_grouped_gemm,
         moe_capacity_factor=args.moe_capacity_factor,
+        moe_pad_expert_input_to_capacity=args.moe_pad_to_capacity,
+        moe_router_force_load_balancing=args.moe_force_balance,
         placement_order=args.placement_order,
         tp_comm_overlap=args.tp_comm_overlap,
         ep_overlap=args.ep_overlap,

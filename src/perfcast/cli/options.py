@@ -140,6 +140,8 @@ class RunArgs:
     moe_load_imbalance: float
     moe_grouped_gemm: bool
     moe_capacity_factor: float | None
+    moe_pad_to_capacity: bool
+    moe_force_balance: bool
     gpu_clock_mhz: float | None
     placement_order: str
     tp_comm_overlap: bool
@@ -193,6 +195,8 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("moe_load_imbalance", float, typer.Option(1.0, "--moe-load-imbalance", min=1.0, help="MoE: tokens at the busiest expert rank over the mean (1 = balanced).")),
     ("moe_grouped_gemm", bool, typer.Option(True, "--moe-grouped-gemm/--no-moe-grouped-gemm", help="MoE: local experts as one grouped GEMM, or one GEMM per expert.")),
     ("moe_capacity_factor", float | None, typer.Option(None, "--moe-expert-capacity-factor", "--moe-capacity-factor", help="MoE: expert capacity over the balanced load; tokens beyond it dropped (default dropless).")),
+    ("moe_pad_to_capacity", bool, typer.Option(False, "--moe-pad-expert-input-to-capacity", help="MoE: pad every expert's input to its capacity (needs --moe-expert-capacity-factor).")),
+    ("moe_force_balance", bool, typer.Option(False, "--moe-router-force-load-balancing", help="MoE: perfectly balanced routing (benchmark mode); overrides --moe-load-imbalance.")),
     ("gpu_clock_mhz", float | None, typer.Option(None, "--gpu-clock-mhz", min=1.0, help="Override the GPU's sustained matrix clock (MHz); scales compute throughput.")),
     ("placement_order", str, typer.Option("tp-cp-ep-dp-pp", "--placement-order", help="Rank order of parallel groups, innermost first (Megatron-LM default).")),
     ("tp_comm_overlap", bool, typer.Option(False, "--tp-comm-overlap", help="Overlap TP communication with GEMMs.")),

@@ -51,6 +51,8 @@ class LayerShape:
     """Routed tokens at the busiest EP rank over the balanced mean."""
     moe_capacity_factor: float | None = None
     """Expert capacity over the balanced load (tokens beyond it dropped); None = dropless."""
+    moe_pad_to_capacity: bool = False
+    """Every expert's input padded to its capacity (static shapes)."""
     moe_grouped_gemm: bool = True
     """Local experts as one grouped GEMM; else one GEMM kernel per expert."""
     moe_token_dispatcher: str = "alltoall"
@@ -71,9 +73,13 @@ class LayerShape:
     def routed_load(self) -> float:
         """Tokens at the busiest EP rank over the balanced mean: the imbalance, capped by the
         capacity factor when tokens beyond capacity are dropped (Fedus et al. 2021, Switch
-        Transformer §2.2; Megatron-Core --moe-expert-capacity-factor)."""
+        Transformer §2.2; Megatron-Core --moe-expert-capacity-factor); exactly the capacity
+        factor when inputs are padded to capacity (--moe-pad-expert-input-to-capacity: every
+        expert computes and exchanges capacity tokens, padding included)."""
         if self.moe_capacity_factor is None:
             return self.moe_load_imbalance
+        if self.moe_pad_to_capacity:
+            return self.moe_capacity_factor
         return min(self.moe_load_imbalance, self.moe_capacity_factor)
 
     @property

@@ -78,8 +78,12 @@ def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool
         micro_batch=strategy.micro_batch_size, seq_length=seq_length, tp=strategy.tp,
         cp=strategy.cp, ep=strategy.ep, expert_tp=strategy.expert_tp,
         sequence_parallel=strategy.sequence_parallel, moe=moe,
-        sliding_window=model.sliding_window, moe_load_imbalance=strategy.moe_load_imbalance,
+        sliding_window=model.sliding_window,
+        # Forced load balancing (random router logits) makes the routing perfectly even.
+        moe_load_imbalance=(1.0 if getattr(strategy, "moe_router_force_load_balancing", False)
+                            else strategy.moe_load_imbalance),
         moe_capacity_factor=strategy.moe_capacity_factor,
+        moe_pad_to_capacity=getattr(strategy, "moe_pad_expert_input_to_capacity", False),
         moe_grouped_gemm=strategy.moe_grouped_gemm,
         moe_token_dispatcher=strategy.moe_token_dispatcher,
         vocab_size_padded=allocated_vocab_size(model, strategy),

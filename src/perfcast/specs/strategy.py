@@ -174,6 +174,17 @@ class Strategy(BaseModel):
         description="Expert capacity over the balanced load (--moe-expert-capacity-factor); "
                     "tokens beyond it are dropped. None = dropless.",
     )
+    moe_pad_expert_input_to_capacity: bool = Field(
+        default=False,
+        description="Pad every expert's input to its capacity (--moe-pad-expert-input-to-"
+                    "capacity; static shapes): each expert computes and exchanges capacity "
+                    "tokens. Needs moe_capacity_factor.",
+    )
+    moe_router_force_load_balancing: bool = Field(
+        default=False,
+        description="Random router logits for perfectly balanced routing "
+                    "(--moe-router-force-load-balancing, benchmarks): load imbalance 1.",
+    )
     placement_order: str = Field(
         default=DEFAULT_PLACEMENT_ORDER,
         description="Rank order of the parallel dimensions, innermost first (Megatron --order).",
@@ -232,6 +243,9 @@ class Strategy(BaseModel):
             raise ValueError(f"fp8_param=True needs precision='fp8' and a sharded optimizer "
                              f"(got precision={self.precision!r}, sharding stage "
                              f"{self.sharding_stage})")
+        if self.moe_pad_expert_input_to_capacity and self.moe_capacity_factor is None:
+            raise ValueError("moe_pad_expert_input_to_capacity=True needs moe_capacity_factor "
+                             "(Megatron-Core requires --moe-expert-capacity-factor)")
         if self.delay_wgrad_compute and not self.ep_overlap:
             raise ValueError("delay_wgrad_compute=True needs ep_overlap=True (Megatron-Core "
                              "requires --overlap-moe-expert-parallel-comm)")

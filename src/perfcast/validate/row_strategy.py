@@ -40,6 +40,8 @@ framework or per source and are recorded in the row's ``notes`` when used.
 - pipeline split (Megatron-Core rows whose layers do not split evenly over pp·vpp): the
   embedding and loss counted as layers when layers + 2 split evenly, the loss when layers + 1
   do (Megatron-Core accepts no other split without an explicit layout).
+- MoE routing: "capacity factor X" (token dropping), "pad to capacity", "forced load
+  balance" in the framework or notes column; else dropless.
 - ``ep_overlap``: where the framework or notes column says "A2A overlap" / "A2A_OVERLAP=1".
 - ``moe_token_dispatcher``: HybridEP / DeepEP for rows whose framework names it; else NCCL
   all-to-all.
@@ -197,6 +199,23 @@ def ep_overlap(row: Mapping[str, str | None], ep: int, notes: list[str]) -> bool
         notes.append("EP all-to-all overlapped with another micro-batch (row)")
         return True
     return False
+
+
+def moe_routing(row: Mapping[str, str | None], notes: list[str]) -> dict[str, Any]:
+    """Routing mode the framework or notes column states: token dropping with "capacity
+    factor X", "pad to capacity", "forced load balanc(e|ing)" (else dropless, as measured)."""
+    text = f"{_framework(row)} {lower_text(row, 'notes')}"
+    fields: dict[str, Any] = {}
+    factor = re.search(r"capacity factor\s*([0-9.]+)", text)
+    if factor:
+        fields["moe_capacity_factor"] = float(factor.group(1))
+        if "pad to capacity" in text:
+            fields["moe_pad_expert_input_to_capacity"] = True
+        notes.append(f"token dropping, capacity factor {factor.group(1)}"
+                     + (", padded to capacity" if "pad to capacity" in text else "") + " (row)")
+    if re.search(r"forced load balanc|force load balanc", text):
+        fields["moe_router_force_load_balancing"] = True
+    return fields
 
 
 def expert_tp(row: Mapping[str, str | None], notes: list[str]) -> int | None:

@@ -109,6 +109,8 @@ def _strategy(row: Row, sizes: rs.ParallelSizes, model: ModelSpec, gbs: int,
         "attention_kernel": rs.attention_kernel(row, notes),
     }
     fields.update(rs.sharding(row, sizes.dp, notes))
+    if model.is_moe:
+        fields.update(rs.moe_routing(row, notes))
     fields.update(rs.pipeline_split(row, model.num_hidden_layers, sizes, notes))
     fields.update(rs.recompute(row, max(1, model.num_hidden_layers // sizes.pp), notes))
     fields.update(rs.precision(row, notes))
