@@ -123,8 +123,10 @@ def stage_params(model: ModelSpec, strategy: Strategy, stage: int) -> StageParam
         head = model.vocab_size * model.hidden_size + padding
         own_copy = (not model.tie_word_embeddings) or strategy.pp > 1
         embedding += (head / t if own_copy else 0) + P.norm_params(model)
-        if mtp and strategy.pp > 1:
-            # MTP looks up the next tokens' embeddings: a shared copy on the last stage.
+        if mtp and strategy.pp > 1 and strategy.schedule != "dualpipe":
+            # MTP looks up the next tokens' embeddings: a shared copy on the last stage. DualPipe
+            # puts the first stage on the same device, so MTP shares its embedding in place
+            # (DeepSeek-V3 report §3.2.3, "Shared Embedding and Output Head for MTP").
             embedding += table
     return StageParams(
         stage=stage,

@@ -16,6 +16,9 @@ The 34 = attention 11 (QKV input 2, Q and K 4, V 2, out-proj input 2, dropout ma
 model's actual shapes (GQA K/V, gated MLPs, MoE, MLA), so the GPT case reduces to Table 2
 exactly. Flash attention (Dao et al. 2022) stores no s×s matrix, only the fp32 log-sum-exp
 (4·a·s·b bytes). Context parallelism splits the sequence: s is the per-rank s/cp.
+With FP8 training the linear layers keep their saved inputs in FP8 (1 B: the QKV/MLP-in
+norm outputs, the out-projection input, MLA latents, fc2 inputs and MoE permuted tokens), and
+Megatron-Core's ``recompute_modules`` drop the terms of the recomputed submodules.
 Functions are array-friendly (numpy broadcasting over s, b, t).
 """
 
@@ -48,6 +51,10 @@ class ActivationOptions:
     expert_tp: int = 1
     vocab_size_padded: int | None = None
     """LM-head rows after padding (logits width); None = the model's vocab_size."""
+    fp8_linear_inputs: bool = False
+    """FP8 training: linear layers save their input for the weight gradient in FP8 (1 B),
+    the tensor the FP8 GEMM consumed (Transformer Engine saves the quantized input;
+    DeepSeek-V3 report §3.3.2 "Low-Precision Storage")."""
 
 
 def _replicated_terms(model: ModelSpec, s, b):
@@ -115,6 +122,22 @@ def _mlp_sharded_terms(model: ModelSpec, s, b, ffn_hidden: int, tokens_factor: f
     return per_token * s * b * tokens_factor
 
 
+def _attention_linear_inputs(model: ModelSpec, s, b):
+    """Stored attention terms that are linear-layer inputs: the out-projection input, and MLA's
+    latents (inputs of the up-projections)."""
+    a = model.num_attention_heads
+    if model.is_mla:
+        v_dim = model.v_head_dim or model.kv_channels
+        latents = (model.q_lora_rank or 0) + (model.kv_lora_rank or 0)
+        return ACT_BYTES * s * b * (a * v_dim + latents)
+    return ACT_BYTES * s * b * a * model.kv_channels
+
+
+def _permuted_terms(model: ModelSpec, s, b):
+    """The k permuted copies of each token (the routed experts' fc1 input), 16-bit."""
+    return ACT_BYTES * model.num_experts_per_tok * s * b * model.hidden_size
+
+
 def _moe_extra_terms(model: ModelSpec, s, b):
     """MoE bookkeeping: router logits (fp32, s·b·E·4) and the permuted expert inputs (k copies)."""
     k = model.num_experts_per_tok
@@ -135,29 +158,40 @@ def layer_activation_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe_
         divisor = t if opts.sequence_parallel else 1
         return ACT_BYTES * s * b * h / divisor
     modules = set(opts.recompute_modules) if opts.recompute == "selective" else set()
-    replicated = _replicated_terms(model, s, b)
+    # FP8 linear inputs keep 1 of their 2 bytes: the share of a term that is a GEMM input.
+    fp8_keep = BYTES_PER_ELEMENT["fp8"] / ACT_BYTES if opts.fp8_linear_inputs else 1.0
+    replicated = _replicated_terms(model, s, b) - (1 - fp8_keep) * _norm_output_terms(model, s, b)
     if "layernorm" in modules:
-        replicated = replicated - _norm_output_terms(model, s, b)
-    sharded = _attention_sharded_terms(model, s, b)
+        replicated = replicated - fp8_keep * _norm_output_terms(model, s, b)
+    sharded = _attention_sharded_terms(model, s, b) - (1 - fp8_keep) * _attention_linear_inputs(
+        model, s, b)
     if "mla_up_proj" in modules:
         sharded = sharded - _mla_up_proj_terms(model, s, b)
+    # Gated MLP: 2·f of the 6·f per token is the fc2 input (the activation's output); else 2·f
+    # of 4·f.
+    fc2_share = 2 / (6 if model.is_gated_mlp else 4)
     if moe_layer:
         k = model.num_experts_per_tok
         expert = _mlp_sharded_terms(model, s, b, model.expert_intermediate_size, k)
-        if "moe_act" in modules:
-            # The activation output (fc2 input), 2·f of the 6·f (gated) or 4·f per token.
-            expert = expert * (1 - 2 / (6 if model.is_gated_mlp else 4))
+        # moe_act drops the fc2 input; FP8 keeps it in 1 B.
+        expert = expert * (1 - fc2_share * (1 if "moe_act" in modules else 1 - fp8_keep))
         shared_width = model.shared_intermediate_size
         shared = _mlp_sharded_terms(model, s, b, shared_width) if shared_width else 0
+        shared = shared * (1 - fc2_share * (1 - fp8_keep))
         if "shared_experts" in modules:
             shared = 0
         # Expert grid: T·k·etp/tp routed tokens per GPU at width ffn/etp, i.e. the expert
-        # terms over tp whatever etp (``graph.layer.mlp_forward_ops``).
-        mlp = expert + shared + _moe_extra_terms(model, s, b)
+        # terms over tp whatever etp (``graph.layer.mlp_forward_ops``). The permuted copies
+        # are the experts' fc1 input.
+        extra = _moe_extra_terms(model, s, b) - (1 - fp8_keep) * _permuted_terms(model, s, b)
+        mlp = expert + shared + extra
         if "moe" in modules:
             mlp = 0 * s
     else:
-        mlp = 0 * s if "mlp" in modules else _mlp_sharded_terms(model, s, b, model.intermediate_size)
+        mlp = _mlp_sharded_terms(model, s, b, model.intermediate_size) * (
+            1 - fc2_share * (1 - fp8_keep))
+        if "mlp" in modules:
+            mlp = 0 * s
     core = 0 * s if "core_attn" in modules else _attention_core_terms(
         model, s, b, opts.flash_attention
     )

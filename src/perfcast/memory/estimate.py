@@ -30,6 +30,7 @@ def activation_options(model: ModelSpec, strategy: Strategy) -> A.ActivationOpti
         sequence_parallel=strategy.sequence_parallel,
         recompute=strategy.recompute,
         recompute_modules=tuple(getattr(strategy, "recompute_modules", ("core_attn",))),
+        fp8_linear_inputs=strategy.precision == "fp8",
         flash_attention=strategy.flash_attention,
         expert_tp=strategy.expert_tp,
         vocab_size_padded=allocated_vocab_size(model, strategy),
@@ -126,6 +127,32 @@ def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_
     )
 
 
+def dualpipe_device_memory(own: StageMemory, mirror: StageMemory, device: int) -> StageMemory:
+    """One DualPipe device: it holds stage i and stage p − 1 − i (DeepSeek-V3 report §3.2.1,
+    Table 2: parameters 2×, activations p + 1 stage-micro-batches). States of both stages add;
+    the p + 1 in-flight micro-batches split over the two stages, so the layer activations are
+    the mean of the two stages' (each counted at p + 1); embedding/loss buffers and the recompute
+    working set add; CUDA context and NCCL buffers exist once (the larger allowance)."""
+    if own.stage == mirror.stage:
+        return own
+    extras = (own.activations_bytes - own.layer_activations_bytes
+              + mirror.activations_bytes - mirror.layer_activations_bytes)
+    layer_acts = (own.layer_activations_bytes + mirror.layer_activations_bytes) / 2
+    return StageMemory(
+        stage=device,
+        num_layers=own.num_layers + mirror.num_layers,
+        params=own.params + mirror.params,
+        embedding_params=own.embedding_params + mirror.embedding_params,
+        weights_bytes=own.weights_bytes + mirror.weights_bytes,
+        grads_bytes=own.grads_bytes + mirror.grads_bytes,
+        optimizer_bytes=own.optimizer_bytes + mirror.optimizer_bytes,
+        activations_bytes=layer_acts + extras,
+        layer_activations_bytes=layer_acts,
+        inflight_micro_batches=own.inflight_micro_batches,
+        other_bytes=max(own.other_bytes, mirror.other_bytes),
+    )
+
+
 def estimate_memory(
     model: ModelSpec,
     system: SystemSpec,
@@ -145,6 +172,9 @@ def estimate_memory(
                      m, cal)
         for stage in range(strategy.pp)
     )
+    if strategy.schedule == "dualpipe":
+        stages = tuple(dualpipe_device_memory(stages[i], stages[strategy.pp - 1 - i], i)
+                       for i in range(strategy.pp))
     assumptions = (
         "Adam optimizer with fp32 master weights, momentum and variance (12 B/param)",
         f"main gradients in {strategy.grad_reduce_dtype}",
