@@ -31,6 +31,9 @@ def test_adam_state_bytes_per_parameter():
     bf16 = Strategy(num_gpus=1, precision_aware_optimizer=True, exp_avg_dtype="bf16",
                     exp_avg_sq_dtype="bf16")
     assert adam_state_bytes(bf16) == 6
+    full_master = Strategy(num_gpus=1, precision_aware_optimizer=True, store_param_remainders=False,
+                           exp_avg_dtype="bf16", exp_avg_sq_dtype="bf16")
+    assert adam_state_bytes(full_master) == 4 + 2 + 2  # DeepSeek-V3 §3.3.3
     assert adam_bytes_per_param(Strategy(num_gpus=1)) == 34
     assert adam_bytes_per_param(bf16) == 8 + 8 + 8
 

@@ -3,7 +3,8 @@
 DeepSeek-V3 technical report (arXiv 2412.19437): 2,048 H800 (§3.1), PP 16 with DualPipe, EP 64
 over 8 nodes, ZeRO-1 DP, no TP (§3.2), FP8 mixed precision with 1x128 / 128x128 block scaling
 (§3.3), MTP depth 1 (§2.2), RMSNorm and MLA up-projection recomputed and the MoE SwiGLU output
-recomputed (§3.2.3, §3.3.2), AdamW moments in BF16 (§3.3.3), DeepEP-style node-limited
+recomputed (§3.2.3, §3.3.2), AdamW moments in BF16 with FP32 master weights and gradients
+(§3.3.3), DeepEP-style node-limited
 dispatch (§3.2.2), sequence 4,096 and a final batch of 15,360 sequences (§4.2). The report's
 180K H800 GPU-hours per trillion tokens is 1e12 / (180e3 * 3600) = 1,543 tokens/s/GPU
 (training.csv row 76). The per-stage layer split is not published: the default split and a
@@ -30,7 +31,8 @@ def published_strategy(**layout) -> Strategy:
         num_gpus=2048, pp=16, ep=64, pipeline_schedule="dualpipe", precision="fp8",
         fp8_recipe="blockwise", distributed_optimizer=True, mtp_num_layers=1,
         recompute="selective", recompute_modules=("layernorm", "mla_up_proj", "moe_act"),
-        precision_aware_optimizer=True, exp_avg_dtype="bf16", exp_avg_sq_dtype="bf16",
+        precision_aware_optimizer=True, store_param_remainders=False, exp_avg_dtype="bf16",
+        exp_avg_sq_dtype="bf16",
         moe_token_dispatcher="deepep", **layout)
 
 

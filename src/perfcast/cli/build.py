@@ -56,6 +56,7 @@ def build_specs(args: RunArgs) -> RunSpecs:
         fsdp=args.fsdp,
         distributed_optimizer=args.distributed_optimizer,
         precision_aware_optimizer=args.precision_aware_optimizer,
+        store_param_remainders=args.store_param_remainders,
         exp_avg_dtype=args.exp_avg_dtype,
         exp_avg_sq_dtype=args.exp_avg_sq_dtype,
         fp8_param=args.fp8_param,

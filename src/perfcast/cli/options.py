@@ -123,6 +123,7 @@ class RunArgs:
     fsdp: bool
     distributed_optimizer: bool
     precision_aware_optimizer: bool
+    store_param_remainders: bool
     exp_avg_dtype: str
     exp_avg_sq_dtype: str
     fp8_param: bool
@@ -177,6 +178,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("fsdp", bool, typer.Option(False, "--fsdp", help="FSDP full sharding (= ZeRO-3).")),
     ("distributed_optimizer", bool, typer.Option(False, "--use-distributed-optimizer", "--distributed-optimizer", help="Shard optimizer states over DP.")),
     ("precision_aware_optimizer", bool, typer.Option(False, "--use-precision-aware-optimizer", help="Master weights as 16-bit remainders beside bf16 weights; moments in --exp-avg-dtype/--exp-avg-sq-dtype.")),
+    ("store_param_remainders", bool, typer.Option(True, "--store-param-remainders/--no-store-param-remainders", help="Precision-aware optimizer: master weights as 16-bit remainders of the bf16 weights (default) or full fp32.")),
     ("exp_avg_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--exp-avg-dtype", help="Adam first-moment dtype (bf16 needs --use-precision-aware-optimizer).")),
     ("exp_avg_sq_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--exp-avg-sq-dtype", help="Adam second-moment dtype (bf16 needs --use-precision-aware-optimizer).")),
     ("fp8_param", bool, typer.Option(False, "--fp8-param-gather", "--fp8-param", help="Keep linear-layer weights in FP8 (needs --fp8 and a sharded optimizer).")),

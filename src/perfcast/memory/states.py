@@ -46,7 +46,8 @@ class StateBytes:
 def master_weight_bytes(strategy: Strategy) -> int:
     """fp32 master weight per parameter: 2 B as a 16-bit remainder beside bf16 weights under the
     precision-aware optimizer (store_param_remainders), else 4 B."""
-    remainders = strategy.precision_aware_optimizer and not strategy.fp8_param
+    remainders = (strategy.precision_aware_optimizer and strategy.store_param_remainders
+                  and not strategy.fp8_param)
     return BYTES_PER_ELEMENT["bf16"] if remainders else BYTES_PER_ELEMENT["fp32"]
 
 

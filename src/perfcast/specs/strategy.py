@@ -89,6 +89,12 @@ class Strategy(BaseModel):
                     "the fp32 master weights as 16-bit remainders of the bf16 weights "
                     "(store_param_remainders) and the moments in exp_avg_dtype/exp_avg_sq_dtype.",
     )
+    store_param_remainders: bool = Field(
+        default=True,
+        description="With precision_aware_optimizer: keep the fp32 master weight as the 16-bit "
+                    "remainder beside the bf16 weight (Megatron default); False = a full fp32 "
+                    "master copy (--no-store-param-remainders).",
+    )
     exp_avg_dtype: GradReduceDtype = Field(
         default="fp32", description="Adam first-moment dtype (--exp-avg-dtype; bf16 needs "
                                     "precision_aware_optimizer).")
