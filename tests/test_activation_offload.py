@@ -68,3 +68,44 @@ def test_cli_flag():
     assert data["breakdown_s"]["offload"] > 0
     bad = runner.invoke(app, base + ["--cpu-offload-activations", "4", "--pp", "2"])
     assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+# ----- fine-grained offloading (Megatron-Core offload_modules) ---------------------------------
+
+def _moe_memory(**extra):
+    model = load_model("qwen3-30b-a3b")
+    system = load_system("dgx-h100", num_gpus=16)
+    strategy = Strategy(num_gpus=16, pp=2, ep=8, distributed_optimizer=True, **extra)
+    return estimate_training(model, system, strategy, Workload(seq_length=4096,
+                                                               global_batch_size=64))
+
+
+def test_offloading_module_inputs_moves_exactly_their_bytes():
+    from perfcast.memory.activations import ActivationOptions, offloaded_module_bytes
+
+    model = load_model("qwen3-30b-a3b")
+    s, b, k = 4096, 1, model.num_experts_per_tok
+    opts = ActivationOptions(offload_modules=("expert_fc1", "moe_act"))
+    permuted = 2 * k * s * b * model.hidden_size
+    gate_up = 4 * model.expert_intermediate_size * k * s * b
+    assert offloaded_module_bytes(model, s, b, opts, True) == pytest.approx(permuted + gate_up)
+    assert offloaded_module_bytes(model, s, b, opts, False) == 0
+
+
+def test_fine_grained_offload_frees_memory_and_costs_copies():
+    plain = _moe_memory()
+    offloaded = _moe_memory(offload_modules=("expert_fc1", "moe_act"))
+    assert offloaded.memory.peak_bytes < plain.memory.peak_bytes
+    assert offloaded.breakdown.offload_s >= 0
+    assert offloaded.step_time_s >= plain.step_time_s
+    with pytest.raises(ValidationError, match="cannot combine"):
+        Strategy(num_gpus=8, offload_modules=("moe_act",), cpu_offload_activation_layers=2)
+
+
+def test_row_text_offload_modules():
+    from perfcast.validate.row_strategy import offload_modules
+
+    notes: list[str] = []
+    row = {"notes": "activation offloading (expert_fc1, moe_act) required; recompute moe_act"}
+    assert offload_modules(row, notes) == ("expert_fc1", "moe_act")
+    assert offload_modules({"notes": "no offloading"}, notes) == ()

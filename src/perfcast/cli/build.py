@@ -64,6 +64,7 @@ def build_specs(args: RunArgs) -> RunSpecs:
         recompute_modules=_recompute_modules(args.recompute_modules),
         recompute_num_layers=args.recompute_num_layers,
         cpu_offload_activation_layers=args.cpu_offload_layers,
+        offload_modules=_offload_modules(args.offload_modules),
         micro_batch_size=args.micro_batch_size,
         precision=args.precision,
         fp8_recipe=args.fp8_recipe,
@@ -120,6 +121,22 @@ def _recompute_modules(text: str | None) -> tuple[str, ...]:
             raise InputError("recompute_modules", module, f"unknown; choose from {', '.join(known)}")
     if not modules:
         raise InputError("recompute_modules", text, "names no module")
+    return modules
+
+
+def _offload_modules(text: str | None) -> tuple[str, ...]:
+    """``--offload-modules`` text as a tuple; InputError naming an unknown module."""
+    from typing import get_args
+
+    from perfcast.specs.strategy import OffloadModule
+
+    if text is None:
+        return ()
+    modules = tuple(m for m in text.replace(",", " ").split() if m)
+    known = get_args(OffloadModule)
+    for module in modules:
+        if module not in known:
+            raise InputError("offload_modules", module, f"unknown; choose from {', '.join(known)}")
     return modules
 
 

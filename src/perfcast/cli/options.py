@@ -118,6 +118,7 @@ class RunArgs:
     recompute_num_layers: int | None
     recompute_modules: str | None
     cpu_offload_layers: int
+    offload_modules: str | None
     sequence_parallel: bool
     zero_stage: int
     fsdp: bool
@@ -173,6 +174,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("recompute_num_layers", int | None, typer.Option(None, "--recompute-num-layers", help="Layers per stage recomputed with --recompute full.")),
     ("recompute_modules", str | None, typer.Option(None, "--recompute-modules", help="Selective recompute modules, comma or space separated: core_attn, mlp, moe, shared_experts, moe_act, layernorm, mla_up_proj (implies --recompute selective; default core_attn).")),
     ("cpu_offload_layers", int, typer.Option(0, "--cpu-offload-activations", "--cpu-offloading-num-layers", min=0, help="Layers per stage whose activations are offloaded to host memory over PCIe / NVLink-C2C (pp 1, no recompute).")),
+    ("offload_modules", str | None, typer.Option(None, "--offload-modules", help="Fine-grained activation offloading, comma or space separated: attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1, moe_act.")),
     ("sequence_parallel", bool, typer.Option(False, "--sequence-parallel", help="Megatron sequence parallelism.")),
     ("zero_stage", int, typer.Option(0, "--zero-stage", min=0, max=3, help="ZeRO stage 0-3.")),
     ("fsdp", bool, typer.Option(False, "--fsdp", help="FSDP full sharding (= ZeRO-3).")),

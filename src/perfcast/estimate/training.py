@@ -179,7 +179,7 @@ def estimate_training(
         params = stage_params(model, strategy, stage)
         times = stage_time(stage_graph(model, strategy, s, stage), system, strategy, backend,
                            comm_overlap)
-        if strategy.cpu_offload_activation_layers:
+        if strategy.cpu_offload_activation_layers or strategy.offload_modules:
             offloaded = offloaded_activation_bytes(model, strategy, params.num_layers,
                                                    params.num_moe_layers, s)
             times = replace(times, offload_s=offload_exposed_s(

@@ -51,6 +51,9 @@ class ActivationOptions:
     expert_tp: int = 1
     vocab_size_padded: int | None = None
     """LM-head rows after padding (logits width); None = the model's vocab_size."""
+    offload_modules: tuple[str, ...] = ()
+    """Megatron-Core fine-grained activation offloading: submodules whose saved inputs go to
+    host memory (``offloaded_module_bytes``)."""
     fp8_linear_inputs: bool = False
     """FP8 training: linear layers save their input for the weight gradient in FP8 (1 B),
     the tensor the FP8 GEMM consumed (Transformer Engine saves the quantized input;
@@ -195,9 +198,49 @@ def layer_activation_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe_
     core = 0 * s if "core_attn" in modules else _attention_core_terms(
         model, s, b, opts.flash_attention
     )
+    offloaded = offloaded_module_bytes(model, s, b, opts, moe_layer)
     if opts.sequence_parallel:
-        return (replicated + sharded + mlp + core) / t
-    return replicated + (sharded + mlp + core) / t
+        return (replicated + sharded + mlp + core) / t - offloaded
+    return replicated + (sharded + mlp + core) / t - offloaded
+
+
+def offloaded_module_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe_layer=False):
+    """Bytes per GPU of one layer's saved tensors that fine-grained offloading keeps in host
+    memory (Megatron-Core ``offload_modules``, frameworks.md §1.3: the inputs of the chosen
+    submodules): attn_norm / mlp_norm their norm input (2·s·b·h each), qkv_linear the QKV input
+    (the norm output, unless layernorm is recomputed), core_attn Q, K, V (unless MLA's
+    up-projection is recomputed), attn_proj the out-projection input, expert_fc1 the permuted
+    tokens and moe_act the experts' activation input (gate and up outputs), each in the dtype
+    it is stored in (FP8 linear inputs)."""
+    chosen = set(opts.offload_modules)
+    if not chosen or opts.recompute == "full":
+        return 0 * s
+    t, h, a = opts.tp, model.hidden_size, model.num_attention_heads
+    recomputed = set(opts.recompute_modules) if opts.recompute == "selective" else set()
+    fp8_keep = BYTES_PER_ELEMENT["fp8"] / ACT_BYTES if opts.fp8_linear_inputs else 1.0
+    rep_div = t if opts.sequence_parallel else 1
+    sbh = ACT_BYTES * s * b * h
+    replicated = sharded = 0 * s
+    replicated += sbh * (("attn_norm" in chosen) + ("mlp_norm" in chosen
+                                                    and model.norms_per_layer > 1))
+    if "qkv_linear" in chosen and "layernorm" not in recomputed:
+        replicated += sbh * fp8_keep
+    if "core_attn" in chosen:
+        if model.is_mla:
+            if "mla_up_proj" not in recomputed:
+                sharded += _mla_up_proj_terms(model, s, b)
+        else:
+            sharded += ACT_BYTES * s * b * (a + 2 * model.num_kv_heads) * model.kv_channels
+    if "attn_proj" in chosen:
+        v_dim = (model.v_head_dim or model.kv_channels) if model.is_mla else model.kv_channels
+        sharded += ACT_BYTES * s * b * a * v_dim * fp8_keep
+    if moe_layer and "expert_fc1" in chosen:
+        sharded += _permuted_terms(model, s, b) * fp8_keep
+    if moe_layer and "moe_act" in chosen:
+        expert = _mlp_sharded_terms(model, s, b, model.expert_intermediate_size,
+                                    model.num_experts_per_tok)
+        sharded += expert * (1 - 2 / (6 if model.is_gated_mlp else 4))
+    return replicated / rep_div + sharded / t
 
 
 def recompute_working_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe_layer=False):

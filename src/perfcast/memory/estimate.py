@@ -31,6 +31,7 @@ def activation_options(model: ModelSpec, strategy: Strategy) -> A.ActivationOpti
         recompute=strategy.recompute,
         recompute_modules=tuple(getattr(strategy, "recompute_modules", ("core_attn",))),
         fp8_linear_inputs=strategy.precision == "fp8",
+        offload_modules=tuple(getattr(strategy, "offload_modules", ())),
         flash_attention=strategy.flash_attention,
         expert_tp=strategy.expert_tp,
         vocab_size_padded=allocated_vocab_size(model, strategy),
@@ -65,12 +66,21 @@ def offloaded_activation_bytes(model: ModelSpec, strategy: Strategy, num_layers:
                                num_moe: int, seq_length: int) -> float:
     """Stored activation bytes of one micro-batch that CPU offloading keeps in host memory
     (``schedule.activation_offload``): the stage's average layer times the offloaded layers."""
+    s, b = seq_length / strategy.cp, strategy.micro_batch_size
+    opts = activation_options(model, strategy)
+    modules = ((num_layers - num_moe) * A.offloaded_module_bytes(model, s, b, opts, False)
+               + num_moe * A.offloaded_module_bytes(model, s, b, opts, True))
     n = offloaded_layers(strategy, num_layers)
     if n == 0:
-        return 0.0
-    per_mb, _ = _stage_layer_activations(model, strategy, num_layers, num_moe,
-                                         seq_length / strategy.cp, strategy.micro_batch_size)
-    return per_mb * n / num_layers
+        return modules
+    per_mb, _ = _stage_layer_activations(model, strategy, num_layers, num_moe, s, b)
+    return modules + per_mb * n / num_layers
+
+
+def _offload_staging_bytes(model: ModelSpec, strategy: Strategy, s, b):
+    """One layer's fine-grained offloaded tensors stay on the GPU while being copied."""
+    opts = activation_options(model, strategy)
+    return max(A.offloaded_module_bytes(model, s, b, opts, moe) for moe in (False, model.is_moe))
 
 
 def num_process_groups(strategy: Strategy):
@@ -98,9 +108,13 @@ def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_
     )
     units = inflight_layer_units(strategy.schedule, stage, strategy.pp, strategy.vpp,
                                  num_micro_batches)
-    offloaded = offloaded_activation_bytes(model, strategy, params.num_layers,
-                                           params.num_moe_layers, seq_length)
-    layer_acts = (per_mb - offloaded) * units
+    # Whole offloaded layers (cpu_offloading); fine-grained offloaded tensors are already out
+    # of ``per_mb`` and stage one layer's worth on the GPU.
+    whole = (per_mb * offloaded_layers(strategy, params.num_layers) / params.num_layers
+             if params.num_layers else 0.0)
+    layer_acts = (per_mb - whole) * units
+    if getattr(strategy, "offload_modules", ()):
+        layer_acts = layer_acts + _offload_staging_bytes(model, strategy, s, b)
     acts = layer_acts + working
     if stage == 0:
         acts += units * A.embedding_activation_bytes(model, s, b, opts)

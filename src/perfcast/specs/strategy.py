@@ -32,6 +32,9 @@ own calibrated kernel (FlashAttention-2 on Ampere, FlashAttention-3/cuDNN on Hop
 cuDNN kernel on Blackwell, composable_kernel on CDNA); ``fa2`` = FlashAttention-2, also PyTorch
 SDPA's flash backend; ``triton`` = the FlashAttention Triton kernel (attention bias, e.g. ALiBi
 in llm-foundry's ``attn_impl: triton``)."""
+OffloadModule = Literal["attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm",
+                        "expert_fc1", "moe_act"]
+"""Megatron-Core fine-grained activation offloading modules (frameworks.md §1.3)."""
 PARALLEL_DIMS = ("tp", "cp", "ep", "dp", "pp")
 DEFAULT_PLACEMENT_ORDER = "tp-cp-ep-dp-pp"
 """Megatron-LM's rank order (``parallel_state.RankGenerator``): tp innermost, pp outermost."""
@@ -105,6 +108,11 @@ class Strategy(BaseModel):
         default=False,
         description="FP8 parameter storage (--fp8-param-gather): linear-layer weights kept and "
                     "all-gathered in FP8, no bf16 copy; needs fp8 and a sharded optimizer.",
+    )
+    offload_modules: tuple[OffloadModule, ...] = Field(
+        default=(),
+        description="Fine-grained activation offloading (Megatron-Core offload_modules): "
+                    "submodules whose saved inputs go to host memory.",
     )
     cpu_offload_activation_layers: int = Field(
         default=0, ge=0,
@@ -255,6 +263,9 @@ class Strategy(BaseModel):
         if self.delay_wgrad_compute and not self.ep_overlap:
             raise ValueError("delay_wgrad_compute=True needs ep_overlap=True (Megatron-Core "
                              "requires --overlap-moe-expert-parallel-comm)")
+        if self.offload_modules and self.cpu_offload_activation_layers:
+            raise ValueError("offload_modules cannot combine with cpu_offload_activation_layers "
+                             "(Megatron-Core: fine-grained offloading excludes cpu_offloading)")
         if self.cpu_offload_activation_layers and (self.pp > 1 or self.recompute != "none"):
             raise ValueError(f"cpu_offload_activation_layers={self.cpu_offload_activation_layers} "
                              f"needs pp=1 and recompute='none' (Megatron cpu_offloading; got "

@@ -40,6 +40,7 @@ framework or per source and are recorded in the row's ``notes`` when used.
 - pipeline split (Megatron-Core rows whose layers do not split evenly over pp·vpp): the
   embedding and loss counted as layers when layers + 2 split evenly, the loss when layers + 1
   do (Megatron-Core accepts no other split without an explicit layout).
+- fine-grained activation offloading: the modules named in "activation offloading (...)".
 - MoE routing: "capacity factor X" (token dropping), "pad to capacity", "forced load
   balance" in the framework or notes column; else dropless.
 - ``ep_overlap``: where the framework or notes column says "A2A overlap" / "A2A_OVERLAP=1".
@@ -199,6 +200,22 @@ def ep_overlap(row: Mapping[str, str | None], ep: int, notes: list[str]) -> bool
         notes.append("EP all-to-all overlapped with another micro-batch (row)")
         return True
     return False
+
+
+OFFLOAD_MODULES = ("attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm",
+                   "expert_fc1", "moe_act")
+
+
+def offload_modules(row: Mapping[str, str | None], notes: list[str]) -> tuple[str, ...]:
+    """Fine-grained activation offloading the notes state ("activation offloading (expert_fc1,
+    moe_act)"): the Megatron-Core module names inside the parentheses."""
+    match = re.search(r"activation offloading\s*\(([^)]*)\)", lower_text(row, "notes"))
+    if not match:
+        return ()
+    modules = tuple(m for m in OFFLOAD_MODULES if re.search(rf"\b{m}\b", match.group(1)))
+    if modules:
+        notes.append(f"activation offloading of {', '.join(modules)} (row)")
+    return modules
 
 
 def moe_routing(row: Mapping[str, str | None], notes: list[str]) -> dict[str, Any]:

@@ -111,6 +111,9 @@ def _strategy(row: Row, sizes: rs.ParallelSizes, model: ModelSpec, gbs: int,
     fields.update(rs.sharding(row, sizes.dp, notes))
     if model.is_moe:
         fields.update(rs.moe_routing(row, notes))
+    modules = rs.offload_modules(row, notes)
+    if modules:
+        fields["offload_modules"] = modules
     fields.update(rs.pipeline_split(row, model.num_hidden_layers, sizes, notes))
     fields.update(rs.recompute(row, max(1, model.num_hidden_layers // sizes.pp), notes))
     fields.update(rs.precision(row, notes))
