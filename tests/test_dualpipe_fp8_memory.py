@@ -54,3 +54,20 @@ def test_mtp_shares_the_embedding_under_dualpipe():
     shared = stage_params(model, Strategy(**base, pipeline_schedule="dualpipe"), 7)
     table = allocated_vocab_size(model, Strategy(**base)) * model.hidden_size
     assert separate.embedding - shared.embedding == pytest.approx(table)
+
+
+def test_cli_memory_takes_the_pipeline_schedule():
+    import json
+
+    from typer.testing import CliRunner
+
+    from perfcast.cli.main import app
+
+    base = ["memory", "--model", "deepseek-v3", "--system", "hgx-h800", "--gpus", "256", "--pp",
+            "8", "--ep", "32", "--use-distributed-optimizer", "--gbs", "64", "--json"]
+    plain = json.loads(CliRunner().invoke(app, base).stdout)
+    result = CliRunner().invoke(app, base + ["--pipeline-schedule", "dualpipe"])
+    assert result.exit_code == 0, result.output
+    dual = json.loads(result.stdout)
+    assert sum(s["num_layers"] for s in dual["stages"]) == 2 * sum(
+        s["num_layers"] for s in plain["stages"])

@@ -2,18 +2,33 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import typer
+
 from perfcast.cli.errors import handle_input_errors
 from perfcast.cli.options import RunArgs, run_options
+from perfcast.cli.train_cmd import ScheduleOpt
 
 
 @run_options
 @handle_input_errors
-def memory_command(args: RunArgs) -> None:
+def memory_command(
+    args: RunArgs,
+    pipeline_schedule: Annotated[ScheduleOpt, typer.Option(
+        "--pipeline-schedule", help="Pipeline schedule (auto: interleaved if vpp > 1); sets the "
+        "in-flight micro-batches (DualPipe: two stages per device).")] = ScheduleOpt.auto,
+) -> None:
     """Forecast memory per GPU for every pipeline stage and whether it fits."""
     from perfcast.cli.build import build_specs
     from perfcast.memory.estimate import estimate_memory
 
     specs = build_specs(args)
+    if pipeline_schedule != ScheduleOpt.auto:
+        strategy = specs.strategy.model_validate(
+            {**specs.strategy.model_dump(), "pipeline_schedule": pipeline_schedule.value})
+        specs = type(specs)(model=specs.model, system=specs.system, strategy=strategy,
+                            workload=specs.workload)
     report = estimate_memory(specs.model, specs.system, specs.strategy, specs.workload)
     advice = None
     if not report.fits:
