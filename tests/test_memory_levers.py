@@ -103,3 +103,11 @@ def test_cli_optimizer_flags():
     assert json.loads(small.stdout)["stages"][0]["optimizer_bytes"] == pytest.approx(plain / 2)
     bad = runner.invoke(app, base + ["--exp-avg-dtype", "bf16"])
     assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+def test_cli_train_prints_the_fit_advice():
+    args = ["train", "--model", "llama-3-70b", "--gpus", "64", "--tp", "8", "--pp", "2"]
+    text = runner.invoke(app, args)
+    assert text.exit_code == 0 and "fits with --" in text.stdout
+    data = json.loads(runner.invoke(app, args + ["--json"]).stdout)
+    assert data["fits"] is False and data["fit_advice"]["text"].startswith("fits with --")

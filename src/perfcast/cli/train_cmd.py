@@ -60,12 +60,24 @@ def train_command(
         from perfcast.report.step_exports import write_step_exports
 
         write_step_exports(result, specs.model, specs.system, specs.workload, trace, plot, report)
+    advice = None
+    if not result.memory.fits:
+        from perfcast.search.fit_advice import fit_advice
+
+        advice = fit_advice(specs.model, specs.system, strategy, specs.workload)
     if args.json:
         from perfcast.report.json_out import to_json
 
-        print(to_json(result.to_dict()))
+        out = result.to_dict()
+        if not result.memory.fits:
+            out["fit_advice"] = advice.to_dict() if advice is not None else None
+        print(to_json(out))
         return
     from perfcast.report.console import make_console
+    from perfcast.report.memory_text import render_fit_advice
     from perfcast.report.training_text import render_training
 
-    render_training(result, make_console())
+    console = make_console()
+    render_training(result, console)
+    if not result.memory.fits:
+        render_fit_advice(advice, console)
