@@ -91,7 +91,7 @@ def test_bulk_equals_estimate_training(case, samples):
         tps = workload.tokens_per_step / step / gpus
         assert tps == pytest.approx(report.tokens_per_s_per_gpu, rel=1e-9)
         assert memory == pytest.approx(report.memory.peak_bytes, rel=1e-9)
-        assert (memory <= system.gpu.hbm_capacity_bytes) == report.memory.fits
+        assert (memory <= system.gpu.usable_hbm_bytes) == report.memory.fits
 
 
 @settings(max_examples=50, deadline=None)

@@ -87,6 +87,9 @@ def _to_spec(slug: str, row: dict[str, Any]) -> GPUSpec:
         fields["source"] += f" | board power: {row['tdp_source']}"
     if row.get("power_limit_W") is not None:
         fields.update(_power_capped(slug, row, fields))
+    if row.get("hbm_usable_MiB") is not None:
+        fields["hbm_usable_bytes"] = float(row["hbm_usable_MiB"]) * MiB
+        fields["source"] += f" | usable HBM: {row['hbm_usable_source']}"
     if row.get("l2_cache_MiB") is not None:
         fields["l2_cache_bytes"] = float(row["l2_cache_MiB"]) * MiB
     return build_spec(GPUSpec, fields, f"{GPUS_FILE.name} entry {slug!r}")

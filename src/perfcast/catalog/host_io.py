@@ -21,6 +21,7 @@ class HostIO:
     """Unidirectional host-link bandwidths available to one GPU, bytes/s."""
 
     pcie_bandwidth_Bps: float
+    """Host link (PCIe, or NVLink-C2C on Grace-attached GPUs), one direction."""
     nvme_bandwidth_Bps: float
     source: str
 
@@ -31,10 +32,12 @@ def _table() -> dict:
 
 
 def host_io_for(gpu: GPUSpec) -> HostIO:
-    """The host links of ``gpu``'s generation (the ``default`` entry when it has none)."""
+    """The host links of ``gpu`` (its own entry under ``gpus``, else its generation's, else
+    ``default``)."""
     data = _table()
     generations = data["generations"]
-    row = generations.get(gpu.generation, generations["default"])
+    row = data.get("gpus", {}).get(gpu.name) or generations.get(gpu.generation,
+                                                                 generations["default"])
     defaults = data["defaults"]
     return HostIO(
         pcie_bandwidth_Bps=float(row["pcie_GBps"]) * GB,

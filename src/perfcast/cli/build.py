@@ -101,12 +101,25 @@ def build_specs(args: RunArgs) -> RunSpecs:
         cp=args.cp,
         ep=args.ep,
         etp=args.etp,
+        pipeline_layout=args.pipeline_layout,
+        num_layers_in_first_pipeline_stage=args.first_stage_layers,
+        num_layers_in_last_pipeline_stage=args.last_stage_layers,
+        account_for_embedding_in_pipeline_split=args.account_for_embedding,
+        account_for_loss_in_pipeline_split=args.account_for_loss,
         sequence_parallel=args.sequence_parallel,
         zero_stage=args.zero_stage,
         fsdp=args.fsdp,
         distributed_optimizer=args.distributed_optimizer,
-        recompute=args.recompute,
+        precision_aware_optimizer=args.precision_aware_optimizer,
+        store_param_remainders=args.store_param_remainders,
+        exp_avg_dtype=args.exp_avg_dtype,
+        exp_avg_sq_dtype=args.exp_avg_sq_dtype,
+        fp8_param=args.fp8_param,
+        recompute=_recompute(args),
+        recompute_modules=_recompute_modules(args.recompute_modules),
         recompute_num_layers=args.recompute_num_layers,
+        cpu_offload_activation_layers=args.cpu_offload_layers,
+        offload_modules=_offload_modules(args.offload_modules),
         micro_batch_size=args.micro_batch_size,
         precision=args.precision,
         fp8_recipe=args.fp8_recipe,
@@ -117,14 +130,18 @@ def build_specs(args: RunArgs) -> RunSpecs:
         attention_kernel=args.attention_kernel,
         mtp_num_layers=args.mtp_num_layers,
         make_vocab_size_divisible_by=args.make_vocab_size_divisible_by,
-        moe_token_dispatcher=strategy_dispatcher(args.moe_token_dispatcher),
+        moe_token_dispatcher=strategy_dispatcher(args.moe_token_dispatcher,
+                                                 args.moe_flex_backend),
         moe_load_imbalance=args.moe_load_imbalance,
         moe_grouped_gemm=args.moe_grouped_gemm,
         moe_capacity_factor=args.moe_capacity_factor,
+        moe_pad_expert_input_to_capacity=args.moe_pad_to_capacity,
+        moe_router_force_load_balancing=args.moe_force_balance,
         placement_order=args.placement_order,
         tp_comm_overlap=args.tp_comm_overlap,
         ep_overlap=args.ep_overlap,
         cuda_graphs=args.cuda_graphs,
+        delay_wgrad_compute=args.delay_wgrad_compute,
     )
     framework, assumptions = _framework_defaults(args, model, system, fields)
     strategy = Strategy(**fields)
@@ -145,6 +162,48 @@ def build_specs(args: RunArgs) -> RunSpecs:
     check_workload_for_strategy(workload, strategy)
     return RunSpecs(model=model, system=system, strategy=strategy, workload=workload,
                     framework=framework, assumptions=assumptions)
+
+
+def _recompute_modules(text: str | None) -> tuple[str, ...]:
+    """``--recompute-modules`` text (comma or space separated) as a tuple; InputError naming an
+    unknown module."""
+    from typing import get_args
+
+    from perfcast.specs.strategy import RecomputeModule
+
+    if text is None:
+        return ("core_attn",)
+    modules = tuple(m for m in text.replace(",", " ").split() if m)
+    known = get_args(RecomputeModule)
+    for module in modules:
+        if module not in known:
+            raise InputError("recompute_modules", module, f"unknown; choose from {', '.join(known)}")
+    if not modules:
+        raise InputError("recompute_modules", text, "names no module")
+    return modules
+
+
+def _offload_modules(text: str | None) -> tuple[str, ...]:
+    """``--offload-modules`` text as a tuple; InputError naming an unknown module."""
+    from typing import get_args
+
+    from perfcast.specs.strategy import OffloadModule
+
+    if text is None:
+        return ()
+    modules = tuple(m for m in text.replace(",", " ").split() if m)
+    known = get_args(OffloadModule)
+    for module in modules:
+        if module not in known:
+            raise InputError("offload_modules", module, f"unknown; choose from {', '.join(known)}")
+    return modules
+
+
+def _recompute(args: RunArgs) -> str:
+    """``--recompute-modules`` implies selective recompute when no granularity was chosen."""
+    if args.recompute_modules is not None and args.recompute == "none":
+        return "selective"
+    return args.recompute
 
 
 def kernel_backend(name: str, table: Path | None = None):

@@ -46,10 +46,17 @@ class DispatcherOpt(str, Enum):
     deepep_low_latency = "deepep-low-latency"
 
 
-def strategy_dispatcher(value: str) -> str:
-    """``Strategy.moe_token_dispatcher`` of a ``--moe-token-dispatcher-type`` value (Megatron's
-    'flex' dispatcher runs DeepEP)."""
-    return "deepep" if value == DispatcherOpt.flex.value else value
+class FlexBackendOpt(str, Enum):
+    """Megatron ``--moe-flex-dispatcher-backend`` (frameworks.md §1.4; default deepep)."""
+
+    deepep = "deepep"
+    hybridep = "hybridep"
+
+
+def strategy_dispatcher(value: str, flex_backend: str = "deepep") -> str:
+    """``Strategy.moe_token_dispatcher`` of a ``--moe-token-dispatcher-type`` value: Megatron's
+    'flex' dispatcher runs its ``--moe-flex-dispatcher-backend`` (DeepEP or HybridEP)."""
+    return flex_backend if value == DispatcherOpt.flex.value else value
 
 
 class CudaGraphsOpt(str, Enum):
@@ -108,15 +115,28 @@ class RunArgs:
     cp: int
     ep: int
     etp: int | None
+    pipeline_layout: str | None
+    first_stage_layers: int | None
+    last_stage_layers: int | None
+    account_for_embedding: bool
+    account_for_loss: bool
     micro_batch_size: int
     global_batch_size: int | None
     seq_length: int
     recompute: str
     recompute_num_layers: int | None
+    recompute_modules: str | None
+    cpu_offload_layers: int
+    offload_modules: str | None
     sequence_parallel: bool
     zero_stage: int
     fsdp: bool
     distributed_optimizer: bool
+    precision_aware_optimizer: bool
+    store_param_remainders: bool
+    exp_avg_dtype: str
+    exp_avg_sq_dtype: str
+    fp8_param: bool
     precision: str
     fp8_recipe: str
     fp8_fused_casts: bool
@@ -127,14 +147,18 @@ class RunArgs:
     mtp_num_layers: int
     make_vocab_size_divisible_by: int
     moe_token_dispatcher: str
+    moe_flex_backend: str
     moe_load_imbalance: float
     moe_grouped_gemm: bool
     moe_capacity_factor: float | None
+    moe_pad_to_capacity: bool
+    moe_force_balance: bool
     gpu_clock_mhz: float | None
     placement_order: str
     tp_comm_overlap: bool
     ep_overlap: bool
     cuda_graphs: str
+    delay_wgrad_compute: bool
     json: bool
     framework: str | None = None
     """``--framework NAME[@VERSION]``: a training framework profile whose defaults fill every
@@ -153,15 +177,28 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("cp", int, typer.Option(1, "--cp", "--context-parallel-size", help="Context-parallel size.")),
     ("ep", int, typer.Option(1, "--ep", "--expert-model-parallel-size", help="Expert-parallel size.")),
     ("etp", int | None, typer.Option(None, "--etp", "--expert-tensor-parallel-size", help="Expert tensor-parallel size (default tp).")),
+    ("pipeline_layout", str | None, typer.Option(None, "--pipeline-layout", "--pipeline-model-parallel-layout", help="Megatron layout string, one '|'-separated segment per virtual stage (E embedding, t layer, m MTP, L loss; x*N, (..)*N repeat), e.g. 'Et|(tt|)*30L'.")),
+    ("first_stage_layers", int | None, typer.Option(None, "--decoder-first-pipeline-num-layers", min=0, help="Layers on the first pipeline stage (others split the rest).")),
+    ("last_stage_layers", int | None, typer.Option(None, "--decoder-last-pipeline-num-layers", min=0, help="Layers on the last pipeline stage (others split the rest).")),
+    ("account_for_embedding", bool, typer.Option(False, "--account-for-embedding-in-pipeline-split", help="Count the embedding as a layer in the pipeline split.")),
+    ("account_for_loss", bool, typer.Option(False, "--account-for-loss-in-pipeline-split", help="Count the loss as a layer in the pipeline split.")),
     ("micro_batch_size", int, typer.Option(1, "--micro-batch-size", "--mbs", help="Sequences per micro-batch.")),
     ("global_batch_size", int | None, typer.Option(None, "--global-batch-size", "--gbs", help="Sequences per step (default micro-batch * dp * pp).")),
     ("seq_length", int, typer.Option(4096, "--seq-length", "--seq-len", help="Tokens per sequence.")),
     ("recompute", RecomputeOpt, typer.Option(RecomputeOpt.none, "--recompute", "--recompute-granularity", help="Activation recomputation.")),
     ("recompute_num_layers", int | None, typer.Option(None, "--recompute-num-layers", help="Layers per stage recomputed with --recompute full.")),
+    ("recompute_modules", str | None, typer.Option(None, "--recompute-modules", help="Selective recompute modules, comma or space separated: core_attn, mlp, moe, shared_experts, moe_act, layernorm, mla_up_proj (implies --recompute selective; default core_attn).")),
+    ("cpu_offload_layers", int, typer.Option(0, "--cpu-offload-activations", "--cpu-offloading-num-layers", min=0, help="Layers per stage whose activations are offloaded to host memory over PCIe / NVLink-C2C (pp 1, no recompute).")),
+    ("offload_modules", str | None, typer.Option(None, "--offload-modules", help="Fine-grained activation offloading, comma or space separated: attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1, moe_act.")),
     ("sequence_parallel", bool, typer.Option(False, "--sequence-parallel/--no-sequence-parallel", help="Megatron sequence parallelism.")),
     ("zero_stage", int, typer.Option(0, "--zero-stage", min=0, max=3, help="ZeRO stage 0-3.")),
     ("fsdp", bool, typer.Option(False, "--fsdp/--no-fsdp", help="FSDP full sharding (= ZeRO-3).")),
     ("distributed_optimizer", bool, typer.Option(False, "--use-distributed-optimizer/--no-distributed-optimizer", "--distributed-optimizer", help="Shard optimizer states over DP.")),
+    ("precision_aware_optimizer", bool, typer.Option(False, "--use-precision-aware-optimizer", help="Master weights as 16-bit remainders beside bf16 weights; moments in --exp-avg-dtype/--exp-avg-sq-dtype.")),
+    ("store_param_remainders", bool, typer.Option(True, "--store-param-remainders/--no-store-param-remainders", help="Precision-aware optimizer: master weights as 16-bit remainders of the bf16 weights (default) or full fp32.")),
+    ("exp_avg_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--exp-avg-dtype", help="Adam first-moment dtype (bf16 needs --use-precision-aware-optimizer).")),
+    ("exp_avg_sq_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--exp-avg-sq-dtype", help="Adam second-moment dtype (bf16 needs --use-precision-aware-optimizer).")),
+    ("fp8_param", bool, typer.Option(False, "--fp8-param-gather", "--fp8-param", help="Keep linear-layer weights in FP8 (needs --fp8 and a sharded optimizer).")),
     ("precision", PrecisionOpt, typer.Option(PrecisionOpt.bf16, "--precision", help="GEMM precision.")),
     ("fp8", bool, typer.Option(False, "--fp8", help="Same as --precision fp8.")),
     ("fp8_recipe", FP8RecipeOpt, typer.Option(FP8RecipeOpt.tensorwise, "--fp8-recipe", help="FP8 scaling recipe (nvfp4: FP4 GEMMs, Blackwell).")),
@@ -173,15 +210,19 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("make_vocab_size_divisible_by", int, typer.Option(128, "--make-vocab-size-divisible-by", min=1, help="Pad the vocabulary to a multiple of this times tp (Megatron-LM).")),
     ("mtp_num_layers", int, typer.Option(0, "--mtp-num-layers", min=0, help="Multi-token prediction modules trained with the model (DeepSeek-V3: 1).")),
     ("moe_token_dispatcher", DispatcherOpt, typer.Option(DispatcherOpt.alltoall, "--moe-token-dispatcher-type", "--moe-token-dispatcher", help="MoE dispatch: NCCL all-to-all, or DeepEP (node-deduplicated; Megatron 'flex'); deepep-low-latency is serving-only.")),
+    ("moe_flex_backend", FlexBackendOpt, typer.Option(FlexBackendOpt.deepep, "--moe-flex-dispatcher-backend", help="Backend of --moe-token-dispatcher-type flex: deepep (NVLink inside a node, RDMA across) or hybridep (the whole NVLink domain, NVL72 included).")),
     ("moe_load_imbalance", float, typer.Option(1.0, "--moe-load-imbalance", min=1.0, help="MoE: tokens at the busiest expert rank over the mean (1 = balanced).")),
     ("moe_grouped_gemm", bool, typer.Option(True, "--moe-grouped-gemm/--no-moe-grouped-gemm", help="MoE: local experts as one grouped GEMM, or one GEMM per expert.")),
     ("moe_capacity_factor", float | None, typer.Option(None, "--moe-expert-capacity-factor", "--moe-capacity-factor", help="MoE: expert capacity over the balanced load; tokens beyond it dropped (default dropless).")),
+    ("moe_pad_to_capacity", bool, typer.Option(False, "--moe-pad-expert-input-to-capacity", help="MoE: pad every expert's input to its capacity (needs --moe-expert-capacity-factor).")),
+    ("moe_force_balance", bool, typer.Option(False, "--moe-router-force-load-balancing", help="MoE: perfectly balanced routing (benchmark mode); overrides --moe-load-imbalance.")),
     ("gpu_clock_mhz", float | None, typer.Option(None, "--gpu-clock-mhz", min=1.0, help="Override the GPU's sustained matrix clock (MHz); scales compute throughput.")),
     ("placement_order", str, typer.Option("tp-cp-ep-dp-pp", "--placement-order", help="Rank order of parallel groups, innermost first (Megatron-LM default).")),
     ("tp_comm_overlap", bool, typer.Option(False, "--tp-comm-overlap/--no-tp-comm-overlap", help="Overlap TP communication with GEMMs.")),
     ("ep_overlap", bool, typer.Option(False, "--ep-overlap", "--overlap-moe-expert-parallel-comm", help="Overlap EP all-to-all with another micro-batch.")),
     ("framework", str | None, typer.Option(None, "--framework", help="Training framework profile NAME[@VERSION] (megatron-core, megatron-lm, torchtitan, llm-foundry, deepspeed, pytorch-fsdp; aliases such as 'NeMo 25.07', megatron-bridge, 'NeMo AutoModel'): its defaults fill every option not given; the report lists each assumption.")),
     ("cuda_graphs", CudaGraphsOpt, typer.Option(CudaGraphsOpt.none, "--cuda-graphs", help="CUDA-graph scope: none, attention, moe (padded routing, no host sync) or full; captured kernels cost one host launch per region.")),
+    ("delay_wgrad_compute", bool, typer.Option(False, "--delay-wgrad-compute", help="Defer weight-gradient GEMMs under the EP all-to-all (needs --overlap-moe-expert-parallel-comm).")),
     ("json", bool, typer.Option(False, "--json", help="Print one JSON object.")),
 ]
 

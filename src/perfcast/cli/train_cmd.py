@@ -60,12 +60,21 @@ def train_command(
         from perfcast.report.step_exports import write_step_exports
 
         write_step_exports(result, specs.model, specs.system, specs.workload, trace, plot, report)
+    advice = None
+    if not result.memory.fits:
+        from perfcast.search.fit_advice import fit_advice
+
+        advice = fit_advice(specs.model, specs.system, strategy, specs.workload)
     if args.json:
         from perfcast.report.json_out import to_json
 
-        print(to_json(specs.with_assumptions(result.to_dict())))
+        out = specs.with_assumptions(result.to_dict())
+        if not result.memory.fits:
+            out["fit_advice"] = advice.to_dict() if advice is not None else None
+        print(to_json(out))
         return
     from perfcast.report.console import make_console
+    from perfcast.report.memory_text import render_fit_advice
     from perfcast.report.training_text import render_training
 
     console = make_console()
@@ -74,3 +83,5 @@ def train_command(
         from perfcast.report.assumptions_text import render_assumptions
 
         render_assumptions(specs.framework, specs.assumptions, console)
+    if not result.memory.fits:
+        render_fit_advice(advice, console)

@@ -27,6 +27,16 @@ k copies over those K' nodes gives the same form with K' for K:
 0.66. The NVLink forwarding of the k copies runs pipelined under the network phase
 (``comm.algorithms.all_to_all.pxn_cost``) and is not the bottleneck on NVSwitch systems.
 
+**HybridEP** (Megatron-Core ``--moe-flex-dispatcher-backend hybridep``, frameworks.md §1.4,
+§2.6: the dispatcher NVIDIA's recipes pick on GB200/GB300 NVL72 and, since Bridge v0.5, on
+H100) deduplicates the same way per NVLink domain and forwards inside the domain over NVLink,
+multi-node NVLink included; DeepEP's normal kernels are modelled alike (the GB200 DeepSeek-V3
+rows measure DeepEP inside the NVL72 domain faster than NCCL's all-to-all). The volume one
+rank sends per tier is ``tier_bytes``: plain all-to-all sends (r − 1)/n·S over NVLink and
+(n − r)/n·S over the network; the deduplicating dispatchers send dedup·(n − r)/n·S over the
+network and forward ((r − 1)/n + (n − r)/n·(r − 1)/r)·S over NVLink (``comm.algorithms.
+all_to_all.pxn_cost``). Inside one NVLink domain (k = 1) nothing crosses the network.
+
 **Low-latency kernels** (DeepEP README, "low-latency kernels with pure RDMA ... for inference
 decoding"; shared/reference/collectives.md section 7): every copy of a token goes straight to
 its expert's rank over the sender's NIC (RDMA even inside a node, no NVLink forwarding, no node
@@ -76,6 +86,25 @@ def node_dedup_factor(fanout: Floats, num_domains: Floats, groups: int = 1,
     reach = np.maximum(reachable_domains(nodes, groups, group_topk), 1.0)
     reached = reach * (1.0 - (1.0 - 1.0 / reach) ** k) / k
     return np.where((nodes > 1) & (k > 1), reached, 1.0)[()]
+
+
+def tier_bytes(dispatcher: str, size_bytes: Floats, num_ranks: Floats, ranks_per_domain: Floats,
+               fanout: Floats = 1, groups: int = 1, group_topk: int = 1) -> tuple[Floats, Floats]:
+    """(NVLink bytes, network bytes) one rank sends for a dispatch of ``size_bytes`` (all k
+    copies of its tokens) over ``num_ranks`` ranks with ``ranks_per_domain`` per NVLink domain
+    (module docstring). 'alltoall' is NCCL's pairwise exchange; 'deepep' / 'hybridep'
+    deduplicate per domain and forward over NVLink."""
+    s = np.asarray(size_bytes, dtype=float)
+    n = np.asarray(num_ranks, dtype=float)
+    r = np.minimum(np.asarray(ranks_per_domain, dtype=float), n)
+    if dispatcher == "alltoall":
+        return ((r - 1) / n * s)[()], ((n - r) / n * s)[()]
+    if dispatcher not in ("deepep", "hybridep"):
+        raise ValueError(f"dispatcher={dispatcher!r}: tier volumes are defined for 'alltoall', "
+                         "'deepep' and 'hybridep'")
+    dedup = node_dedup_factor(fanout, np.ceil(n / r), groups, group_topk)
+    forwarded = (n - r) / n * (r - 1) / r
+    return (((r - 1) / n + forwarded) * s)[()], ((n - r) / n * s * dedup)[()]
 
 
 def low_latency_all_to_all_time_s(size_bytes: Floats, system: SystemSpec, group_size: Floats,

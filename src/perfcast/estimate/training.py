@@ -9,7 +9,7 @@ critical path (``schedule.pipeline``) → optimizer → calibrated per-step over
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -27,13 +27,13 @@ from perfcast.graph.layer import ACT_BYTES
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
 from perfcast.graph.param_sharding import (
     is_moe_layer,
-    layers_per_stage,
-    stage_layer_ranges,
     stage_params,
+    strategy_stage_layers,
 )
 from perfcast.graph.stage import stage_graph
 from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackend, KernelBackendName, get_backend
-from perfcast.memory.estimate import estimate_memory
+from perfcast.memory.estimate import estimate_memory, offloaded_activation_bytes
+from perfcast.schedule.activation_offload import offload_exposed_s
 from perfcast.schedule.data_parallel import data_parallel_time
 from perfcast.schedule.op_time import comm_op_time_s
 from perfcast.schedule.optimizer import optimizer_time_s
@@ -78,24 +78,25 @@ def pipeline_comm_time_s(model: ModelSpec, system: SystemSpec, strategy: Strateg
     return 2 * (strategy.pp - 1) * p2p_time_s(model, system, strategy, seq_length) * chunks
 
 
-def stage_kinds(model: ModelSpec, pp: int) -> list[int]:
+def stage_kinds(model: ModelSpec, strategy: Strategy) -> list[int]:
     """For each pipeline stage, the index of its kind in ``distinct_stages`` order."""
     keys: dict[tuple, int] = {}
     out = []
-    for stage, layers in enumerate(stage_layer_ranges(model.num_hidden_layers, pp)):
+    pp = strategy.pp
+    for stage, layers in enumerate(strategy_stage_layers(model, strategy)):
         key = (len(layers), sum(1 for i in layers if is_moe_layer(model, i)), stage == 0,
                stage == pp - 1)
         out.append(keys.setdefault(key, len(keys)))
     return out
 
 
-def distinct_stages(model: ModelSpec, pp: int) -> list[tuple[int, int]]:
+def distinct_stages(model: ModelSpec, strategy: Strategy) -> list[tuple[int, int]]:
     """(first stage index, number of stages) of each kind of pipeline stage, in stage order.
 
     Stages with the same layer mix and the same embedding/head role cost the same time and
     hold the same states; the first of a kind holds the most in-flight micro-batches.
     """
-    kinds = stage_kinds(model, pp)
+    kinds = stage_kinds(model, strategy)
     return [(kinds.index(k), kinds.count(k)) for k in range(max(kinds) + 1)]
 
 
@@ -174,15 +175,20 @@ def estimate_training(
     backend = get_backend(kernel_backend)
     m = num_micro_batches(workload, strategy)
     s = workload.seq_length
-    kinds = distinct_stages(model, strategy.pp)
+    kinds = distinct_stages(model, strategy)
     stages = []
     for stage, _ in kinds:
         params = stage_params(model, strategy, stage)
         times = stage_time(stage_graph(model, strategy, s, stage), system, strategy, backend,
                            comm_overlap, host_launch)
+        if strategy.cpu_offload_activation_layers or strategy.offload_modules:
+            offloaded = offloaded_activation_bytes(model, strategy, params.num_layers,
+                                                   params.num_moe_layers, s)
+            times = replace(times, offload_s=offload_exposed_s(
+                offloaded, system, times.forward_s, times.backward_compute_s))
         stages.append((times, data_parallel_time(params, times, system, strategy, comm_overlap),
                        params))
-    per_stage = [stages[k] for k in stage_kinds(model, strategy.pp)]
+    per_stage = [stages[k] for k in stage_kinds(model, strategy)]
     passes = tuple(times.passes(dp.exposed_per_micro_batch_s) for times, dp, _ in per_stage)
     overheads = overheads or load_training_overheads()
     calib = overheads.for_generation(system.gpu.generation)
@@ -212,6 +218,7 @@ def estimate_training(
         pipeline_bubble_s=max(0.0, float(parts.pipeline_s - busy[critical])),  # ≥ 0 up to rounding
         optimizer_s=parts.optimizer_s,
         other_s=parts.other_s,
+        offload_s=on_critical("offload_s"),
     )
     step = parts.step_time_s
     model_flops = model_flops_per_token(model, s)
@@ -282,7 +289,7 @@ def _device_stage_work(strategy: Strategy, m: int) -> tuple[tuple[float, ...], .
 
 def _recomputed_fraction(model: ModelSpec, strategy: Strategy) -> float:
     """Share of all layers whose forward is recomputed in full (for HFU)."""
-    recomputed = sum(strategy.recomputed_layers(n)
-                     for n in layers_per_stage(model.num_hidden_layers, strategy.pp))
+    recomputed = sum(strategy.recomputed_layers(len(layers))
+                     for layers in strategy_stage_layers(model, strategy))
     return recomputed / model.num_hidden_layers
 

@@ -29,6 +29,8 @@ class StepBreakdown:
     optimizer_s: float
     other_s: float
     """Calibrated per-step overhead the operator model does not see (framework, launch gaps)."""
+    offload_s: float = 0.0
+    """Exposed host copies of CPU-offloaded activations (``schedule.activation_offload``)."""
 
     @property
     def total_s(self) -> float:

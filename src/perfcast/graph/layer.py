@@ -54,11 +54,13 @@ class LayerShape:
     """Routed tokens at the busiest EP rank over the balanced mean."""
     moe_capacity_factor: float | None = None
     """Expert capacity over the balanced load (tokens beyond it dropped); None = dropless."""
+    moe_pad_to_capacity: bool = False
+    """Every expert's input padded to its capacity (static shapes)."""
     moe_grouped_gemm: bool = True
     """Local experts as one grouped GEMM; else one GEMM kernel per expert."""
     moe_token_dispatcher: str = "alltoall"
-    """'alltoall' (NCCL), 'deepep' (node-deduplicated, PXN-style) or 'deepep-low-latency'
-    (pure RDMA, FP8 dispatch; forward only)."""
+    """'alltoall' (NCCL), 'deepep' / 'hybridep' (deduplicated per NVLink domain, PXN-style;
+    ``comm.dispatch``) or 'deepep-low-latency' (pure RDMA, FP8 dispatch; forward only)."""
     vocab_size_padded: int | None = None
     """Vocabulary rows of the LM head after padding; None = the model's vocab_size."""
     fp8_recipe: str | None = None
@@ -74,9 +76,13 @@ class LayerShape:
     def routed_load(self) -> float:
         """Tokens at the busiest EP rank over the balanced mean: the imbalance, capped by the
         capacity factor when tokens beyond capacity are dropped (Fedus et al. 2021, Switch
-        Transformer §2.2; Megatron-Core --moe-expert-capacity-factor)."""
+        Transformer §2.2; Megatron-Core --moe-expert-capacity-factor); exactly the capacity
+        factor when inputs are padded to capacity (--moe-pad-expert-input-to-capacity: every
+        expert computes and exchanges capacity tokens, padding included)."""
         if self.moe_capacity_factor is None:
             return self.moe_load_imbalance
+        if self.moe_pad_to_capacity:
+            return self.moe_capacity_factor
         return min(self.moe_load_imbalance, self.moe_capacity_factor)
 
     @property
@@ -161,9 +167,11 @@ def mlp_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         return _mlp_ops(model, T, model.intermediate_size, "mlp", split=t)
     fwd, h, k = Phase.FORWARD, model.hidden_size, model.num_experts_per_tok
     local_experts = model.num_experts / shape.ep
-    # Balanced routing: this GPU's experts receive T·k tokens in total over the EP group;
+    # Balanced routing: the expert grid (pp × etp × ep × edp, frameworks.md §1.8) splits the
+    # T·k routed tokens of a TP group over its tp/etp expert-TP groups: this GPU's experts
+    # receive T·k·etp/tp tokens (split over etp along the expert FFN width), T·k when etp = tp;
     # the busiest rank receives ``routed_load`` times that, and sets the layer's pace.
-    routed = T * k * shape.routed_load
+    routed = T * k * shape.routed_load * shape.expert_tp / t
     tokens_per_expert = routed / local_experts
     E = model.num_experts
     ops: list[Op] = [GemmOp("router", fwd, T, E, h, fp8_eligible=False)]
@@ -229,7 +237,7 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         if shape.moe_token_dispatcher == "deepep-low-latency":
             return ops + low_latency_dispatch_ops(copies)
         a2a_bytes = ACT_BYTES * copies
-        deepep = shape.moe_token_dispatcher == "deepep"
+        deepep = shape.moe_token_dispatcher in ("deepep", "hybridep")
         for phase in (Phase.FORWARD, Phase.BACKWARD_DGRAD):
             ops.append(CommOp("ep_all_to_all", phase, Group.EP, Collective.ALL_TO_ALL,
                               a2a_bytes, count=2, algorithm="pxn" if deepep else None,

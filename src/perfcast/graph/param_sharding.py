@@ -6,27 +6,29 @@ Megatron-LM placement (Shoeybi et al. 2019; Narayanan et al. 2021 §2):
 - routed experts are split over expert parallelism (ep) and expert tensor parallelism (etp);
 - the vocabulary-parallel embedding lives on the first stage, the LM head on the last (both on
   the only stage when pp = 1; a tied head on the last stage keeps its own copy);
-- layers are split evenly over pp stages; when pp does not divide the layer count the extra
-  layers go to the middle stages first, keeping the embedding/head stages light.
+- layers are split over pp stages as ``specs.pipeline_layout`` says: Megatron's layout string,
+  first/last stage layer counts, embedding/loss accounting, or evenly (the extra layers on the
+  middle stages first, keeping the embedding/head stages light).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfcast.graph import params as P
 from perfcast.specs.model import ModelSpec
+from perfcast.specs.pipeline_layout import (
+    even_stage_counts,
+    has_custom_split,
+    stage_layer_indices,
+)
 from perfcast.specs.strategy import Strategy
 
 
 def layers_per_stage(num_layers: int, pp: int) -> list[int]:
-    """Layer count of each pipeline stage (sum = num_layers)."""
-    base, extra = divmod(num_layers, pp)
-    counts = [base] * pp
-    order = list(range(1, pp - 1)) + [pp - 1, 0] if pp > 2 else list(range(pp))[::-1]
-    for stage in order[:extra]:
-        counts[stage] += 1
-    return counts
+    """Layer count of each pipeline stage under the default split (sum = num_layers)."""
+    return even_stage_counts(num_layers, pp)
 
 
 def stage_layer_ranges(num_layers: int, pp: int) -> list[range]:
@@ -36,6 +38,14 @@ def stage_layer_ranges(num_layers: int, pp: int) -> list[range]:
         ranges.append(range(start, start + count))
         start += count
     return ranges
+
+
+def strategy_stage_layers(model: ModelSpec, strategy) -> list[Sequence[int]]:
+    """Global decoder-layer indices held by each pipeline rank under ``strategy``'s split
+    (``specs.pipeline_layout``); the default split keeps each rank's layers contiguous."""
+    if has_custom_split(strategy):
+        return list(stage_layer_indices(model.num_hidden_layers, strategy))
+    return list(stage_layer_ranges(model.num_hidden_layers, strategy.pp))
 
 
 def is_moe_layer(model: ModelSpec, layer: int) -> bool:
@@ -80,7 +90,7 @@ class StageParams:
 def stage_params(model: ModelSpec, strategy: Strategy, stage: int) -> StageParams:
     """Parameters held by one GPU of pipeline stage ``stage`` (0-based)."""
     t = strategy.tp
-    layers = stage_layer_ranges(model.num_hidden_layers, strategy.pp)[stage]
+    layers = strategy_stage_layers(model, strategy)[stage]
     moe_layers = sum(1 for i in layers if is_moe_layer(model, i))
     dense_layers = len(layers) - moe_layers
 
@@ -113,8 +123,10 @@ def stage_params(model: ModelSpec, strategy: Strategy, stage: int) -> StageParam
         head = model.vocab_size * model.hidden_size + padding
         own_copy = (not model.tie_word_embeddings) or strategy.pp > 1
         embedding += (head / t if own_copy else 0) + P.norm_params(model)
-        if mtp and strategy.pp > 1:
-            # MTP looks up the next tokens' embeddings: a shared copy on the last stage.
+        if mtp and strategy.pp > 1 and strategy.schedule != "dualpipe":
+            # MTP looks up the next tokens' embeddings: a shared copy on the last stage. DualPipe
+            # puts the first stage on the same device, so MTP shares its embedding in place
+            # (DeepSeek-V3 report §3.2.3, "Shared Embedding and Output Head for MTP").
             embedding += table
     return StageParams(
         stage=stage,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from perfcast.graph.fp8_casts import fp8_cast_ops
 from perfcast.graph.layer import ACT_BYTES, LayerShape, backward_ops, layer_ops
 from perfcast.graph.ops import CommOp, ComputeOp, GemmOp, MemoryOp, Phase
-from perfcast.graph.param_sharding import is_moe_layer, stage_layer_ranges
+from perfcast.graph.param_sharding import is_moe_layer, strategy_stage_layers
 from perfcast.graph.params import allocated_vocab_size
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.strategy import Strategy
@@ -88,8 +88,11 @@ def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool
         cp=strategy.cp, ep=strategy.ep, expert_tp=strategy.expert_tp,
         sequence_parallel=strategy.sequence_parallel, moe=moe,
         sliding_window=model.sliding_window, sliding_window_share=sliding_window_share(model),
-        moe_load_imbalance=strategy.moe_load_imbalance,
+        # Forced load balancing (random router logits) makes the routing perfectly even.
+        moe_load_imbalance=(1.0 if getattr(strategy, "moe_router_force_load_balancing", False)
+                            else strategy.moe_load_imbalance),
         moe_capacity_factor=strategy.moe_capacity_factor,
+        moe_pad_to_capacity=getattr(strategy, "moe_pad_expert_input_to_capacity", False),
         moe_grouped_gemm=strategy.moe_grouped_gemm,
         moe_token_dispatcher=strategy.moe_token_dispatcher,
         vocab_size_padded=allocated_vocab_size(model, strategy),
@@ -101,7 +104,7 @@ def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool
 
 def stage_graph(model: ModelSpec, strategy: Strategy, seq_length: int, stage: int) -> StageGraph:
     """Ops of pipeline stage ``stage`` for one micro-batch."""
-    layers = stage_layer_ranges(model.num_hidden_layers, strategy.pp)[stage]
+    layers = strategy_stage_layers(model, strategy)[stage]
     num_moe = sum(1 for i in layers if is_moe_layer(model, i))
     last = stage == strategy.pp - 1
     mtp = strategy.mtp_num_layers if last else 0

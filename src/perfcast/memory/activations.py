@@ -16,6 +16,9 @@ The 34 = attention 11 (QKV input 2, Q and K 4, V 2, out-proj input 2, dropout ma
 model's actual shapes (GQA K/V, gated MLPs, MoE, MLA), so the GPT case reduces to Table 2
 exactly. Flash attention (Dao et al. 2022) stores no s×s matrix, only the fp32 log-sum-exp
 (4·a·s·b bytes). Context parallelism splits the sequence: s is the per-rank s/cp.
+With FP8 training the linear layers keep their saved inputs in FP8 (1 B: the QKV/MLP-in
+norm outputs, the out-projection input, MLA latents, fc2 inputs and MoE permuted tokens), and
+Megatron-Core's ``recompute_modules`` drop the terms of the recomputed submodules.
 Functions are array-friendly (numpy broadcasting over s, b, t).
 """
 
@@ -39,11 +42,22 @@ class ActivationOptions:
     tp: int = 1
     sequence_parallel: bool = False
     recompute: str = "none"
-    """'none', 'selective' (attention core recomputed) or 'full' (only layer input kept)."""
+    """'none', 'selective' (``recompute_modules`` recomputed) or 'full' (only layer input
+    kept)."""
+    recompute_modules: tuple[str, ...] = ("core_attn",)
+    """Megatron-Core ``--recompute-modules`` under selective recompute (the default core_attn
+    is Korthikanti's selective recomputation)."""
     flash_attention: bool = True
     expert_tp: int = 1
     vocab_size_padded: int | None = None
     """LM-head rows after padding (logits width); None = the model's vocab_size."""
+    offload_modules: tuple[str, ...] = ()
+    """Megatron-Core fine-grained activation offloading: submodules whose saved inputs go to
+    host memory (``offloaded_module_bytes``)."""
+    fp8_linear_inputs: bool = False
+    """FP8 training: linear layers save their input for the weight gradient in FP8 (1 B),
+    the tensor the FP8 GEMM consumed (Transformer Engine saves the quantized input;
+    DeepSeek-V3 report §3.3.2 "Low-Precision Storage")."""
 
 
 def _replicated_terms(model: ModelSpec, s, b):
@@ -86,6 +100,21 @@ def _attention_core_terms(model: ModelSpec, s, b, flash_attention: bool):
     return per_score * a * s * s * b
 
 
+def _mla_up_proj_terms(model: ModelSpec, s, b):
+    """MLA up-projection outputs (Q, K, V heads after RoPE) that ``mla_up_proj`` recompute
+    drops: 2·a·(d_nope + d_rope) + a·d_v per token (inside ``_attention_sharded_terms``)."""
+    if not model.is_mla:
+        return 0 * s
+    a, nope, rope = model.num_attention_heads, model.qk_nope_head_dim or 0, model.qk_rope_head_dim or 0
+    return ACT_BYTES * s * b * (2 * a * (nope + rope) + a * (model.v_head_dim or model.kv_channels))
+
+
+def _norm_output_terms(model: ModelSpec, s, b):
+    """Norm outputs kept as the QKV and MLP-in GEMM inputs (2·s·b·h each; one with parallel
+    attention/MLP): what ``layernorm`` recompute drops (inside ``_replicated_terms``)."""
+    return (1 if model.parallel_attention_mlp else 2) * ACT_BYTES * s * b * model.hidden_size
+
+
 def _mlp_sharded_terms(model: ModelSpec, s, b, ffn_hidden: int, tokens_factor: float = 1.0):
     """MLP bytes inside the TP region: activation input(s) and output, width f.
 
@@ -94,6 +123,22 @@ def _mlp_sharded_terms(model: ModelSpec, s, b, ffn_hidden: int, tokens_factor: f
     """
     per_token = (6 if model.is_gated_mlp else 4) * ffn_hidden
     return per_token * s * b * tokens_factor
+
+
+def _attention_linear_inputs(model: ModelSpec, s, b):
+    """Stored attention terms that are linear-layer inputs: the out-projection input, and MLA's
+    latents (inputs of the up-projections)."""
+    a = model.num_attention_heads
+    if model.is_mla:
+        v_dim = model.v_head_dim or model.kv_channels
+        latents = (model.q_lora_rank or 0) + (model.kv_lora_rank or 0)
+        return ACT_BYTES * s * b * (a * v_dim + latents)
+    return ACT_BYTES * s * b * a * model.kv_channels
+
+
+def _permuted_terms(model: ModelSpec, s, b):
+    """The k permuted copies of each token (the routed experts' fc1 input), 16-bit."""
+    return ACT_BYTES * model.num_experts_per_tok * s * b * model.hidden_size
 
 
 def _moe_extra_terms(model: ModelSpec, s, b):
@@ -115,22 +160,87 @@ def layer_activation_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe_
     if opts.recompute == "full":
         divisor = t if opts.sequence_parallel else 1
         return ACT_BYTES * s * b * h / divisor
-    replicated = _replicated_terms(model, s, b)
-    sharded = _attention_sharded_terms(model, s, b)
+    modules = set(opts.recompute_modules) if opts.recompute == "selective" else set()
+    # FP8 linear inputs keep 1 of their 2 bytes: the share of a term that is a GEMM input.
+    fp8_keep = BYTES_PER_ELEMENT["fp8"] / ACT_BYTES if opts.fp8_linear_inputs else 1.0
+    replicated = _replicated_terms(model, s, b) - (1 - fp8_keep) * _norm_output_terms(model, s, b)
+    if "layernorm" in modules:
+        replicated = replicated - fp8_keep * _norm_output_terms(model, s, b)
+    sharded = _attention_sharded_terms(model, s, b) - (1 - fp8_keep) * _attention_linear_inputs(
+        model, s, b)
+    if "mla_up_proj" in modules:
+        sharded = sharded - _mla_up_proj_terms(model, s, b)
+    # Gated MLP: 2·f of the 6·f per token is the fc2 input (the activation's output); else 2·f
+    # of 4·f.
+    fc2_share = 2 / (6 if model.is_gated_mlp else 4)
     if moe_layer:
         k = model.num_experts_per_tok
         expert = _mlp_sharded_terms(model, s, b, model.expert_intermediate_size, k)
+        # moe_act drops the fc2 input; FP8 keeps it in 1 B.
+        expert = expert * (1 - fc2_share * (1 if "moe_act" in modules else 1 - fp8_keep))
         shared_width = model.shared_intermediate_size
         shared = _mlp_sharded_terms(model, s, b, shared_width) if shared_width else 0
-        mlp = expert * t / opts.expert_tp + shared + _moe_extra_terms(model, s, b)
+        shared = shared * (1 - fc2_share * (1 - fp8_keep))
+        if "shared_experts" in modules:
+            shared = 0
+        # Expert grid: T·k·etp/tp routed tokens per GPU at width ffn/etp, i.e. the expert
+        # terms over tp whatever etp (``graph.layer.mlp_forward_ops``). The permuted copies
+        # are the experts' fc1 input.
+        extra = _moe_extra_terms(model, s, b) - (1 - fp8_keep) * _permuted_terms(model, s, b)
+        mlp = expert + shared + extra
+        if "moe" in modules:
+            mlp = 0 * s
     else:
-        mlp = _mlp_sharded_terms(model, s, b, model.intermediate_size)
-    core = 0 * s if opts.recompute == "selective" else _attention_core_terms(
+        mlp = _mlp_sharded_terms(model, s, b, model.intermediate_size) * (
+            1 - fc2_share * (1 - fp8_keep))
+        if "mlp" in modules:
+            mlp = 0 * s
+    core = 0 * s if "core_attn" in modules else _attention_core_terms(
         model, s, b, opts.flash_attention
     )
+    offloaded = offloaded_module_bytes(model, s, b, opts, moe_layer)
     if opts.sequence_parallel:
-        return (replicated + sharded + mlp + core) / t
-    return replicated + (sharded + mlp + core) / t
+        return (replicated + sharded + mlp + core) / t - offloaded
+    return replicated + (sharded + mlp + core) / t - offloaded
+
+
+def offloaded_module_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe_layer=False):
+    """Bytes per GPU of one layer's saved tensors that fine-grained offloading keeps in host
+    memory (Megatron-Core ``offload_modules``, frameworks.md §1.3: the inputs of the chosen
+    submodules): attn_norm / mlp_norm their norm input (2·s·b·h each), qkv_linear the QKV input
+    (the norm output, unless layernorm is recomputed), core_attn Q, K, V (unless MLA's
+    up-projection is recomputed), attn_proj the out-projection input, expert_fc1 the permuted
+    tokens and moe_act the experts' activation input (gate and up outputs), each in the dtype
+    it is stored in (FP8 linear inputs)."""
+    chosen = set(opts.offload_modules)
+    if not chosen or opts.recompute == "full":
+        return 0 * s
+    t, h, a = opts.tp, model.hidden_size, model.num_attention_heads
+    recomputed = set(opts.recompute_modules) if opts.recompute == "selective" else set()
+    fp8_keep = BYTES_PER_ELEMENT["fp8"] / ACT_BYTES if opts.fp8_linear_inputs else 1.0
+    rep_div = t if opts.sequence_parallel else 1
+    sbh = ACT_BYTES * s * b * h
+    replicated = sharded = 0 * s
+    replicated += sbh * (("attn_norm" in chosen) + ("mlp_norm" in chosen
+                                                    and model.norms_per_layer > 1))
+    if "qkv_linear" in chosen and "layernorm" not in recomputed:
+        replicated += sbh * fp8_keep
+    if "core_attn" in chosen:
+        if model.is_mla:
+            if "mla_up_proj" not in recomputed:
+                sharded += _mla_up_proj_terms(model, s, b)
+        else:
+            sharded += ACT_BYTES * s * b * (a + 2 * model.num_kv_heads) * model.kv_channels
+    if "attn_proj" in chosen:
+        v_dim = (model.v_head_dim or model.kv_channels) if model.is_mla else model.kv_channels
+        sharded += ACT_BYTES * s * b * a * v_dim * fp8_keep
+    if moe_layer and "expert_fc1" in chosen:
+        sharded += _permuted_terms(model, s, b) * fp8_keep
+    if moe_layer and "moe_act" in chosen:
+        expert = _mlp_sharded_terms(model, s, b, model.expert_intermediate_size,
+                                    model.num_experts_per_tok)
+        sharded += expert * (1 - 2 / (6 if model.is_gated_mlp else 4))
+    return replicated / rep_div + sharded / t
 
 
 def recompute_working_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe_layer=False):

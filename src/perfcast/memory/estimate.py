@@ -11,6 +11,7 @@ from perfcast.memory import activations as A
 from perfcast.memory.inflight import inflight_layer_units
 from perfcast.memory.report import MemoryReport, StageMemory
 from perfcast.memory.states import state_bytes
+from perfcast.schedule.activation_offload import offloaded_layers
 from perfcast.specs.compat import (
     check_strategy_for_model,
     check_workload_for_strategy,
@@ -28,6 +29,9 @@ def activation_options(model: ModelSpec, strategy: Strategy) -> A.ActivationOpti
         tp=strategy.tp,
         sequence_parallel=strategy.sequence_parallel,
         recompute=strategy.recompute,
+        recompute_modules=tuple(getattr(strategy, "recompute_modules", ("core_attn",))),
+        fp8_linear_inputs=strategy.precision == "fp8",
+        offload_modules=tuple(getattr(strategy, "offload_modules", ())),
         flash_attention=strategy.flash_attention,
         expert_tp=strategy.expert_tp,
         vocab_size_padded=allocated_vocab_size(model, strategy),
@@ -58,6 +62,27 @@ def _stage_layer_activations(model, strategy, num_layers, num_moe, s, b):
     return per_mb, working
 
 
+def offloaded_activation_bytes(model: ModelSpec, strategy: Strategy, num_layers: int,
+                               num_moe: int, seq_length: int) -> float:
+    """Stored activation bytes of one micro-batch that CPU offloading keeps in host memory
+    (``schedule.activation_offload``): the stage's average layer times the offloaded layers."""
+    s, b = seq_length / strategy.cp, strategy.micro_batch_size
+    opts = activation_options(model, strategy)
+    modules = ((num_layers - num_moe) * A.offloaded_module_bytes(model, s, b, opts, False)
+               + num_moe * A.offloaded_module_bytes(model, s, b, opts, True))
+    n = offloaded_layers(strategy, num_layers)
+    if n == 0:
+        return modules
+    per_mb, _ = _stage_layer_activations(model, strategy, num_layers, num_moe, s, b)
+    return modules + per_mb * n / num_layers
+
+
+def _offload_staging_bytes(model: ModelSpec, strategy: Strategy, s, b):
+    """One layer's fine-grained offloaded tensors stay on the GPU while being copied."""
+    opts = activation_options(model, strategy)
+    return max(A.offloaded_module_bytes(model, s, b, opts, moe) for moe in (False, model.is_moe))
+
+
 def num_process_groups(strategy: Strategy):
     """Process groups with more than one rank among tp, cp, dp, pp, ep (each holds NCCL
     buffers). Array-friendly."""
@@ -83,7 +108,13 @@ def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_
     )
     units = inflight_layer_units(strategy.schedule, stage, strategy.pp, strategy.vpp,
                                  num_micro_batches)
-    layer_acts = per_mb * units
+    # Whole offloaded layers (cpu_offloading); fine-grained offloaded tensors are already out
+    # of ``per_mb`` and stage one layer's worth on the GPU.
+    whole = (per_mb * offloaded_layers(strategy, params.num_layers) / params.num_layers
+             if params.num_layers else 0.0)
+    layer_acts = (per_mb - whole) * units
+    if getattr(strategy, "offload_modules", ()):
+        layer_acts = layer_acts + _offload_staging_bytes(model, strategy, s, b)
     acts = layer_acts + working
     if stage == 0:
         acts += units * A.embedding_activation_bytes(model, s, b, opts)
@@ -110,6 +141,32 @@ def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_
     )
 
 
+def dualpipe_device_memory(own: StageMemory, mirror: StageMemory, device: int) -> StageMemory:
+    """One DualPipe device: it holds stage i and stage p − 1 − i (DeepSeek-V3 report §3.2.1,
+    Table 2: parameters 2×, activations p + 1 stage-micro-batches). States of both stages add;
+    the p + 1 in-flight micro-batches split over the two stages, so the layer activations are
+    the mean of the two stages' (each counted at p + 1); embedding/loss buffers and the recompute
+    working set add; CUDA context and NCCL buffers exist once (the larger allowance)."""
+    if own.stage == mirror.stage:
+        return own
+    extras = (own.activations_bytes - own.layer_activations_bytes
+              + mirror.activations_bytes - mirror.layer_activations_bytes)
+    layer_acts = (own.layer_activations_bytes + mirror.layer_activations_bytes) / 2
+    return StageMemory(
+        stage=device,
+        num_layers=own.num_layers + mirror.num_layers,
+        params=own.params + mirror.params,
+        embedding_params=own.embedding_params + mirror.embedding_params,
+        weights_bytes=own.weights_bytes + mirror.weights_bytes,
+        grads_bytes=own.grads_bytes + mirror.grads_bytes,
+        optimizer_bytes=own.optimizer_bytes + mirror.optimizer_bytes,
+        activations_bytes=layer_acts + extras,
+        layer_activations_bytes=layer_acts,
+        inflight_micro_batches=own.inflight_micro_batches,
+        other_bytes=max(own.other_bytes, mirror.other_bytes),
+    )
+
+
 def estimate_memory(
     model: ModelSpec,
     system: SystemSpec,
@@ -129,6 +186,9 @@ def estimate_memory(
                      m, cal)
         for stage in range(strategy.pp)
     )
+    if strategy.schedule == "dualpipe":
+        stages = tuple(dualpipe_device_memory(stages[i], stages[strategy.pp - 1 - i], i)
+                       for i in range(strategy.pp))
     assumptions = (
         "Adam optimizer with fp32 master weights, momentum and variance (12 B/param)",
         f"main gradients in {strategy.grad_reduce_dtype}",
@@ -143,7 +203,7 @@ def estimate_memory(
         gpu=system.gpu.name,
         params_total=counts.total,
         params_active=counts.active,
-        capacity_bytes=system.gpu.hbm_capacity_bytes,
+        capacity_bytes=system.gpu.usable_hbm_bytes,
         num_micro_batches=m,
         stages=stages,
         assumptions=assumptions,

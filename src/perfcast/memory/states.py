@@ -8,6 +8,13 @@ states over the data-parallel group, stage 2 also gradients, stage 3 (= FSDP ful
 weights. Non-expert parameters shard over dp·cp (Megatron-Core's data-parallel group with
 context parallelism); routed experts over their expert-data-parallel group.
 Korthikanti et al. 2022 Figure 1 uses 18 B/param (2 + 4 + 12) with no sharding.
+
+Megatron-Core's precision-aware optimizer (``--use-precision-aware-optimizer``, frameworks.md
+§1.1; MLM:OPT ``store_param_remainders`` default True) keeps the fp32 master weight as the
+16-bit remainder beside the bf16 weight (2 B) and the moments in ``exp_avg_dtype`` /
+``exp_avg_sq_dtype`` (bf16: 2 B each): 6 B/param with bf16 moments. FP8 parameters
+(``--fp8-param-gather``) hold linear-layer weights in FP8 (1 B) and their transpose for dgrad
+(1 B) instead of a bf16 copy plus the FP8 cache; the master weight is then a full fp32.
 """
 
 from __future__ import annotations
@@ -36,6 +43,21 @@ class StateBytes:
     optimizer: float
 
 
+def master_weight_bytes(strategy: Strategy) -> int:
+    """fp32 master weight per parameter: 2 B as a 16-bit remainder beside bf16 weights under the
+    precision-aware optimizer (store_param_remainders), else 4 B."""
+    remainders = (strategy.precision_aware_optimizer and strategy.store_param_remainders
+                  and not strategy.fp8_param)
+    return BYTES_PER_ELEMENT["bf16"] if remainders else BYTES_PER_ELEMENT["fp32"]
+
+
+def adam_state_bytes(strategy: Strategy) -> int:
+    """Optimizer bytes per parameter: master weight + first and second moments (12 B for fp32
+    Adam; 6 B with the precision-aware optimizer and bf16 moments)."""
+    return (master_weight_bytes(strategy) + BYTES_PER_ELEMENT[strategy.exp_avg_dtype]
+            + BYTES_PER_ELEMENT[strategy.exp_avg_sq_dtype])
+
+
 def grad_bytes_per_param(strategy: Strategy) -> int:
     """4 for fp32 main gradients, 2 for bf16 gradient reduction."""
     return BYTES_PER_ELEMENT[strategy.grad_reduce_dtype]
@@ -62,14 +84,20 @@ def state_bytes(params: StageParams, strategy: Strategy) -> StateBytes:
         expert = _shard(params.expert * per_param, expert_dp, stage >= min_stage)
         return dense + expert
 
+    gemm_params = params.total - params.embedding
+    fp8_param = bool(getattr(strategy, "fp8_param", False))
     weights = sharded(WEIGHT_BYTES_16BIT, 3)
+    if fp8_param:
+        # FP8 storage replaces the bf16 copy of the linear-layer weights (1 B instead of 2 B).
+        weights -= gemm_params * (WEIGHT_BYTES_16BIT - BYTES_PER_ELEMENT["fp8"])
     if stage >= 3 and params.num_layers > 0:
-        per_layer_full = (params.total - params.embedding) / params.num_layers
+        per_layer_full = gemm_params / params.num_layers
         gathered = min(2, params.num_layers) * per_layer_full * WEIGHT_BYTES_16BIT
         weights += (dense_dp > 1) * gathered  # (array-friendly "if dense_dp > 1")
     if strategy.precision == "fp8":
-        gemm_params = params.total - params.embedding
-        weights += gemm_params * FP8_WEIGHT_CACHE_BYTES
+        # The FP8 copy and its transpose; with FP8 parameters the weight is the copy.
+        cache = BYTES_PER_ELEMENT["fp8"] if fp8_param else FP8_WEIGHT_CACHE_BYTES
+        weights += gemm_params * cache
     grads = sharded(grad_bytes_per_param(strategy), 2)
-    optimizer = sharded(ADAM_STATE_BYTES, 1)
+    optimizer = sharded(adam_state_bytes(strategy), 1)
     return StateBytes(weights=weights, grads=grads, optimizer=optimizer)

@@ -36,3 +36,13 @@ def render_memory(report: MemoryReport, console) -> None:
     )
     verdict = "[green]fits[/green]" if report.fits else "[red]does not fit[/red]"
     console.print(f"verdict: {verdict}")
+
+
+def render_fit_advice(advice, console) -> None:
+    """One line: the cheapest change that fits (``search.fit_advice.FitAdvice``), or none."""
+    if advice is None:
+        console.print("fit: no single change or pair of changes tried makes it fit")
+        return
+    console.print(f"{advice.text}   (peak {_gib(advice.peak_bytes)} GiB, "
+                  f"step {advice.step_time_s:,.2f} s)")
+

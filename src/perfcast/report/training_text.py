@@ -19,6 +19,7 @@ _LABELS = {
     "pipeline_bubble": "pipeline bubble",
     "optimizer": "optimizer step",
     "other": "other (calibrated overhead)",
+    "offload": "exposed activation offload copies",
 }
 
 

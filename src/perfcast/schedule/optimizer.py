@@ -14,10 +14,28 @@ from __future__ import annotations
 from perfcast.graph.fp8_casts import weight_cast_bytes_per_step
 from perfcast.graph.param_sharding import StageParams
 from perfcast.kernels.backend import KernelBackend
+from perfcast.memory.states import master_weight_bytes
+from perfcast.specs.dtypes import BYTES_PER_ELEMENT
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.strategy import Strategy
 
 ADAM_BYTES_PER_PARAM = 34
+GRAD_AND_CLIP_BYTES = 8
+"""Gradient read by Adam and by the global-norm clip (4 B each)."""
+
+
+def adam_bytes_per_param(strategy: Strategy):
+    """HBM bytes per parameter of one Adam step (module docstring): 34 B for fp32 states; the
+    precision-aware optimizer reads and writes the 16-bit remainder beside the bf16 weight
+    (2 + 2 each way) and its moments in their own dtype (read + write each)."""
+    if not getattr(strategy, "precision_aware_optimizer", False):
+        return ADAM_BYTES_PER_PARAM
+    # Read + write the master (2·4 B) and write the 16-bit weight (2 B) = 10 B; as a remainder
+    # beside the bf16 weight: read + write both halves (2·(2 + 2) B) = 8 B.
+    master = 8 if master_weight_bytes(strategy) == BYTES_PER_ELEMENT["bf16"] else 10
+    moments = 2 * (BYTES_PER_ELEMENT[strategy.exp_avg_dtype]
+                   + BYTES_PER_ELEMENT[strategy.exp_avg_sq_dtype])
+    return master + moments + GRAD_AND_CLIP_BYTES
 
 
 def optimizer_params_on_gpu(params: StageParams, strategy: Strategy) -> float:
@@ -30,7 +48,7 @@ def optimizer_params_on_gpu(params: StageParams, strategy: Strategy) -> float:
 def optimizer_time_s(params: StageParams, system: SystemSpec, strategy: Strategy,
                      backend: KernelBackend):
     """Seconds of one optimizer step on one GPU of the stage."""
-    nbytes = ADAM_BYTES_PER_PARAM * optimizer_params_on_gpu(params, strategy)
+    nbytes = adam_bytes_per_param(strategy) * optimizer_params_on_gpu(params, strategy)
     if strategy.precision == "fp8" and strategy.fp8_weight_cache:
         # Every weight this GPU computes with (not ZeRO-sharded), embedding/LM head excluded.
         nbytes = nbytes + weight_cast_bytes_per_step(params.total - params.embedding,

@@ -13,11 +13,15 @@ s·min(comm, window)), s the cost of overlapping):
   block is consumed by the next attention step, so its overlapped seconds cost the fitted
   ``stream_overlap_exposed_fraction`` (``schedule.overlap``) rather than the SM share alone;
 - EP all-to-all dispatch/combine sits between router and experts: fully exposed; with
-  ``ep_overlap`` (Megatron-Core ``--overlap-moe-expert-parallel-comm``, DeepSeek-V3 §3.2.1
-  DualPipe) one micro-batch's all-to-all runs under another's forward+backward compute of the
-  layer, the window;
+  ``ep_overlap`` (Megatron-Core ``--overlap-moe-expert-parallel-comm``) or the DualPipe
+  schedule (DeepSeek-V3 §3.2.1) one micro-batch's all-to-all runs under another's forward +
+  input-gradient compute of the layer, the window (``ep_overlap_window_s``; the weight
+  gradients too with ``--delay-wgrad-compute`` or DualPipe's separate W pass), at the same
+  SM-contention cost as TP/DP overlap (``schedule.overlap.exposed_comm_s``);
 - recompute: full = re-run the forward of the recomputed layers (with its TP and EP
-  collectives); selective = re-run the attention core forward (Korthikanti et al. 2022 §5).
+  collectives); selective = re-run the forward ops of ``recompute_modules``
+  (``graph.recompute_modules``; the default core_attn = the attention core, Korthikanti et al.
+  2022 §5).
 
 Host time (``schedule.host_time``): each pass of a layer takes Σ over its segments between
 device-host syncs of max(GPU stream, host issue time) plus the syncs; the excess over the GPU
@@ -34,6 +38,7 @@ import numpy as np
 from perfcast.calibration.comm_overlap import CommOverlapCalibration
 from perfcast.calibration.host_launch import HostLaunchCalibration, load_host_launch
 from perfcast.graph.ops import AttentionOp, GemmOp, Group, MemoryOp, Phase
+from perfcast.graph.recompute_modules import recomputed_op_names
 from perfcast.graph.stage import LayerGroup, StageGraph
 from perfcast.kernels.backend import KernelBackend
 from perfcast.schedule.host_time import HostScope, pass_segments, pass_time_s
@@ -59,6 +64,8 @@ class LayerTime:
     forward_compute_s: float
     backward_compute_s: float
     attention_forward_s: float
+    selective_recompute_s: float
+    """Forward seconds re-run in backward by selective recompute (``recompute_modules``)."""
     tp_forward_s: float
     tp_backward_s: float
     cp_s: float
@@ -102,6 +109,8 @@ class StageTime:
     host_s: float = 0.0
     """Exposed host (launch and sync) seconds of the stage, recompute included (part of
     ``total_s``, not of ``compute_s``)."""
+    offload_s: float = 0.0
+    """Exposed host copies of offloaded activations (``schedule.activation_offload``)."""
 
     def passes(self, extra_input_grad_s: float = 0.0) -> PassTimes:
         """F, B (input gradient: the rest of the backward, with recompute and
@@ -117,7 +126,23 @@ class StageTime:
     @property
     def total_s(self) -> float:
         return (self.gemm_s + self.attention_s + self.memory_bound_s + self.recompute_s
-                + self.tp_comm_s + self.cp_comm_s + self.ep_comm_s + self.host_s)
+                + self.tp_comm_s + self.cp_comm_s + self.ep_comm_s + self.host_s
+                + self.offload_s)
+
+
+def _overlaps_ep(strategy) -> bool:
+    return bool(getattr(strategy, "overlaps_ep", getattr(strategy, "ep_overlap", False)))
+
+
+def ep_overlap_window_s(forward_s, backward_s, wgrad_s, strategy):
+    """Compute of the other micro-batch under which one micro-batch's EP all-to-all runs:
+    forward + input-gradient backward; the weight-gradient GEMMs join it when they are
+    deferred (``--delay-wgrad-compute``) or split off by the schedule (DualPipe's W pass),
+    otherwise they wait for the dispatch backward that precedes them (Megatron-Core
+    ``combined_1f1b``)."""
+    deferred = (getattr(strategy, "delay_wgrad_compute", False)
+                or getattr(strategy, "schedule", None) == "dualpipe")
+    return forward_s + backward_s - (0.0 if deferred else wgrad_s)
 
 
 def layer_time(group: LayerGroup, system, strategy, backend,
@@ -128,13 +153,19 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     kind_s = {GemmOp: 0.0, AttentionOp: 0.0, MemoryOp: 0.0}
     by_pass = {(kind, forward): 0.0 for kind in (GemmOp, AttentionOp, MemoryOp)
                for forward in (True, False)}
-    wgrad = 0.0
+    wgrad = selective = 0.0
     issued: dict[bool, list] = {True: [], False: []}
+    # Timed whatever the granularity (the bulk search times layers once per layer key);
+    # ``assemble_stage_time`` charges it only under selective recompute.
+    modules = getattr(strategy, "recompute_modules", ("core_attn",))
+    redo = recomputed_op_names(modules)
     for op in group.compute:
         t = compute_op_time_s(op, system, strategy, backend)
         issued[op.phase == Phase.FORWARD].append((op.name, op.count, t))
         kind_s[type(op)] += t
         by_pass[(type(op), op.phase == Phase.FORWARD)] += t
+        if op.phase == Phase.FORWARD and op.name in redo:
+            selective = selective + t
         if op.phase == Phase.BACKWARD_WGRAD:
             wgrad = wgrad + t
     fwd = sum(t for (_, forward), t in by_pass.items() if forward)
@@ -150,8 +181,9 @@ def layer_time(group: LayerGroup, system, strategy, backend,
         tp_fwd = float(exposed_comm_s(tp_fwd, by_pass[(GemmOp, True)], slow, hideable))
         tp_bwd = float(exposed_comm_s(tp_bwd, by_pass[(GemmOp, False)], slow, hideable))
     ep_fwd, ep_bwd = comm[(Group.EP, True)], comm[(Group.EP, False)]
-    if strategy.ep_overlap and ep_fwd + ep_bwd > 0:
-        share = float(exposed_comm_s(ep_fwd + ep_bwd, fwd + bwd, slow)) / (ep_fwd + ep_bwd)
+    if _overlaps_ep(strategy) and ep_fwd + ep_bwd > 0:
+        share = float(exposed_comm_s(ep_fwd + ep_bwd, ep_overlap_window_s(fwd, bwd, wgrad, strategy),
+                                     slow)) / (ep_fwd + ep_bwd)
         ep_fwd, ep_bwd = ep_fwd * share, ep_bwd * share
     cp_slow = stream_overlap_slowdown(overlap)
     cp_forward = exposed_comm_s(comm[(Group.CP, True)], by_pass[(AttentionOp, True)], cp_slow)
@@ -165,6 +197,8 @@ def layer_time(group: LayerGroup, system, strategy, backend,
         gemm_s=kind_s[GemmOp], attention_s=kind_s[AttentionOp], memory_bound_s=kind_s[MemoryOp],
         forward_compute_s=fwd, backward_compute_s=bwd,
         attention_forward_s=by_pass[(AttentionOp, True)],
+        # Recomputing the whole MoE layer re-runs its forward dispatch and combine too.
+        selective_recompute_s=selective + (ep_fwd if "moe" in modules else 0.0),
         tp_forward_s=tp_fwd, tp_backward_s=tp_bwd,
         cp_s=float(cp_forward + cp_backward),
         ep_forward_s=ep_fwd, ep_backward_s=ep_bwd,
@@ -253,7 +287,7 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
         host = host + n * (lt.host_forward_s + lt.host_backward_s)
         wgrad += n * lt.wgrad_s
         if strategy.recompute == "selective":
-            recompute += n * lt.attention_forward_s
+            recompute += n * lt.selective_recompute_s
         redo = np.minimum(n, to_recompute)
         to_recompute -= redo
         recompute += redo * (lt.forward_compute_s + lt.tp_forward_s + lt.ep_forward_s)

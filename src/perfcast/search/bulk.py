@@ -135,7 +135,7 @@ class BulkEvaluator:
         m = self.workload.global_batch_size // (block.micro_batch_size * block.dp)
         dense = _gather(self.tables.dense, block.layer_key)
         moe = _gather(self.tables.moe, block.layer_key)
-        kinds = distinct_stages(model, block.pp)
+        kinds = distinct_stages(model, block)
         stages, memory = [], []
         for stage, _ in kinds:
             params = stage_params(model, block, stage)

@@ -61,7 +61,7 @@ def search_strategies(
     start = time.perf_counter()
     evaluator = BulkEvaluator.for_space(model, system, workload, space, kernel_backend)
     done, kept, front = 0, [], []
-    capacity = system.gpu.hbm_capacity_bytes
+    capacity = system.gpu.usable_hbm_bytes
     tokens_per_step = workload.tokens_per_step
     feasible = 0
     for b, block in enumerate(space.blocks):

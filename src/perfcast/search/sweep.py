@@ -23,7 +23,7 @@ PEAK_FIELDS = ("peak_fp32_flops", "peak_tf32_flops", "peak_bf16_flops", "peak_fp
 HARDWARE_PARAMETERS = {
     "peak_flops": ("gpu", PEAK_FIELDS),
     "hbm_bandwidth": ("gpu", ("hbm_bandwidth_Bps",)),
-    "hbm_capacity": ("gpu", ("hbm_capacity_bytes",)),
+    "hbm_capacity": ("gpu", ("hbm_capacity_bytes", "hbm_usable_bytes")),
     "scale_up_bandwidth": ("system", ("scale_up_bandwidth_Bps",)),
     "scale_out_bandwidth": ("system", ("scale_out_bandwidth_Bps",)),
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from perfcast.errors import InputError
 from perfcast.specs.model import ModelSpec
+from perfcast.specs.pipeline_layout import chunk_layer_counts, has_custom_split
 from perfcast.specs.strategy import Strategy
 from perfcast.specs.workload import Workload
 
@@ -27,11 +28,19 @@ def check_strategy_for_model(model: ModelSpec, strategy: Strategy) -> None:
             "tp", tp, f"neither divides nor is a multiple of num_key_value_heads={kv} "
             f"of model {model.name!r}"
         )
+    if (strategy.recompute == "selective" and "mla_up_proj" in strategy.recompute_modules
+            and not model.is_mla):
+        raise InputError("recompute_modules", ",".join(strategy.recompute_modules),
+                         f"mla_up_proj needs multi-latent attention; model {model.name!r} has none")
     chunks = strategy.pp * strategy.vpp
-    if chunks > model.num_hidden_layers:
+    if has_custom_split(strategy):
+        # Megatron-Core's explicit splits (specs.pipeline_layout) may leave a chunk empty.
+        chunk_layer_counts(model.num_hidden_layers, strategy)
+    elif chunks > model.num_hidden_layers:
         raise InputError(
             "pp", strategy.pp, f"pp*vpp={chunks} exceeds num_hidden_layers="
-            f"{model.num_hidden_layers} of model {model.name!r}"
+            f"{model.num_hidden_layers} of model {model.name!r} (give --pipeline-layout or "
+            "first/last stage layers for a split with empty chunks)"
         )
     if model.is_moe:
         if model.num_experts % strategy.ep != 0:

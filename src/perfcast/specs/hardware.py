@@ -48,6 +48,11 @@ class GPUSpec(BaseModel):
     peak_fp4_flops: float | None = Field(default=None, gt=0, description="Dense FP4 matrix FLOP/s.")
     peak_int8_ops: float | None = Field(default=None, gt=0, description="Dense INT8 matrix OP/s.")
     hbm_capacity_bytes: float = Field(gt=0, description="Device memory capacity in bytes.")
+    hbm_usable_bytes: float | None = Field(
+        default=None, gt=0,
+        description="Device memory the driver reports to software (nvidia-smi / rocm-smi "
+                    "total), bytes, with its source in ``source``; None = hbm_capacity_bytes.",
+    )
     hbm_bandwidth_Bps: float = Field(gt=0, description="Peak device memory bandwidth, bytes/s.")
     num_sms: int | None = Field(default=None, gt=0, description="Streaming multiprocessors / compute units.")
     boost_clock_Hz: float | None = Field(default=None, gt=0, description="Boost (tensor) clock in Hz.")
@@ -70,6 +75,12 @@ class GPUSpec(BaseModel):
         description="User's clock (--gpu-clock-mhz), Hz: scales compute throughput; None = sustained.",
     )
     source: str = Field(description="Where these numbers come from.")
+
+    @property
+    def usable_hbm_bytes(self) -> float:
+        """Memory a training or serving process can allocate from, bytes: the driver's
+        reported total where the catalog records it, else the vendor capacity."""
+        return self.hbm_usable_bytes if self.hbm_usable_bytes is not None else self.hbm_capacity_bytes
 
     def peak_flops(self, precision: Precision) -> float:
         """Dense matrix peak for ``precision`` in FLOP/s.

@@ -11,7 +11,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from perfcast.specs.pipeline_layout import parse_pipeline_layout
+
 Recompute = Literal["none", "selective", "full"]
+RecomputeModule = Literal["core_attn", "mlp", "moe", "shared_experts", "moe_act", "layernorm",
+                          "mla_up_proj"]
+"""Megatron-Core ``--recompute-modules`` (frameworks.md §1.3): core attention; dense MLP; whole
+MoE layer; shared experts; MoE activation function, layer norms and MLA up-projection + RoPE
+(output-discarding: their outputs are dropped after use and rebuilt in backward)."""
 TrainPrecision = Literal["bf16", "fp16", "fp8"]
 FP8Recipe = Literal["tensorwise", "delayed", "rowwise", "rowwise-hp-wgrad", "blockwise", "mxfp8",
                     "nvfp4"]
@@ -26,6 +33,9 @@ own calibrated kernel (FlashAttention-2 on Ampere, FlashAttention-3/cuDNN on Hop
 cuDNN kernel on Blackwell, composable_kernel on CDNA); ``fa2`` = FlashAttention-2, also PyTorch
 SDPA's flash backend; ``triton`` = the FlashAttention Triton kernel (attention bias, e.g. ALiBi
 in llm-foundry's ``attn_impl: triton``)."""
+OffloadModule = Literal["attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm",
+                        "expert_fc1", "moe_act"]
+"""Megatron-Core fine-grained activation offloading modules (frameworks.md §1.3)."""
 PARALLEL_DIMS = ("tp", "cp", "ep", "dp", "pp")
 DEFAULT_PLACEMENT_ORDER = "tp-cp-ep-dp-pp"
 """Megatron-LM's rank order (``parallel_state.RankGenerator``): tp innermost, pp outermost."""
@@ -42,7 +52,33 @@ class Strategy(BaseModel):
     vpp: int = Field(default=1, gt=0, description="Model chunks per pipeline rank (interleaved 1F1B).")
     cp: int = Field(default=1, gt=0, description="Context-parallel size (--context-parallel-size).")
     ep: int = Field(default=1, gt=0, description="Expert-parallel size (--expert-model-parallel-size).")
-    etp: int | None = Field(default=None, gt=0, description="Expert tensor-parallel size; None = tp.")
+    etp: int | None = Field(
+        default=None, gt=0,
+        description="Expert tensor-parallel size (--expert-tensor-parallel-size); None = tp "
+                    "(Megatron-Core's default).",
+    )
+    pipeline_layout: str | None = Field(
+        default=None,
+        description="Megatron --pipeline-model-parallel-layout: one '|'-separated segment per "
+                    "virtual stage over E (embedding), t (layer), m (MTP), L (loss); x*N and "
+                    "(...)*N repeat. None = the split below.",
+    )
+    num_layers_in_first_pipeline_stage: int | None = Field(
+        default=None, ge=0,
+        description="Layers on the first pipeline stage (--decoder-first-pipeline-num-layers).",
+    )
+    num_layers_in_last_pipeline_stage: int | None = Field(
+        default=None, ge=0,
+        description="Layers on the last pipeline stage (--decoder-last-pipeline-num-layers).",
+    )
+    account_for_embedding_in_pipeline_split: bool = Field(
+        default=False,
+        description="Count the embedding as one layer when splitting layers over stages.",
+    )
+    account_for_loss_in_pipeline_split: bool = Field(
+        default=False,
+        description="Count the loss (LM head) as one layer when splitting layers over stages.",
+    )
     sequence_parallel: bool = Field(default=False, description="Megatron sequence parallelism with TP.")
     zero_stage: Literal[0, 1, 2, 3] = Field(
         default=0, description="ZeRO stage over the data-parallel group (3 = FSDP full shard)."
@@ -51,7 +87,46 @@ class Strategy(BaseModel):
     distributed_optimizer: bool = Field(
         default=False, description="Megatron distributed optimizer (optimizer states sharded, ZeRO-1)."
     )
+    precision_aware_optimizer: bool = Field(
+        default=False,
+        description="Megatron --use-precision-aware-optimizer: Transformer Engine FusedAdam keeps "
+                    "the fp32 master weights as 16-bit remainders of the bf16 weights "
+                    "(store_param_remainders) and the moments in exp_avg_dtype/exp_avg_sq_dtype.",
+    )
+    store_param_remainders: bool = Field(
+        default=True,
+        description="With precision_aware_optimizer: keep the fp32 master weight as the 16-bit "
+                    "remainder beside the bf16 weight (Megatron default); False = a full fp32 "
+                    "master copy (--no-store-param-remainders).",
+    )
+    exp_avg_dtype: GradReduceDtype = Field(
+        default="fp32", description="Adam first-moment dtype (--exp-avg-dtype; bf16 needs "
+                                    "precision_aware_optimizer).")
+    exp_avg_sq_dtype: GradReduceDtype = Field(
+        default="fp32", description="Adam second-moment dtype (--exp-avg-sq-dtype; bf16 needs "
+                                    "precision_aware_optimizer).")
+    fp8_param: bool = Field(
+        default=False,
+        description="FP8 parameter storage (--fp8-param-gather): linear-layer weights kept and "
+                    "all-gathered in FP8, no bf16 copy; needs fp8 and a sharded optimizer.",
+    )
+    offload_modules: tuple[OffloadModule, ...] = Field(
+        default=(),
+        description="Fine-grained activation offloading (Megatron-Core offload_modules): "
+                    "submodules whose saved inputs go to host memory.",
+    )
+    cpu_offload_activation_layers: int = Field(
+        default=0, ge=0,
+        description="Layers per stage whose activations are offloaded to host memory "
+                    "(Megatron cpu_offloading with cpu_offloading_num_layers; needs pp=1 and "
+                    "no recompute).",
+    )
     recompute: Recompute = Field(default="none", description="Activation recomputation granularity.")
+    recompute_modules: tuple[RecomputeModule, ...] = Field(
+        default=("core_attn",),
+        description="With recompute='selective': the submodules recomputed "
+                    "(--recompute-modules; Megatron-Core default core_attn).",
+    )
     recompute_num_layers: int | None = Field(
         default=None, gt=0,
         description="With full recompute: layers per pipeline stage recomputed; None = all.",
@@ -92,12 +167,14 @@ class Strategy(BaseModel):
         description="Multi-token prediction depth trained with the model (--mtp-num-layers; "
                     "DeepSeek-V3 uses 1); its modules sit on the last pipeline stage.",
     )
-    moe_token_dispatcher: Literal["alltoall", "deepep", "deepep-low-latency"] = Field(
+    moe_token_dispatcher: Literal["alltoall", "deepep", "hybridep", "deepep-low-latency"] = Field(
         default="alltoall",
         description="MoE token dispatch: NCCL all-to-all; DeepEP (--moe-token-dispatcher-type "
-                    "flex): tokens cross the network once per destination node, then NVLink; "
-                    "or DeepEP's low-latency kernels (serving decode: pure RDMA, FP8 dispatch; "
-                    "prefill uses the normal kernels; not for training).",
+                    "flex --moe-flex-dispatcher-backend deepep) and HybridEP (backend "
+                    "hybridep): tokens cross the network once per destination NVLink domain, "
+                    "then NVLink forwards them (comm.dispatch); or DeepEP's "
+                    "low-latency kernels (serving decode: pure RDMA, FP8 dispatch; prefill uses "
+                    "the normal kernels; not for training).",
     )
     moe_load_imbalance: float = Field(
         default=1.0, ge=1.0,
@@ -111,6 +188,17 @@ class Strategy(BaseModel):
         default=None, gt=0,
         description="Expert capacity over the balanced load (--moe-expert-capacity-factor); "
                     "tokens beyond it are dropped. None = dropless.",
+    )
+    moe_pad_expert_input_to_capacity: bool = Field(
+        default=False,
+        description="Pad every expert's input to its capacity (--moe-pad-expert-input-to-"
+                    "capacity; static shapes): each expert computes and exchanges capacity "
+                    "tokens. Needs moe_capacity_factor.",
+    )
+    moe_router_force_load_balancing: bool = Field(
+        default=False,
+        description="Random router logits for perfectly balanced routing "
+                    "(--moe-router-force-load-balancing, benchmarks): load imbalance 1.",
     )
     placement_order: str = Field(
         default=DEFAULT_PLACEMENT_ORDER,
@@ -130,6 +218,11 @@ class Strategy(BaseModel):
         description="Overlap EP all-to-all with another micro-batch's compute "
         "(--overlap-moe-expert-parallel-comm).",
     )
+    delay_wgrad_compute: bool = Field(
+        default=False,
+        description="Defer weight-gradient GEMMs so they too run under the EP all-to-all "
+                    "(--delay-wgrad-compute; needs ep_overlap).",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Strategy:
@@ -148,24 +241,79 @@ class Strategy(BaseModel):
                              f"rank itself; it needs vpp=1 (got vpp={self.vpp})")
         if self.sequence_parallel and self.tp == 1:
             raise ValueError("sequence_parallel=True needs tp > 1")
-        expert_group = self.ep * self.expert_tp
-        if (self.tp * self.cp * self.dp) % expert_group != 0:
+        expert_grid = self.pp * self.expert_tp * self.ep
+        if self.num_gpus % expert_grid != 0:
             raise ValueError(
-                f"ep*etp={expert_group} (ep={self.ep}, etp={self.expert_tp}) does not divide "
-                f"tp*cp*dp={self.tp * self.cp * self.dp}"
+                f"pp*etp*ep={expert_grid} (pp={self.pp}, etp={self.expert_tp}, ep={self.ep}) "
+                f"does not divide num_gpus={self.num_gpus} (expert grid: world = "
+                f"pp x etp x ep x edp)"
             )
+        self._check_pipeline_split()
         dims = self.placement_order.split("-")
         if sorted(dims) != sorted(PARALLEL_DIMS):
             raise ValueError(f"placement_order={self.placement_order!r} is not an order of "
                              f"{'-'.join(PARALLEL_DIMS)} (each once, '-' separated)")
         if self.fsdp and self.zero_stage not in (0, 3):
             raise ValueError(f"fsdp=True conflicts with zero_stage={self.zero_stage}")
+        low_moments = "bf16" in (self.exp_avg_dtype, self.exp_avg_sq_dtype)
+        if low_moments and not self.precision_aware_optimizer:
+            raise ValueError(f"exp_avg_dtype={self.exp_avg_dtype}, exp_avg_sq_dtype="
+                             f"{self.exp_avg_sq_dtype}: bf16 moments need "
+                             "precision_aware_optimizer=True")
+        if self.fp8_param and (self.precision != "fp8" or self.sharding_stage < 1):
+            raise ValueError(f"fp8_param=True needs precision='fp8' and a sharded optimizer "
+                             f"(got precision={self.precision!r}, sharding stage "
+                             f"{self.sharding_stage})")
+        if self.moe_pad_expert_input_to_capacity and self.moe_capacity_factor is None:
+            raise ValueError("moe_pad_expert_input_to_capacity=True needs moe_capacity_factor "
+                             "(Megatron-Core requires --moe-expert-capacity-factor)")
+        if self.delay_wgrad_compute and not self.ep_overlap:
+            raise ValueError("delay_wgrad_compute=True needs ep_overlap=True (Megatron-Core "
+                             "requires --overlap-moe-expert-parallel-comm)")
+        if self.offload_modules and self.cpu_offload_activation_layers:
+            raise ValueError("offload_modules cannot combine with cpu_offload_activation_layers "
+                             "(Megatron-Core: fine-grained offloading excludes cpu_offloading)")
+        if self.cpu_offload_activation_layers and (self.pp > 1 or self.recompute != "none"):
+            raise ValueError(f"cpu_offload_activation_layers={self.cpu_offload_activation_layers} "
+                             f"needs pp=1 and recompute='none' (Megatron cpu_offloading; got "
+                             f"pp={self.pp}, recompute={self.recompute!r})")
+        if self.recompute_modules != ("core_attn",) and self.recompute != "selective":
+            raise ValueError(f"recompute_modules={','.join(self.recompute_modules)} needs "
+                             f"recompute='selective' (got recompute={self.recompute!r})")
+        if len(set(self.recompute_modules)) != len(self.recompute_modules):
+            raise ValueError(f"recompute_modules={','.join(self.recompute_modules)} repeats "
+                             "a module")
+        if "moe_act" in self.recompute_modules and not self.moe_grouped_gemm:
+            raise ValueError("recompute_modules with 'moe_act' needs moe_grouped_gemm=True "
+                             "(Megatron-Core requires --moe-grouped-gemm)")
+        if self.ep_overlap and self.recompute == "selective" and "moe" in self.recompute_modules:
+            raise ValueError("recompute_modules with 'moe' conflicts with ep_overlap "
+                             "(Megatron-Core forbids it with --overlap-moe-expert-parallel-comm)")
         if self.recompute_num_layers is not None and self.recompute != "full":
             raise ValueError(
                 f"recompute_num_layers={self.recompute_num_layers} needs recompute='full' "
                 f"(got recompute={self.recompute!r})"
             )
         return self
+
+    def _check_pipeline_split(self) -> None:
+        """Megatron-Core's rules for the pipeline split options (frameworks.md §1.2)."""
+        uneven = (self.num_layers_in_first_pipeline_stage is not None
+                  or self.num_layers_in_last_pipeline_stage is not None)
+        accounted = (self.account_for_embedding_in_pipeline_split
+                     or self.account_for_loss_in_pipeline_split)
+        if self.pipeline_layout is not None:
+            if uneven or accounted:
+                raise ValueError(f"pipeline_layout={self.pipeline_layout!r} conflicts with the "
+                                 "first/last-stage layer counts and the embedding/loss "
+                                 "accounting (Megatron rejects them together)")
+            parse_pipeline_layout(self.pipeline_layout)
+        elif (uneven or accounted) and self.pp == 1:
+            raise ValueError("uneven pipeline stages (first/last stage layers, embedding/loss "
+                             "accounting) need pp > 1")
+        if uneven and accounted:
+            raise ValueError("first/last pipeline stage layer counts conflict with the "
+                             "embedding/loss accounting in the pipeline split")
 
     @property
     def dp(self) -> int:
@@ -179,8 +327,10 @@ class Strategy(BaseModel):
 
     @property
     def expert_dp(self) -> int:
-        """Data-parallel size of expert weights: tp*cp*dp / (ep*etp) (Megatron-Core)."""
-        return (self.tp * self.cp * self.dp) // (self.ep * self.expert_tp)
+        """Data-parallel size of expert weights: world / (pp*etp*ep) (Megatron-Core
+        ``initialize_model_parallel``: the expert grid folds CP into EP/EDP, frameworks.md
+        §1.8)."""
+        return self.num_gpus // (self.pp * self.expert_tp * self.ep)
 
     @property
     def sharding_stage(self) -> int:
@@ -200,6 +350,12 @@ class Strategy(BaseModel):
             return num_layers
         return min(self.recompute_num_layers, num_layers)
 
+
+    @property
+    def overlaps_ep(self) -> bool:
+        """EP all-to-all runs under another micro-batch's compute: Megatron-Core's A2A overlap,
+        or DualPipe's paired forward/backward chunks (DeepSeek-V3 report §3.2.1)."""
+        return self.ep_overlap or self.schedule == "dualpipe"
 
     @property
     def schedule(self) -> PipelineSchedule:

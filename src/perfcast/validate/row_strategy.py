@@ -13,20 +13,23 @@ skip reason naming the column and value.
   skipped (this drops the NeMo B200 long-sequence rows, which the README calls inconsistent).
 - ``dp_sharding``: SHARD_GRAD_OP -> ZeRO-2; FULL_SHARD / FSDP / FSDP2 / HSDP / ZeRO-3 /
   "FSDP=1" -> ``fsdp`` ("FSDP size N": the shard group, recorded in notes); ZeRO-1 /
-  distributed optimizer -> ``distributed_optimizer``; none / DDP / "DDP (FSDP=0)" / "no FSDP" /
-  empty -> not stated: the framework profile decides (Megatron-Core recipes: "DDP" is the
-  distributed optimizer), else no sharding.
+  distributed optimizer -> ``distributed_optimizer`` (with "precision-aware optimizer" / "BF16
+  optimizer states": bf16 Adam moments, ``precision_aware_optimizer``); none / DDP /
+  "DDP (FSDP=0)" / "no FSDP" / empty -> not stated: the framework profile decides
+  (Megatron-Core recipes: "DDP" is the distributed optimizer), else no sharding.
 - ``sequence_parallel``: yes/no/true/false/on/off/enabled/disabled/1/0; empty -> not stated
   (profile: Megatron-Core and torchtitan pair TP with SP).
 - ``recompute``: none / no ... -> none; full ... -> full; torchtitan "selective layer" AC ->
-  full recompute of every 2nd layer (``selective_ac_option='2'``); other selective (including
-  Megatron ``--recompute-modules`` lists, named in notes) -> selective; empty or "none stated"
+  full recompute of every 2nd layer (``selective_ac_option='2'``); other selective -> selective,
+  with the Megatron-Core recompute modules the text names (core_attn, mlp, moe, moe_act,
+  shared_experts, layernorm, mla_up_proj), else the default core_attn; empty or "none stated"
   -> not stated (profile: e.g. Megatron-LM 2021 runs recompute in full).
 - ``precision``: fp8 / float8 / MXFP8 / NVFP4 -> fp8 (recipe from the text: rowwise,
   rowwise_with_gw_hp, tensorwise / per-tensor / current scaling / FP8-CS, MXFP8 / FP8-MX,
   blockwise / block-scaled, delayed, NVFP4; unstated: the profile's meaning of a bare FP8, else
-  Transformer Engine's default delayed scaling); fp16 -> fp16; bf16 -> bf16; empty -> bf16.
-  Composer "MP mode PURE" reduces gradients in bf16; otherwise the profile's reduce dtype.
+  Transformer Engine's default delayed scaling); "FP8 primary weights" / "fp8 param" ->
+  ``fp8_param``; fp16 -> fp16; bf16 -> bf16; empty -> bf16. Composer "MP mode PURE" reduces
+  gradients in bf16; otherwise the profile's reduce dtype.
 - micro-batch: ``micro_batch``; else global/(dp·grad_accum); else for torchtitan pipelines the
   local batch split into pp micro-batches (``pipeline_parallel_microbatches`` defaults to the
   number of stages); else 1.
@@ -34,7 +37,16 @@ skip reason naming the column and value.
   with k/M suffixes are powers of two: "2M" = 2,097,152); else
   micro_batch·dp·grad_accum.
 - ``tp_comm_overlap``: on where the framework text says "async TP"; else the profile's.
-- ``moe_token_dispatcher``: DeepEP for rows whose framework names it; else the profile's.
+- expert TP: "ETP N" where ``dp_sharding`` or ``framework`` states it; else the profile's.
+- pipeline split (Megatron-Core rows whose layers do not split evenly over pp·vpp): the
+  embedding and loss counted as layers when layers + 2 split evenly, the loss when layers + 1
+  do (Megatron-Core accepts no other split without an explicit layout).
+- fine-grained activation offloading: the modules named in "activation offloading (...)".
+- MoE routing: "capacity factor X" (token dropping), "pad to capacity", "forced load
+  balance" in the framework or notes column; else dropless.
+- ``ep_overlap``: where the framework or notes column says "A2A overlap" / "A2A_OVERLAP=1".
+- ``moe_token_dispatcher``: HybridEP / DeepEP for rows whose framework names it; else the
+  profile's.
 - FlashAttention and the attention kernel class: from the profile (Megatron-LM 2021/2022
   predates FlashAttention; torchtitan's PyTorch SDPA runs FlashAttention-2 on Ampere/Hopper and
   cuDNN / ROCm kernels elsewhere; llm-foundry's MPT ALiBi runs Triton FlashAttention).
@@ -42,12 +54,13 @@ skip reason naming the column and value.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from perfcast.catalog.frameworks import framework_of_text
-from perfcast.validate.csv_fields import RowError, cell_text, positive_int
+from perfcast.validate.csv_fields import RowError, cell_text, lower_text, positive_int
 from perfcast.validate.vocabulary import (
     read_bool,
     read_count,
@@ -74,6 +87,13 @@ class ParallelSizes:
 
 def _framework(row: Mapping[str, str | None]) -> str:
     return cell_text(row, "framework").lower()
+
+
+def is_megatron_core(row: Mapping[str, str | None]) -> bool:
+    """The row's framework column selects the megatron-core profile (NeMo 2, Megatron-Bridge),
+    whose layers must split evenly over pp·vpp chunks unless embedding/loss are counted."""
+    found = framework_of_text(cell_text(row, "framework"))
+    return found is not None and found.profile.name == "megatron-core"
 
 
 def is_torchtitan(row: Mapping[str, str | None]) -> bool:
@@ -125,7 +145,13 @@ def sharding(row: Mapping[str, str | None], dp: int, notes: list[str]) -> dict[s
             notes.append(f"FSDP size {stated.shard_size} = dp")
         return {"fsdp": True}
     if stated is not None and stated.kind == "distributed_optimizer":
-        return {"distributed_optimizer": True}
+        fields: dict[str, Any] = {"distributed_optimizer": True}
+        text = cell_text(row, "dp_sharding").lower()
+        if "precision-aware optimizer" in text or "bf16 optimizer states" in text:
+            notes.append("precision-aware optimizer with bf16 moments (row)")
+            fields.update(precision_aware_optimizer=True, exp_avg_dtype="bf16",
+                          exp_avg_sq_dtype="bf16")
+        return fields
     return {}  # plain data parallelism or unstated: the framework profile decides
 
 
@@ -147,11 +173,91 @@ def tp_comm_overlap(row: Mapping[str, str | None], tp: int, notes: list[str]) ->
 
 
 def moe_token_dispatcher(row: Mapping[str, str | None], ep: int, notes: list[str]) -> str | None:
-    """'deepep' where the framework column names DeepEP (and EP > 1); else None."""
+    """'hybridep' / 'deepep' where the framework column names HybridEP / DeepEP (and EP > 1);
+    else None (the profile's)."""
+    if ep > 1 and "hybridep" in _framework(row).replace(" ", ""):
+        notes.append("HybridEP dispatch: tokens cross the network once per NVLink domain")
+        return "hybridep"
     if ep > 1 and "deepep" in _framework(row).replace(" ", ""):
         notes.append("DeepEP dispatch: tokens cross the network once per destination node")
         return "deepep"
     return None
+
+
+def ep_overlap(row: Mapping[str, str | None], ep: int, notes: list[str]) -> bool:
+    """EP all-to-all overlap (Megatron-Core --overlap-moe-expert-parallel-comm) where the
+    framework or notes column states it ("EP A2A overlap", "A2A_OVERLAP=1"; "A2A_OVERLAP=0"
+    says it was off)."""
+    text = f"{_framework(row)} {lower_text(row, 'notes')}"
+    if ep <= 1 or "a2a_overlap=0" in text.replace(" ", ""):
+        return False
+    if "a2a_overlap=1" in text.replace(" ", "") or re.search(r"\ba2a overlap\b", text):
+        notes.append("EP all-to-all overlapped with another micro-batch (row)")
+        return True
+    return False
+
+
+OFFLOAD_MODULES = ("attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm",
+                   "expert_fc1", "moe_act")
+
+
+def offload_modules(row: Mapping[str, str | None], notes: list[str]) -> tuple[str, ...]:
+    """Fine-grained activation offloading the notes state ("activation offloading (expert_fc1,
+    moe_act)"): the Megatron-Core module names inside the parentheses."""
+    match = re.search(r"activation offloading\s*\(([^)]*)\)", lower_text(row, "notes"))
+    if not match:
+        return ()
+    modules = tuple(m for m in OFFLOAD_MODULES if re.search(rf"\b{m}\b", match.group(1)))
+    if modules:
+        notes.append(f"activation offloading of {', '.join(modules)} (row)")
+    return modules
+
+
+def moe_routing(row: Mapping[str, str | None], notes: list[str]) -> dict[str, Any]:
+    """Routing mode the framework or notes column states: token dropping with "capacity
+    factor X", "pad to capacity", "forced load balanc(e|ing)" (else dropless, as measured)."""
+    text = f"{_framework(row)} {lower_text(row, 'notes')}"
+    fields: dict[str, Any] = {}
+    factor = re.search(r"capacity factor\s*([0-9.]+)", text)
+    if factor:
+        fields["moe_capacity_factor"] = float(factor.group(1))
+        if "pad to capacity" in text:
+            fields["moe_pad_expert_input_to_capacity"] = True
+        notes.append(f"token dropping, capacity factor {factor.group(1)}"
+                     + (", padded to capacity" if "pad to capacity" in text else "") + " (row)")
+    if re.search(r"forced load balanc|force load balanc", text):
+        fields["moe_router_force_load_balancing"] = True
+    return fields
+
+
+def expert_tp(row: Mapping[str, str | None], notes: list[str]) -> int | None:
+    """Expert tensor-parallel size where ``dp_sharding`` or ``framework`` states "ETP N";
+    otherwise None (Megatron-Core's default ETP = TP; framework profiles may set their own)."""
+    stated = re.search(r"\betp\s*=?\s*(\d+)", f"{lower_text(row, 'dp_sharding')} {_framework(row)}")
+    if stated:
+        notes.append(f"expert TP {stated.group(1)} (row)")
+        return int(stated.group(1))
+    return None
+
+
+def pipeline_split(row: Mapping[str, str | None], num_layers: int, sizes: ParallelSizes,
+                   notes: list[str]) -> dict[str, Any]:
+    """Megatron-Core asserts an even split of the layers over pp·vpp chunks; when the row's
+    layers do not split but layers + 2 do, the run must have counted the embedding and the loss
+    as layers (``--account-for-embedding/loss-in-pipeline-split``); layers + 1: the loss."""
+    chunks = sizes.pp * sizes.vpp
+    if sizes.pp == 1 or num_layers % chunks == 0 or not is_megatron_core(row):
+        return {}
+    if (num_layers + 2) % chunks == 0:
+        notes.append(f"{num_layers} layers over pp*vpp={chunks}: embedding and loss counted as "
+                     "layers in the pipeline split")
+        return {"account_for_embedding_in_pipeline_split": True,
+                "account_for_loss_in_pipeline_split": True}
+    if (num_layers + 1) % chunks == 0:
+        notes.append(f"{num_layers} layers over pp*vpp={chunks}: loss counted as a layer in the "
+                     "pipeline split")
+        return {"account_for_loss_in_pipeline_split": True}
+    return {}
 
 
 def recompute(
@@ -165,7 +271,7 @@ def recompute(
         notes.append("torchtitan selective layer AC: every 2nd layer fully recomputed")
         return {"recompute": "full", "recompute_num_layers": max(1, layers_per_stage // 2)}
     if stated.modules:
-        notes.append(f"recompute modules {', '.join(stated.modules)}: modelled as selective")
+        return {"recompute": "selective", "recompute_modules": stated.modules}
     return {"recompute": stated.kind}
 
 
@@ -183,6 +289,10 @@ def precision(row: Mapping[str, str | None], notes: list[str]) -> dict[str, Any]
         fields["precision"] = "fp8"
         if stated.fp8_recipe is not None:
             fields["fp8_recipe"] = stated.fp8_recipe
+        text = cell_text(row, "precision").lower()
+        if "fp8 primary weights" in text or "fp8 param" in text:
+            notes.append("FP8 parameter storage (row)")
+            fields["fp8_param"] = True
     else:
         fields["precision"] = stated.precision
     return fields

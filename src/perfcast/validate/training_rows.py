@@ -102,13 +102,19 @@ def _system(row: Row, catalog: CatalogLookup, num_gpus: int, notes: list[str]) -
 def _strategy(row: Row, sizes: rs.ParallelSizes, model: ModelSpec, system: SystemSpec,
               gbs: int, notes: list[str]) -> Strategy:
     stated: dict[str, object] = {
+        "etp": rs.expert_tp(row, notes),
         "sequence_parallel": rs.sequence_parallel(row, sizes.tp),
         "tp_comm_overlap": rs.tp_comm_overlap(row, sizes.tp, notes),
         "moe_token_dispatcher": rs.moe_token_dispatcher(row, sizes.ep, notes),
+        "ep_overlap": rs.ep_overlap(row, sizes.ep, notes) or None,
+        "offload_modules": rs.offload_modules(row, notes) or None,
     }
     explicit = {name: value for name, value in stated.items() if value is not None}
     layers_per_stage = max(1, model.num_hidden_layers // sizes.pp)
     explicit.update(rs.sharding(row, sizes.dp, notes))
+    if model.is_moe:
+        explicit.update(rs.moe_routing(row, notes))
+    explicit.update(rs.pipeline_split(row, model.num_hidden_layers, sizes, notes))
     explicit.update(rs.recompute(row, layers_per_stage, notes))
     explicit.update(rs.precision(row, notes))
     facts = RunFacts(tp=sizes.tp, ep=sizes.ep, precision=str(explicit["precision"]),

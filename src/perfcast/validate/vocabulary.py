@@ -287,7 +287,9 @@ def read_recompute(text: str | None, column: str = "recompute") -> RecomputeText
         return None
     for pattern, kind in RECOMPUTE_RULES:
         if re.search(pattern, lower):
-            modules = tuple(m for p, m in _MODULE_SPELLINGS if re.search(p, lower))
+            found = [(match.start(), m) for p, m in _MODULE_SPELLINGS
+                     if (match := re.search(p, lower)) is not None]
+            modules = tuple(m for _, m in sorted(found))  # in order of first mention
             return RecomputeText(kind, modules if kind == "selective" else ())
     raise VocabularyError(column, value, "recompute granularity not understood")
 

@@ -1,0 +1,39 @@
+"""CPU activation offloading: stored activations of some layers live in host memory.
+
+Megatron-Core ``cpu_offloading`` with ``cpu_offloading_num_layers`` N (frameworks.md §1.3;
+MLM:MPC L458-480; Megatron-Bridge perf configs "offl N" on GB200, §2.5): in the forward each of
+the first N layers' saved activations is copied to host memory after the layer, and copied back
+before that layer's backward. The copies run on the copy engines (DMA) over the host link —
+PCIe, or NVLink-C2C on Grace-attached GPUs (``catalog/data/host_io.yaml``) — beside the
+compute of the stage's other layers, so only what the stage's forward (resp. backward) compute
+cannot cover is exposed: ``schedule.overlap.exposed_comm_s`` with no SM share (copy engines do
+not occupy the streaming multiprocessors). Megatron requires pp = 1 and no recompute.
+"""
+
+from __future__ import annotations
+
+from perfcast.catalog.host_io import host_io_for
+from perfcast.schedule.overlap import exposed_comm_s
+from perfcast.specs.hardware import SystemSpec
+from perfcast.specs.strategy import Strategy
+
+STAGING_LAYERS = 1
+"""Layers whose activations stay on the GPU while being copied out or back (double buffer)."""
+
+
+def offloaded_layers(strategy: Strategy, num_layers: int) -> int:
+    """Layers of a stage with ``num_layers`` layers whose activations go to host memory, net
+    of the one being copied (it still occupies GPU memory)."""
+    n = min(getattr(strategy, "cpu_offload_activation_layers", 0), num_layers)
+    return max(n - STAGING_LAYERS, 0) if n else 0
+
+
+def offload_exposed_s(offloaded_bytes: float, system: SystemSpec, forward_window_s: float,
+                      backward_window_s: float) -> float:
+    """Exposed seconds per micro-batch of copying ``offloaded_bytes`` to host in the forward and
+    back in the backward, each beside that pass's compute (module docstring)."""
+    if offloaded_bytes <= 0:
+        return 0.0
+    copy_s = offloaded_bytes / host_io_for(system.gpu).pcie_bandwidth_Bps
+    return float(exposed_comm_s(copy_s, forward_window_s, 0.0)
+                 + exposed_comm_s(copy_s, backward_window_s, 0.0))

@@ -1,0 +1,61 @@
+"""EP all-to-all overlap: Megatron-Core --overlap-moe-expert-parallel-comm, --delay-wgrad-compute
+and DualPipe's paired chunks share one window rule and the TP/DP overlap physics."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from perfcast.catalog.models import load_model
+from perfcast.catalog.systems import load_system
+from perfcast.estimate.training import estimate_training
+from perfcast.schedule.stage_time import ep_overlap_window_s
+from perfcast.specs.strategy import Strategy
+from perfcast.specs.workload import Workload
+from perfcast.validate.row_strategy import ep_overlap
+
+MODEL = load_model("qwen3-30b-a3b")
+SYSTEM = load_system("dgx-h100", num_gpus=32)
+WORKLOAD = Workload(seq_length=4096, global_batch_size=64)
+
+
+def _ep_s(**extra):
+    strategy = Strategy(num_gpus=32, ep=32, distributed_optimizer=True, **extra)
+    return estimate_training(MODEL, SYSTEM, strategy, WORKLOAD).breakdown.ep_comm_s
+
+
+def test_overlap_hides_and_deferred_wgrad_hides_more():
+    plain, overlapped = _ep_s(), _ep_s(ep_overlap=True)
+    delayed = _ep_s(ep_overlap=True, delay_wgrad_compute=True)
+    assert plain > overlapped >= delayed
+    assert overlapped > 0  # the SM share of overlapped communication still costs time
+
+
+def test_window_rule():
+    one_f_one_b = Strategy(num_gpus=8, ep=8, ep_overlap=True)
+    delayed = Strategy(num_gpus=8, ep=8, ep_overlap=True, delay_wgrad_compute=True)
+    assert ep_overlap_window_s(1.0, 2.0, 0.8, one_f_one_b) == pytest.approx(2.2)
+    assert ep_overlap_window_s(1.0, 2.0, 0.8, delayed) == pytest.approx(3.0)
+
+
+def test_dualpipe_overlaps_ep_by_itself():
+    assert Strategy(num_gpus=16, pp=2, ep=8, pipeline_schedule="dualpipe").overlaps_ep
+    assert not Strategy(num_gpus=16, pp=2, ep=8).overlaps_ep
+
+
+def test_delay_wgrad_needs_ep_overlap():
+    with pytest.raises(ValidationError, match="ep_overlap"):
+        Strategy(num_gpus=8, ep=8, delay_wgrad_compute=True)
+
+
+@pytest.mark.parametrize("framework,notes,expected", [
+    ("Megatron-Core; token dispatcher DeepEP; EP A2A overlap", "", True),
+    ("Megatron-Core (moe_dev); token dispatcher DeepEP", "cross-node EP; +1F1B EP A2A overlap", True),
+    ("Megatron-Core; token dispatcher HybridEP (SEGMENT 16, A2A_OVERLAP=1)", "", True),
+    ("Megatron-Core; token dispatcher HybridEP (SEGMENT 8, A2A_OVERLAP=0)", "", False),
+    ("Megatron-Core; token dispatcher DeepEP", "A2A_OVERLAP=0, OPTIMIZER_OFFLOAD=0", False),
+    ("Megatron-Core; token dispatcher DeepEP", "", False),
+])
+def test_row_text(framework, notes, expected):
+    assert ep_overlap({"framework": framework, "notes": notes}, 8, []) is expected
+    assert ep_overlap({"framework": framework, "notes": notes}, 1, []) is False
