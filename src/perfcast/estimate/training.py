@@ -34,6 +34,7 @@ from perfcast.graph.stage import stage_graph
 from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackend, KernelBackendName, get_backend
 from perfcast.memory.estimate import estimate_memory
 from perfcast.schedule.data_parallel import data_parallel_time
+from perfcast.schedule.kernel_coverage import table_fallback_ops
 from perfcast.schedule.op_time import comm_op_time_s
 from perfcast.schedule.optimizer import optimizer_time_s
 from perfcast.schedule.orders import device_stage_work, schedule_plan
@@ -173,11 +174,11 @@ def estimate_training(
     m = num_micro_batches(workload, strategy)
     s = workload.seq_length
     kinds = distinct_stages(model, strategy.pp)
-    stages = []
+    stages, graphs = [], []
     for stage, _ in kinds:
         params = stage_params(model, strategy, stage)
-        times = stage_time(stage_graph(model, strategy, s, stage), system, strategy, backend,
-                           comm_overlap)
+        graphs.append(stage_graph(model, strategy, s, stage))
+        times = stage_time(graphs[-1], system, strategy, backend, comm_overlap)
         stages.append((times, data_parallel_time(params, times, system, strategy, comm_overlap),
                        params))
     per_stage = [stages[k] for k in stage_kinds(model, strategy.pp)]
@@ -234,6 +235,7 @@ def estimate_training(
         kernel_backend=str(getattr(backend, "name", kernel_backend)),
         stage_passes=passes,
         p2p_s=float(p2p_time_s(model, system, strategy, s)) if strategy.pp > 1 else 0.0,
+        kernel_table_fallback_ops=table_fallback_ops(graphs, system.gpu, strategy, backend),
         assumptions=(
             "model FLOPs per token = 6*N_active_matmul + causal attention (3 passes); "
             "MTP modules cost time but are not model FLOPs",

@@ -65,6 +65,9 @@ class TrainingReport:
     ``estimate.training_timeline`` rebuilds the step's timeline from them)."""
     p2p_s: float = 0.0
     """One activation send/recv between adjacent stages."""
+    kernel_table_fallback_ops: tuple[str, ...] = ()
+    """'name (kind)' of the ops a measured kernel table does not cover, timed analytically
+    (``schedule.kernel_coverage``; empty for the other backends)."""
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -109,6 +112,7 @@ class TrainingReport:
             "fits": self.memory.fits,
             "memory": self.memory.to_dict(),
             "kernel_backend": self.kernel_backend,
+            "kernel_table_fallback_ops": list(self.kernel_table_fallback_ops),
             "assumptions": list(self.assumptions),
         }
 

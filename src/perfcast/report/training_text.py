@@ -52,4 +52,8 @@ def render_training(report: TrainingReport, console) -> None:
         table.add_row(_LABELS.get(key, key), f"{value:,.4f}", f"{value / report.step_time_s:.1%}")
     table.add_row("[bold]step[/bold]", f"[bold]{report.step_time_s:,.4f}[/bold]", "100.0%")
     console.print(table)
+    if report.kernel_table_fallback_ops:
+        ops = report.kernel_table_fallback_ops
+        console.print(f"kernel table: {len(ops)} op(s) not covered, timed analytically: "
+                      + ", ".join(ops))
     render_memory(report.memory, console)
