@@ -215,3 +215,33 @@ def test_cli_rejects_a_table_of_neither_layout(tmp_path):
                                       "--kernel-backend", "measured", "--kernel-table", str(bad)])
     assert result.exit_code == 2
     assert "kernel_table" in result.output and "Traceback" not in result.output
+
+
+def _table_args() -> list[str]:
+    return ["--kernel-backend", "measured", "--kernel-table", str(SIMUMAX)]
+
+
+def test_cli_train_search_sweep_take_the_table():
+    runner = CliRunner()
+    base = ["--model", "llama-3-8b", "--gpus", "8", "--system", "dgx-b200"]
+    train = runner.invoke(app, ["train", *base, *_table_args(), "--json"])
+    assert train.exit_code == 0, train.output
+    data = json.loads(train.output)
+    assert data["kernel_backend"] == "measured"
+    assert "norm (memory_bound)" in data["kernel_table_fallback_ops"]
+    plain = json.loads(runner.invoke(app, ["train", *base, "--json"]).output)
+    assert data["step_time_s"] != pytest.approx(plain["step_time_s"], rel=1e-3)
+    search = runner.invoke(app, ["search", *base, *_table_args(), "--top", "1", "--json"])
+    assert search.exit_code == 0, search.output
+    assert json.loads(search.output)["best"]
+    sweep = runner.invoke(app, ["sweep", "--model", "llama-3-8b", "--gpus", "8", "--systems",
+                                "dgx-b200", *_table_args(), "--json"])
+    assert sweep.exit_code == 0, sweep.output
+    row = json.loads(sweep.output)["rows"][0]
+    assert row["kernel_backend"] == f"measured:{SIMUMAX}" and row["tokens_per_s_per_gpu"] > 0
+
+
+def test_cli_table_needs_the_measured_backend():
+    result = CliRunner().invoke(app, ["train", "--model", "llama-3-8b", "--gpus", "8",
+                                      "--kernel-table", str(SIMUMAX)])
+    assert result.exit_code == 2 and "needs --kernel-backend measured" in result.output
