@@ -9,26 +9,36 @@ squared ln(predicted/measured) with Nelder-Mead over log-parameters:
 
 * GEMM: Hopper fits main-loop efficiency (bf16, fp8), per-SM load bytes/clock, L2 bytes/clock
   per SM and fixed cycles per tile (the only generation with shape variety: DeepGEMM); other
-  generations fit their efficiencies and take the load/L2/tile-cycle knobs from Hopper.
+  generations fit their efficiencies and take the load/L2/tile-cycle knobs from ``DONOR``
+  (the same vendor's generation with rows, else Hopper), flagged in the provenance note.
+* A 'max-achievable search' row (mamf-finder) is the best rate over a shape sweep: it is
+  scored by the model's best over that sweep (``envelope_rate``), and generations with
+  borrowed shape knobs are fitted on that envelope (``residuals``).
 * Attention: Hopper fits forward/backward efficiency, softmax overlap and cycles per unit on
   FA3 + cuDNN rows; Ampere fits the same on FA2 fwd+bwd sums (forward/backward split set
   by the fit, not by separate rows); Blackwell fits its two
-  efficiencies on its headline rows with the rest from Hopper; CDNA takes Hopper's.
+  efficiencies on its headline rows with the rest from Hopper; CDNA takes Hopper's (flagged).
+* SimuMax's measured tables (``--simumax``, ``kernel_simumax_rows``) are scored per generation
+  and compared leave-one-source-out against the reference rows; they are one cluster's
+  tables (``perfcast --kernel-table``), not fitted into the default calibration.
 
 Prints per-row errors, median / p90 absolute error and MAPE per generation; ``--write`` writes
-``src/perfcast/calibration/kernel_analytical.yaml``.
+``src/perfcast/calibration/kernel_analytical.yaml``. Fitted knobs on their bound are listed
+in the provenance (``at_bound``).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import math
 from pathlib import Path
 
 import numpy as np
 import yaml
 from kernel_reference_rows import HARDWARE, Observation, read_observations
+from kernel_simumax_rows import read_simumax_observations
 
 from perfcast.calibration.kernel_analytical import KernelAnalyticalCalibration
 from perfcast.catalog.gpus import load_gpu
@@ -38,6 +48,7 @@ from perfcast.specs.hardware import GPUSpec
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CSV = REPO.parent / "shared" / "reference" / "kernel_efficiency.csv"
+DEFAULT_SIMUMAX = REPO.parent / "shared" / "reference" / "measured_kernels" / "simumax_kernels.csv"
 OUT = REPO / "src" / "perfcast" / "calibration" / "kernel_analytical.yaml"
 
 CATALOG_GPU = {
@@ -146,12 +157,59 @@ def predicted_rate(backend: AnalyticalBackend, o: Observation) -> float:
     return float(attention_flops(*fl, backward) / backend.attention_time_s(*args, backward, prec))
 
 
+def is_max_search(o: Observation) -> bool:
+    """A 'max-achievable search' row (stas00 mamf-finder): the best rate over a shape sweep."""
+    return "max-achievable search" in o.implementation
+
+
+ENVELOPE_DIMS = np.arange(1024.0, 20481.0, 1024.0)
+"""m, n, k values of the sweep a max-achievable row is the maximum of: mamf-finder's
+exhaustive search spans 0..20480 per dimension (stas00/ml-engineering compute/accelerator/
+benchmarks/mamf-finder.py usage), sampled here every 1024; the reported best shapes of
+kernel_efficiency.csv lines 2-19 all lie inside it."""
+
+
+@functools.cache
+def _envelope_grid() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    m, n, k = np.meshgrid(ENVELOPE_DIMS, ENVELOPE_DIMS, ENVELOPE_DIMS, indexing="ij")
+    return m.ravel(), n.ravel(), k.ravel()
+
+
+def envelope_rate(backend: AnalyticalBackend, o: Observation) -> float:
+    """Model's best FLOP/s over the sweep: what a max-achievable row measures. A model that
+    matches the row only at the reported shape but exceeds it elsewhere contradicts it."""
+    m, n, k = _envelope_grid()
+    prec = "fp8" if o.block == "gemm-fp8" else "bf16"
+    return float(np.max(gemm_flops(m, n, k) / backend.gemm_time_s(gpu_of(o), m, n, k, 1, prec)))
+
+
 def log_errors(gen: str, values: dict[str, float], obs: list[Observation]) -> np.ndarray:
+    """ln(predicted/measured) per observation; a max-achievable row is scored by the
+    model's best over the sweep (``envelope_rate``)."""
+    backend = backend_for(gen, values)
+    return np.array([math.log((envelope_rate(backend, o) if is_max_search(o)
+                               else predicted_rate(backend, o)) / o.measured) for o in obs])
+
+
+def own_shape_knobs(gen: str) -> bool:
+    """Whether a generation fits its own shape knobs (per-SM load, L2, per-tile cycles)."""
+    return gen == "hopper"
+
+
+def residuals(gen: str, values: dict[str, float], obs: list[Observation]) -> np.ndarray:
+    """ln(predicted/measured) the fit minimises. A generation with its own shape knobs
+    (Hopper: DeepGEMM's shape variety) fits max-achievable rows at their reported best
+    shape, where its shape model places them; a generation with borrowed shape knobs fits
+    only their best rate (``log_errors``: the envelope over the sweep), since the borrowed
+    shape dependence does not know where its best shape lies. ``log_errors`` reports both."""
+    if not own_shape_knobs(gen):
+        return log_errors(gen, values, obs)
     backend = backend_for(gen, values)
     return np.array([math.log(predicted_rate(backend, o) / o.measured) for o in obs])
 
 
 def weights(obs: list[Observation]) -> np.ndarray:
+    """Campaign weights: each implementation (campaign) counts once."""
     count: dict[str, int] = {}
     for o in obs:
         count[o.implementation] = count.get(o.implementation, 0) + 1
@@ -172,7 +230,7 @@ def fit(gen: str, base: dict[str, float], keys: tuple[str, ...], obs: list[Obser
         return values
 
     def loss(x: np.ndarray) -> float:
-        return float(np.sum(w * log_errors(gen, unpack(x), obs) ** 2))
+        return float(np.sum(w * residuals(gen, unpack(x), obs) ** 2))
 
     def pack(values: dict[str, float]) -> list[float]:
         out = []
@@ -193,64 +251,148 @@ def summary(errors: np.ndarray) -> str:
             f"MAPE {np.mean(rel):.1%}")
 
 
+DONOR = {"blackwell-ultra": "blackwell", "cdna4": "cdna3", "cdna3": "hopper",
+         "blackwell": "hopper", "ampere": "hopper"}
+"""Where a generation takes the knobs its own rows cannot fix: the nearest generation of the
+same vendor with rows, else Hopper (the only one with shape variety: DeepGEMM, FA3, cuDNN)."""
+
+FIT_ORDER = ("hopper", "ampere", "blackwell", "blackwell-ultra", "cdna3", "cdna4")
+
+
+def gemm_keys_for(gen: str, gemm: list[Observation]) -> tuple[str, ...]:
+    """Hopper fits every GEMM knob; others the efficiencies they have rows of. (Their few
+    rows are one best shape per SKU, and SKUs of a generation differ in power limit: A100
+    PCIe 300 W vs SXM 400 W, B200 1000 W vs GB200 1200 W, so a shape knob fitted across
+    them would absorb the clock difference; fitting the per-tile cycles that way drove them
+    to their bound.)"""
+    if gen == "hopper":
+        return GEMM_KEYS
+    return tuple(k for k in ("mma_efficiency_bf16", "mma_efficiency_fp8")
+                 if any(o.block == f"gemm-{k[-4:].strip('_')}" for o in gemm))
+
+
+def fit_generation(gen: str, base: dict[str, float], obs: list[Observation]
+                   ) -> tuple[dict[str, float], tuple[str, ...], tuple[str, ...]]:
+    """(values, fitted GEMM keys, fitted attention keys) of one generation on ``obs``."""
+    gemm = [o for o in obs if o.gemm is not None]
+    attn = [o for o in obs if o.attention is not None]
+    gemm_keys = gemm_keys_for(gen, gemm)
+    attn_keys = ATTN_KEYS if gen in ("hopper", "ampere") else (ATTN_KEYS[:2] if attn else ())
+    values = fit(gen, base, gemm_keys, gemm) if gemm_keys else dict(base)
+    values = fit(gen, values, attn_keys, attn) if attn_keys else values
+    return values, gemm_keys, attn_keys
+
+
+def at_a_bound(key: str, value: float) -> bool:
+    """True when a fitted value sits on its BOUNDS (the data push it past what the bound
+    allows: the model's form, not the data, sets it)."""
+    lo, hi = BOUNDS[key]
+    return value <= lo * 1.001 or value >= hi * 0.999
+
+
+def provenance_of(gen: str, obs: list[Observation], values: dict[str, float],
+                  keys: tuple[tuple[str, ...], tuple[str, ...]]) -> dict:
+    donor = DONOR.get(gen)
+    out = {}
+    for part, fitted_keys, sel in (("gemm", keys[0], lambda o: o.gemm is not None),
+                                   ("attention", keys[1], lambda o: o.attention is not None)):
+        rows = [o for o in obs if sel(o)]
+        err = log_errors(gen, values, rows)
+        rest = f"; other knobs from {donor} (fallback, no rows to fit them)" if donor else ""
+        out[part] = {
+            "method": "fitted" if fitted_keys else "transferred",
+            "source_rows": sorted({o.line for o in rows}),
+            "note": ("fitted: " + ", ".join(fitted_keys) + rest) if fitted_keys
+            else f"no {part} rows: every knob from {donor} (fallback)",
+            "fit_rms_log_error": (round(float(np.sqrt(np.mean(err ** 2))), 4)
+                                  if len(err) else None),
+        }
+        at_bound = [k for k in fitted_keys if at_a_bound(k, values[k])]
+        if at_bound:
+            out[part]["at_bound"] = at_bound
+    return out
+
+
+def report(gen: str, values: dict[str, float], obs: list[Observation]) -> None:
+    print(f"== {gen}: {values}")
+    for part in ("gemm", "attn"):
+        rows = [o for o in obs if o.block.startswith(part)]
+        if not rows:
+            continue
+        err = log_errors(gen, values, rows)
+        for o, e in zip(rows, err, strict=True):
+            tag = " (best over sweep)" if is_max_search(o) else ""
+            print(f"  line {o.line:4d} {o.block:13s} {o.hardware[:26]:26s} meas "
+                  f"{o.measured / 1e12:7.1f} TF  err {math.expm1(e):+.1%}{tag}")
+        print(f"  {part}", summary(err))
+
+
+def score_other_source(name: str, gen: str, values: dict[str, float],
+                       obs: list[Observation]) -> None:
+    """Errors of a generation's calibration on another source's rows, per block."""
+    for block in sorted({o.block for o in obs}):
+        rows = [o for o in obs if o.block == block]
+        print(f"  {name} {block}: {summary(log_errors(gen, values, rows))} "
+              f"(median measured {np.median([o.measured for o in rows]) / 1e12:.0f} TF)")
+
+
+def leave_one_source_out(gen: str, base: dict[str, float], reference: list[Observation],
+                         simumax: list[Observation]) -> None:
+    """Fit the GEMM efficiency on one source, score the other (SimuMax vs the published
+    reference rows of the same generation)."""
+    ref = [o for o in reference if o.block == "gemm-bf16"]
+    sim = [o for o in simumax if o.block == "gemm-bf16"]
+    if not ref or not sim:
+        return
+    on_ref = fit(gen, base, ("mma_efficiency_bf16",), ref)
+    on_sim = fit(gen, base, ("mma_efficiency_bf16",), sim)
+    print(f"  LOSO {gen} bf16 GEMM: fit on reference (eff {on_ref['mma_efficiency_bf16']:.3f}) "
+          f"-> SimuMax {summary(log_errors(gen, on_ref, sim))}; fit on SimuMax "
+          f"(eff {on_sim['mma_efficiency_bf16']:.3f}) -> reference "
+          f"{summary(log_errors(gen, on_sim, ref))}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--csv", type=Path, default=DEFAULT_CSV)
+    parser.add_argument("--simumax", type=Path, default=DEFAULT_SIMUMAX,
+                        help="SimuMax measured kernel table to score (not fitted); '' = none")
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--date", default=datetime.date.today().isoformat())
     args = parser.parse_args()
     observations, _ = read_observations(args.csv)
     usable = [o for o in observations if o.fit and o.hardware in CATALOG_GPU
               and (o.block.startswith("gemm") or o.block.startswith("attn"))]
+    simumax = (read_simumax_observations(args.simumax)
+               if str(args.simumax) and args.simumax.is_file() else [])
     by_gen: dict[str, list[Observation]] = {}
     for o in usable:
         by_gen.setdefault(load_gpu(CATALOG_GPU[o.hardware]).generation, []).append(o)
     fitted: dict[str, dict[str, float]] = {}
     provenance: dict[str, dict] = {}
-    order = ["hopper"] + [g for g in by_gen if g != "hopper"]
-    for gen in order:
+    for gen in FIT_ORDER:
+        base = dict(fitted.get(DONOR.get(gen, "hopper"), fitted.get("hopper", START)))
+        if gen not in by_gen:
+            fitted[gen] = base
+            provenance[gen] = provenance_of(gen, [], base, ((), ()))
+            untimed = sorted({o.line for o in observations if o.fit and o.generation == gen
+                              and o.hardware not in CATALOG_GPU})
+            for part in provenance[gen].values():
+                part["note"] += (f"; its rows (kernel_efficiency.csv lines {untimed}) have no "
+                                 "catalog GPU with the SM count and clock the tile model needs, "
+                                 "which then times them by the roofline fallback"
+                                 if untimed else "; no rows of its own")
+            continue
         obs = by_gen[gen]
-        gemm = [o for o in obs if o.gemm is not None]
-        attn = [o for o in obs if o.attention is not None]
-        base = dict(fitted.get("hopper", START))
-        gemm_keys = GEMM_KEYS if gen == "hopper" else tuple(
-            k for k in ("mma_efficiency_bf16", "mma_efficiency_fp8")
-            if any(o.block == f"gemm-{k[-4:].strip('_')}" for o in gemm))
-        attn_keys = ATTN_KEYS if gen in ("hopper", "ampere") else (
-            ATTN_KEYS[:2] if attn else ())
-        values = fit(gen, base, gemm_keys, gemm) if gemm_keys else base
-        values = fit(gen, values, attn_keys, attn) if attn_keys else values
+        values, gemm_keys, attn_keys = fit_generation(gen, base, obs)
         fitted[gen] = values
-        g_err, a_err = log_errors(gen, values, gemm), log_errors(gen, values, attn)
-        note_g = "fitted: " + ", ".join(gemm_keys) + ("" if gen == "hopper" else
-                                                      "; other knobs from hopper")
-        provenance[gen] = {
-            "gemm": {"method": "fitted" if gemm_keys else "transferred",
-                     "source_rows": sorted({o.line for o in gemm}), "note": note_g,
-                     "fit_rms_log_error": round(float(np.sqrt(np.mean(g_err ** 2))), 4)
-                     if len(g_err) else None},
-            "attention": {"method": "fitted" if attn_keys else "transferred",
-                          "source_rows": sorted({o.line for o in attn}),
-                          "note": "fitted: " + ", ".join(attn_keys) if attn_keys
-                          else "from hopper (no shaped rows)",
-                          "fit_rms_log_error": round(float(np.sqrt(np.mean(a_err ** 2))), 4)
-                          if len(a_err) else None},
-        }
-        print(f"== {gen}: {values}")
-        for o, e in zip(gemm + attn, np.concatenate([g_err, a_err]), strict=True):
-            print(f"  line {o.line:4d} {o.block:13s} {o.hardware[:26]:26s} meas "
-                  f"{o.measured / 1e12:7.1f} TF  err {math.expm1(e):+.1%}")
-        if len(g_err):
-            print("  GEMM", summary(g_err))
-        if len(a_err):
-            print("  attention", summary(a_err))
-    generations = {}
-    for gen in ("ampere", "hopper", "blackwell", "blackwell-ultra", "cdna3", "cdna4"):
-        src = gen if gen in fitted else {"blackwell-ultra": "blackwell", "cdna4": "cdna3"}[gen]
-        prov = provenance[src] if src == gen else {
-            part: {"method": "transferred", "note": f"copy of {src} (no rows of its own)"}
-            for part in ("gemm", "attention")}
-        generations[gen] = block(gen, fitted[src], prov)
+        provenance[gen] = provenance_of(gen, obs, values, (gemm_keys, attn_keys))
+        report(gen, values, obs)
+        own = [o for o in simumax if o.generation == gen]
+        if own:
+            score_other_source("SimuMax", gen, values, own)
+            leave_one_source_out(gen, base, obs, own)
+    generations = {gen: block(gen, fitted[gen], provenance[gen]) for gen in FIT_ORDER}
     worst = min(fitted, key=lambda g: fitted[g]["mma_efficiency_bf16"])
     generations["default"] = block("hopper", fitted[worst], {
         part: {"method": "default", "note": f"least favourable fitted generation ({worst}) "

@@ -36,6 +36,9 @@ class Provenance(BaseModel):
     source_rows: tuple[int, ...] = Field(default=(), description="Reference CSV lines used.")
     note: str = Field(default="", description="Provenance and caveats.")
     fit_rms_log_error: float | None = Field(default=None, ge=0, description="RMS ln(pred/meas).")
+    at_bound: tuple[str, ...] = Field(
+        default=(), description="Fitted knobs that ended on their fit bound (the model's form, "
+        "not the rows, sets them; treat as flagged).")
 
 
 class TileShape(BaseModel):

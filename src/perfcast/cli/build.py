@@ -215,6 +215,6 @@ def kernel_backend(name: str, table: Path | None = None):
         return get_backend(name)
     if name != "measured":
         raise InputError("kernel_table", str(table), "needs --kernel-backend measured")
-    from perfcast.kernels.measured import MeasuredBackend, load_kernel_table
+    from perfcast.kernels.measured import measured_backend_for_table
 
-    return MeasuredBackend(table=load_kernel_table(table))
+    return measured_backend_for_table(str(table))

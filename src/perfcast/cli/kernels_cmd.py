@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -15,6 +16,15 @@ from perfcast.cli.options import (
     KernelBackendOption,
     KernelTableOption,
 )
+
+
+class GemmPassOpt(StrEnum):
+    """``graph.ops.Phase`` values a GEMM can belong to."""
+
+    forward = "forward"
+    backward_dgrad = "backward_dgrad"
+    backward_wgrad = "backward_wgrad"
+
 
 kernels_app = typer.Typer(help="Time one GEMM or attention kernel on one GPU.",
                           no_args_is_help=True)
@@ -64,6 +74,10 @@ def gemm_command(
     n: Annotated[int, typer.Option("--n", min=1, help="Columns of B and C.")],
     k: Annotated[int, typer.Option("--k", min=1, help="Inner dimension.")],
     batch: Annotated[int, typer.Option("--batch", min=1, help="Batched/grouped GEMMs.")] = 1,
+    gemm_pass: Annotated[GemmPassOpt | None, typer.Option(
+        "--pass", help="Training pass whose layout a measured table should match "
+        "(forward: m=tokens, n=out, k=in; backward_dgrad: m=tokens, n=in, k=out; "
+        "backward_wgrad: m=in, n=out, k=tokens). Default: any.")] = None,
     dtype: DtypeOption = "bf16",
     system: SystemOption = "dgx-h100",
     kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
@@ -75,7 +89,8 @@ def gemm_command(
     from perfcast.report.kernel_report import gemm_kernel_report
 
     gpu, backend = _gpu_and_backend(system, gpu_clock_mhz, kernel_backend, kernel_table)
-    _emit(gemm_kernel_report(backend, gpu, m, n, k, batch, _precision(dtype)), json)
+    _emit(gemm_kernel_report(backend, gpu, m, n, k, batch, _precision(dtype),
+                             None if gemm_pass is None else gemm_pass.value), json)
 
 
 @kernels_app.command("attention")

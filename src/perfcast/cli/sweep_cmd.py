@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from perfcast.cli.errors import handle_input_errors
-from perfcast.cli.options import DEFAULT_KERNEL_BACKEND_OPT, KernelBackendOption
+from perfcast.cli.options import DEFAULT_KERNEL_BACKEND_OPT, KernelBackendOption, KernelTableOption
 
 
 class EngineOpt(str, Enum):
@@ -63,6 +63,7 @@ def sweep_command(
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Dask scheduler address (default: a local cluster).")] = None,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="Workers of the local Dask cluster.")] = None,
     kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
+    kernel_table: KernelTableOption = None,
     json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON object.")] = False,
 ) -> None:
     """Search the best strategy at every point; write a table and plots."""
@@ -74,7 +75,8 @@ def sweep_command(
         raise InputError("out", str(out), "must end in .csv or .parquet")
     tasks = sweep_tasks(model, [s.strip() for s in systems.split(",") if s.strip()],
                         _ints(gpus, "gpus"), global_batch_size, seq_length, scaling.value,
-                        _vary(vary or []), SearchConstraints(max_cp=max_cp), kernel_backend.value)
+                        _vary(vary or []), SearchConstraints(max_cp=max_cp), kernel_backend.value,
+                        _table(kernel_backend.value, kernel_table))
     if json:
         rows = run_sweep(tasks, out, engine.value, scheduler, workers)
     else:
@@ -99,3 +101,13 @@ def sweep_command(
     from perfcast.report.sweep_text import render_sweep
 
     render_sweep(rows, make_console(), out, written)
+
+
+def _table(backend: str, table: Path | None) -> str | None:
+    """The ``--kernel-table`` path, checked (it must load and needs the measured backend)."""
+    if table is None:
+        return None
+    from perfcast.cli.build import kernel_backend as make_backend
+
+    make_backend(backend, table)
+    return str(table)

@@ -35,6 +35,7 @@ from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackend, Kern
 from perfcast.memory.estimate import estimate_memory, offloaded_activation_bytes
 from perfcast.schedule.activation_offload import offload_exposed_s
 from perfcast.schedule.data_parallel import data_parallel_time
+from perfcast.schedule.kernel_coverage import table_fallback_ops
 from perfcast.schedule.op_time import comm_op_time_s
 from perfcast.schedule.optimizer import optimizer_time_s
 from perfcast.schedule.orders import device_stage_work, schedule_plan
@@ -176,11 +177,11 @@ def estimate_training(
     m = num_micro_batches(workload, strategy)
     s = workload.seq_length
     kinds = distinct_stages(model, strategy)
-    stages = []
+    stages, graphs = [], []
     for stage, _ in kinds:
         params = stage_params(model, strategy, stage)
-        times = stage_time(stage_graph(model, strategy, s, stage), system, strategy, backend,
-                           comm_overlap, host_launch)
+        graphs.append(stage_graph(model, strategy, s, stage))
+        times = stage_time(graphs[-1], system, strategy, backend, comm_overlap, host_launch)
         if strategy.cpu_offload_activation_layers or strategy.offload_modules:
             offloaded = offloaded_activation_bytes(model, strategy, params.num_layers,
                                                    params.num_moe_layers, s)
@@ -247,6 +248,7 @@ def estimate_training(
         p2p_s=float(p2p_time_s(model, system, strategy, s)) if strategy.pp > 1 else 0.0,
         calibration_fallback=overheads.is_fallback(system.gpu.generation),
         generation=system.gpu.generation,
+        kernel_table_fallback_ops=table_fallback_ops(graphs, system.gpu, strategy, backend),
         assumptions=(
             "model FLOPs per token = 6*N_active_matmul + causal attention (3 passes); "
             "MTP modules cost time but are not model FLOPs",

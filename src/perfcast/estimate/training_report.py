@@ -76,6 +76,9 @@ class TrainingReport:
 
     generation: str = ""
     """GPU generation whose calibration the forecast used."""
+    kernel_table_fallback_ops: tuple[str, ...] = ()
+    """'name (kind)' of the ops a measured kernel table does not cover, timed analytically
+    (``schedule.kernel_coverage``; empty for the other backends)."""
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -120,6 +123,7 @@ class TrainingReport:
             "fits": self.memory.fits,
             "memory": self.memory.to_dict(),
             "kernel_backend": self.kernel_backend,
+            "kernel_table_fallback_ops": list(self.kernel_table_fallback_ops),
             "assumptions": list(self.assumptions),
             "calibration": {"generation": self.generation, "fallback": self.calibration_fallback},
         }

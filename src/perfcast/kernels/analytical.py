@@ -84,8 +84,9 @@ class AnalyticalBackend:
         return plan_gemm(gpu, m, n, k, batch, precision, self.params(gpu).gemm, hbm_eff, launch)
 
     def gemm_time_s(self, gpu: GPUSpec, m: Floats, n: Floats, k: Floats, batch: Floats = 1,
-                    precision: Precision = "bf16") -> Floats:
-        """``batch`` GEMMs C[m,n] = A[m,k]·B[k,n], seconds (``analytical_gemm``)."""
+                    precision: Precision = "bf16", *, gemm_pass: str | None = None) -> Floats:
+        """``batch`` GEMMs C[m,n] = A[m,k]·B[k,n], seconds (``analytical_gemm``); the model
+        times every pass's layout alike (``gemm_pass`` is accepted and not used)."""
         if self.uses_roofline(gpu):
             return self.roofline.gemm_time_s(gpu, m, n, k, batch, precision)
         if all_scalars(m, n, k, batch):

@@ -51,8 +51,13 @@ class KernelBackend(Protocol):
         k: Floats,
         batch: Floats = 1,
         precision: Precision = "bf16",
+        *,
+        gemm_pass: str | None = None,
     ) -> Floats:
-        """``batch`` GEMMs C[m,n] = A[m,k]·B[k,n] (2·m·n·k·batch FLOPs), seconds."""
+        """``batch`` GEMMs C[m,n] = A[m,k]·B[k,n] (2·m·n·k·batch FLOPs), seconds.
+
+        ``gemm_pass`` (a ``graph.ops.Phase`` value: forward, backward_dgrad, backward_wgrad;
+        None = unknown) lets a measured table pick points of the pass's layout."""
         ...
 
     def attention_time_s(

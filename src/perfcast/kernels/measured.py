@@ -1,19 +1,21 @@
 """Measured kernel backend: interpolates a table of measured kernel times, analytical outside.
 
-The table (CSV, ``KERNEL_TABLE_COLUMNS``; ``#`` lines are metadata: GPU name, driver, torch
-version, date) holds measured times of GEMMs, attention passes and memory-bound kernels per
-GPU. The backend times a kernel with the analytical model and corrects it by the measured/
-analytical ratio interpolated over the table's points of the same GPU and kind: inverse-
-distance weighting (Shepard 1968, power 2) of ln(ratio) in log-shape space, exact at table
-points. A shape outside the bounding box of those points (per log dimension) gets ratio 1:
-the analytical time; ``outside_table`` reports which. ``perfcast profile`` writes such tables;
-``calibration/kernel_measured.csv`` is built from the published points of
-``shared/reference/kernel_efficiency.csv`` by ``tools/build_kernel_measured_table.py``.
+The table (``kernels.kernel_table``: perfcast's layout or SimuMax's measured_kernels layout)
+holds measured times of GEMMs, attention passes and memory-bound kernels per GPU. The backend
+times a kernel with the analytical model and corrects it by the measured/analytical ratio
+interpolated over the table's points of the same GPU, kind, precision class (and, for GEMMs,
+pass and main-gradient variant when the table tags them): inverse-distance weighting
+(Shepard 1968, power 2) of ln(ratio) in log-shape space, exact at table points and bounded by
+the ratios of the points. A shape outside the bounding box of those points (per log
+dimension), or with no point of its kind at all, gets ratio 1: the analytical time, per op;
+``outside_table`` reports which (``schedule.kernel_coverage`` lists them per step).
+``perfcast profile`` writes such tables; ``calibration/kernel_measured.csv`` is built from the
+published points of ``shared/reference/kernel_efficiency.csv`` by
+``tools/build_kernel_measured_table.py``.
 """
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -27,19 +29,19 @@ from perfcast.calibration.kernel_roofline import GEMM_CLASS
 from perfcast.errors import InputError
 from perfcast.kernels.analytical import AnalyticalBackend
 from perfcast.kernels.backend import KernelBackendName
+from perfcast.kernels.kernel_table import (
+    DEFAULT_MAIN_GRAD,
+    KERNEL_TABLE_COLUMNS,
+    KernelTable,
+    load_kernel_table,
+)
 from perfcast.specs.hardware import GPUSpec, Precision
 from perfcast.specs.strategy import AttentionKernel
 
-KERNEL_MEASURED_PATH: Final[Path] = CALIBRATION_DIR / "kernel_measured.csv"
+__all__ = ["KERNEL_MEASURED_PATH", "KERNEL_TABLE_COLUMNS", "KernelTable", "MeasuredBackend",
+           "load_kernel_table", "measured_backend_for_table"]
 
-KERNEL_TABLE_COLUMNS: Final[tuple[str, ...]] = (
-    "gpu", "kind", "precision", "m", "n", "k", "batch", "num_heads", "num_kv_heads", "seq_q",
-    "seq_kv", "head_dim_qk", "head_dim_v", "causal", "backward", "bytes_moved", "time_s",
-    "source",
-)
-"""Columns of a kernel table. ``kind``: gemm (m, n, k, batch), attention (batch, num_heads,
-num_kv_heads, seq_q, seq_kv, head_dim_qk, head_dim_v, causal, backward) or memory
-(bytes_moved); unused cells empty. ``gpu``: catalog name or alias; ``time_s``: seconds."""
+KERNEL_MEASURED_PATH: Final[Path] = CALIBRATION_DIR / "kernel_measured.csv"
 
 IDW_POWER: Final[float] = 2.0
 """Inverse-distance weighting exponent (Shepard's method, 2 = the usual choice)."""
@@ -53,42 +55,16 @@ class _Points:
     log_ratio: np.ndarray
 
 
+_FEATURES: Final[dict[str, tuple[str, ...]]] = {
+    "gemm": ("m", "n", "k", "batch"),
+    "attention": ("batch", "num_heads", "num_kv_heads", "seq_q", "seq_kv", "head_dim_qk"),
+    "memory": ("bytes_moved",),
+}
+"""Shape dimensions a table point is located by (natural log of each)."""
+
+
 def _features(kind: str, values: dict[str, Floats]) -> list[Floats]:
-    keys = {"gemm": ("m", "n", "k", "batch"),
-            "attention": ("batch", "num_heads", "seq_q", "seq_kv", "head_dim_qk"),
-            "memory": ("bytes_moved",)}[kind]
-    return [np.log(np.asarray(values[key], dtype=float)) for key in keys]
-
-
-@dataclass(frozen=True, eq=False)
-class KernelTable:
-    """Measured rows of a kernel table, validated at load (``load_kernel_table``)."""
-
-    rows: tuple[dict[str, str], ...]
-    path: str
-
-    def gpu_names(self) -> set[str]:
-        return {row["gpu"] for row in self.rows}
-
-
-def load_kernel_table(path: Path | str) -> KernelTable:
-    """Read a kernel table; ``InputError`` naming the file for a missing file or column."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("kernel_table", str(path), "file not found")
-    from perfcast.catalog.gpus import resolve_gpu_name
-
-    with path.open(newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(line for line in f if not line.startswith("#"))
-        missing = set(KERNEL_TABLE_COLUMNS) - set(reader.fieldnames or ())
-        if missing:
-            raise InputError("kernel_table", str(path), f"missing columns {sorted(missing)}")
-        rows = []
-        for row in reader:
-            row = dict(row)
-            row["gpu"] = resolve_gpu_name(row["gpu"])
-            rows.append(row)
-    return KernelTable(tuple(rows), str(path))
+    return [np.log(np.asarray(values[key], dtype=float)) for key in _FEATURES[kind]]
 
 
 @cache
@@ -100,6 +76,17 @@ def _flag(text: str) -> bool:
     return text.strip().lower() in ("1", "true", "yes")
 
 
+@dataclass(frozen=True)
+class _Query:
+    """Which table points a query may use: kind, precision class and tags."""
+
+    kind: str
+    group: str
+    flags: tuple[bool, ...] = ()
+    gemm_pass: str | None = None
+    main_grad: str = DEFAULT_MAIN_GRAD
+
+
 @dataclass(frozen=True, eq=False)
 class MeasuredBackend:
     """Analytical times corrected by a measured table (shipped table by default)."""
@@ -108,9 +95,8 @@ class MeasuredBackend:
     analytical: AnalyticalBackend = field(default_factory=AnalyticalBackend)
     name: KernelBackendName = KernelBackendName.MEASURED
 
-    def _points(self, gpu: GPUSpec, kind: str, group: str, flags: tuple[bool, ...] = ()
-                ) -> _Points | None:
-        return _table_points(self, gpu.name, kind, group, flags)
+    def _points(self, gpu: GPUSpec, query: _Query) -> _Points | None:
+        return _table_points(self, _reference_gpu(gpu), query)
 
     def _model_time(self, gpu: GPUSpec, kind: str, row: dict[str, str]) -> float:
         if kind == "gemm":
@@ -142,9 +128,13 @@ class MeasuredBackend:
         return np.where(inside, np.exp(log_ratio), 1.0), ~inside
 
     def gemm_time_s(self, gpu: GPUSpec, m: Floats, n: Floats, k: Floats, batch: Floats = 1,
-                    precision: Precision = "bf16") -> Floats:
-        """Analytical GEMM time × interpolated measured/analytical ratio, seconds."""
-        ratio, _ = self._ratio(self._points(gpu, "gemm", GEMM_CLASS[precision]), "gemm",
+                    precision: Precision = "bf16", *, gemm_pass: str | None = None,
+                    main_grad: str = DEFAULT_MAIN_GRAD) -> Floats:
+        """Analytical GEMM time × interpolated measured/analytical ratio, seconds.
+        ``gemm_pass`` (a ``graph.ops.Phase`` value) restricts the points to rows measured
+        for that pass (plus untagged rows) when the table has any; None uses every pass."""
+        query = _Query("gemm", GEMM_CLASS[precision], (), gemm_pass, main_grad)
+        ratio, _ = self._ratio(self._points(gpu, query), "gemm",
                                {"m": m, "n": n, "k": k, "batch": batch})
         return self.analytical.gemm_time_s(gpu, m, n, k, batch, precision) * ratio
 
@@ -156,13 +146,12 @@ class MeasuredBackend:
     ) -> Floats:
         """Analytical attention time × interpolated ratio (same direction and mask), s.
         The table measures the local GPU's default kernel; ``kernel`` scales the model."""
-        values = {"batch": batch, "num_heads": num_heads, "seq_q": seq_q, "seq_kv": seq_kv,
-                  "head_dim_qk": head_dim_qk}
+        values = _attention_values(batch, num_heads, num_kv_heads, seq_q, seq_kv, head_dim_qk)
         group = GEMM_CLASS[precision]
-        r_causal, _ = self._ratio(self._points(gpu, "attention", group, (True, backward)),
-                                  "attention", values)
-        r_full, _ = self._ratio(self._points(gpu, "attention", group, (False, backward)),
-                                "attention", values)
+        r_causal, _ = self._ratio(
+            self._points(gpu, _Query("attention", group, (True, backward))), "attention", values)
+        r_full, _ = self._ratio(
+            self._points(gpu, _Query("attention", group, (False, backward))), "attention", values)
         model = self.analytical.attention_time_s(
             gpu, batch, num_heads, seq_q, seq_kv, head_dim_qk, head_dim_v, causal, backward,
             precision, num_kv_heads=num_kv_heads, kernel=kernel)
@@ -170,33 +159,76 @@ class MeasuredBackend:
 
     def memory_bound_time_s(self, gpu: GPUSpec, bytes_moved: Floats) -> Floats:
         """Analytical memory-bound time × interpolated ratio, seconds."""
-        ratio, _ = self._ratio(self._points(gpu, "memory", "any"), "memory",
+        ratio, _ = self._ratio(self._points(gpu, _Query("memory", "any")), "memory",
                                {"bytes_moved": bytes_moved})
         return self.analytical.memory_bound_time_s(gpu, bytes_moved) * ratio
 
     def outside_table(self, gpu: GPUSpec, kind: str, precision: Precision = "bf16",
-                      causal: bool = False, backward: bool = False, **shape: Floats) -> Bools:
-        """True where a shape lies outside the table's points for ``gpu`` and ``kind``
-        (``gemm``: m, n, k, batch; ``attention``: batch, num_heads, seq_q, seq_kv,
-        head_dim_qk; ``memory``: bytes_moved) and is timed analytically."""
+                      causal: bool = False, backward: bool = False,
+                      gemm_pass: str | None = None, **shape: Floats) -> Bools:
+        """True where a shape lies outside the table's points for ``gpu`` and ``kind`` and is
+        timed analytically (``gemm``: m, n, k, batch; ``attention``: batch, num_heads,
+        seq_q, seq_kv, head_dim_qk and optionally num_kv_heads; ``memory``: bytes_moved)."""
         group = "any" if kind == "memory" else GEMM_CLASS[precision]
         flags = (causal, backward) if kind == "attention" else ()
-        return self._ratio(self._points(gpu, kind, group, flags), kind, shape)[1]
+        if kind == "attention":
+            shape = _attention_values(shape["batch"], shape["num_heads"],
+                                      shape.get("num_kv_heads"), shape["seq_q"],
+                                      shape["seq_kv"], shape["head_dim_qk"])
+        query = _Query(kind, group, flags, gemm_pass if kind == "gemm" else None)
+        return self._ratio(self._points(gpu, query), kind, shape)[1]
 
 
 @cache
-def _table_points(backend: MeasuredBackend, gpu_name: str, kind: str, group: str,
-                  flags: tuple[bool, ...]) -> _Points | None:
-    """Features and ln(measured/analytical) of the table rows matching the query, cached."""
+def measured_backend_for_table(path: str) -> MeasuredBackend:
+    """A measured backend over the kernel table at ``path`` (loaded once per process)."""
+    return MeasuredBackend(table=load_kernel_table(path))
+
+
+def _attention_values(batch, num_heads, num_kv_heads, seq_q, seq_kv, head_dim_qk
+                      ) -> dict[str, Floats]:
+    return {"batch": batch, "num_heads": num_heads,
+            "num_kv_heads": num_heads if num_kv_heads is None else num_kv_heads,
+            "seq_q": seq_q, "seq_kv": seq_kv, "head_dim_qk": head_dim_qk}
+
+
+def _reference_gpu(gpu: GPUSpec) -> GPUSpec:
+    """The GPU the table's analytical ratios are taken against: the catalog entry of that name
+    at its own clock (a clock override then scales the forecast), else ``gpu`` unclocked."""
     from perfcast.catalog.gpus import load_gpu
 
-    rows = [r for r in backend.table.rows if r["gpu"] == gpu_name and r["kind"] == kind
-            and (kind == "memory" or GEMM_CLASS[r["precision"]] == group)
-            and (kind != "attention" or (_flag(r["causal"]), _flag(r["backward"])) == flags)]
+    try:
+        return load_gpu(gpu.name)
+    except InputError:
+        return gpu.model_copy(update={"clock_override_Hz": None})
+
+
+def _matching_rows(table: KernelTable, gpu_name: str, query: _Query) -> list[dict[str, str]]:
+    """Rows of ``gpu_name`` a query may use (``_Query``): same kind, precision class and
+    attention flags; for GEMMs the query's main-gradient variant and, when the table tags
+    any row with the query's pass, those rows and untagged ones."""
+    kind = query.kind
+    name = gpu_name.lower()
+    rows = [r for r in table.rows if r["gpu"].lower() == name and r["kind"] == kind
+            and (kind == "memory" or GEMM_CLASS[r["precision"]] == query.group)
+            and (kind != "attention" or (_flag(r["causal"]), _flag(r["backward"])) == query.flags)]
+    if kind != "gemm":
+        return rows
+    rows = [r for r in rows if r.get("main_grad", "") in ("", query.main_grad)]
+    if query.gemm_pass and any(r.get("gemm_pass") == query.gemm_pass for r in rows):
+        rows = [r for r in rows if r.get("gemm_pass", "") in ("", query.gemm_pass)]
+    return rows
+
+
+@cache
+def _table_points(backend: MeasuredBackend, gpu: GPUSpec, query: _Query) -> _Points | None:
+    """Features and ln(measured/analytical) of the table rows matching the query, cached."""
+    rows = _matching_rows(backend.table, gpu.name, query)
     if not rows:
         return None
-    gpu = load_gpu(gpu_name)
-    features = np.array([[float(f) for f in _features(kind, r)] for r in rows])
-    log_ratio = np.array([np.log(float(r["time_s"]) / backend._model_time(gpu, kind, r))
+    if query.kind == "attention":
+        rows = [dict(r, num_kv_heads=r["num_kv_heads"] or r["num_heads"]) for r in rows]
+    features = np.array([[float(f) for f in _features(query.kind, r)] for r in rows])
+    log_ratio = np.array([np.log(float(r["time_s"]) / backend._model_time(gpu, query.kind, r))
                           for r in rows])
     return _Points(features, log_ratio)

@@ -80,8 +80,11 @@ class RooflineBackend:
         k: Floats,
         batch: Floats = 1,
         precision: Precision = "bf16",
+        *,
+        gemm_pass: str | None = None,
     ) -> Floats:
-        """``batch`` GEMMs C[m,n] = A[m,k]·B[k,n], seconds.
+        """``batch`` GEMMs C[m,n] = A[m,k]·B[k,n], seconds (every pass alike: ``gemm_pass``
+        is accepted and not used).
 
         t = max(2mnk·batch / (P_prec·eff_gemm(F)), bytes/(BW·eff_hbm)) + t_launch, with
         eff_gemm(F) = eff_max·F/(F + F_half) for the precision's class (``GEMM_CLASS``: 16-bit

@@ -30,6 +30,9 @@ class KernelReport:
     tile: str | None = None
     """Chosen tile 'T_m x T_n' (and split-K) of the analytical GEMM model."""
     waves: float | None = None
+    table_fallback: bool | None = None
+    """Measured backend: True when no comparable table point exists and the time is the
+    analytical model's; None for the other backends."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -61,12 +64,21 @@ def _bound(backend: KernelBackend, gpu: GPUSpec, time_s: float, flops: float,
     return "compute" if compute >= memory else "memory"
 
 
+def _table_fallback(backend: KernelBackend, gpu: GPUSpec, kind: str, precision: Precision,
+                    **query) -> bool | None:
+    """``backend.outside_table`` for a measured backend, else None."""
+    outside = getattr(backend, "outside_table", None)
+    return None if outside is None else bool(outside(gpu, kind, precision, **query))
+
+
 def gemm_kernel_report(backend: KernelBackend, gpu: GPUSpec, m: int, n: int, k: int,
-                       batch: int, precision: Precision) -> KernelReport:
-    """Forecast ``batch`` GEMMs m×n×k on ``gpu`` with ``backend``."""
+                       batch: int, precision: Precision, gemm_pass: str | None = None
+                       ) -> KernelReport:
+    """Forecast ``batch`` GEMMs m×n×k on ``gpu`` with ``backend`` (``gemm_pass``: the
+    ``graph.ops.Phase`` value whose layout a measured table should match; None = any)."""
     flops = float(gemm_flops(m, n, k, batch))
     num_bytes = float(gemm_bytes(m, n, k, batch, precision))
-    time_s = float(backend.gemm_time_s(gpu, m, n, k, batch, precision))
+    time_s = float(backend.gemm_time_s(gpu, m, n, k, batch, precision, gemm_pass=gemm_pass))
     tile, waves, bound = None, None, None
     plan_fn = getattr(backend, "plan_gemm", None)
     if plan_fn is not None and not backend.uses_roofline(gpu):
@@ -79,7 +91,9 @@ def gemm_kernel_report(backend: KernelBackend, gpu: GPUSpec, m: int, n: int, k: 
         shape={"m": m, "n": n, "k": k, "batch": batch}, time_s=time_s, flops=flops,
         bytes_moved=num_bytes, tflops=flops / time_s / 1e12,
         pct_of_peak=100.0 * flops / time_s / gpu.peak_flops(precision),
-        bound=bound or _bound(backend, gpu, time_s, flops, num_bytes), tile=tile, waves=waves)
+        bound=bound or _bound(backend, gpu, time_s, flops, num_bytes), tile=tile, waves=waves,
+        table_fallback=_table_fallback(backend, gpu, "gemm", precision, gemm_pass=gemm_pass,
+                                       m=m, n=n, k=k, batch=batch))
 
 
 def attention_kernel_report(backend: KernelBackend, gpu: GPUSpec, shape: AttentionShape,
@@ -99,4 +113,8 @@ def attention_kernel_report(backend: KernelBackend, gpu: GPUSpec, shape: Attenti
         backend=str(backend.name), precision=precision, shape=asdict(s), time_s=time_s,
         flops=flops, bytes_moved=num_bytes, tflops=flops / time_s / 1e12,
         pct_of_peak=100.0 * flops / time_s / peak,
-        bound=_bound(backend, gpu, time_s, flops, num_bytes))
+        bound=_bound(backend, gpu, time_s, flops, num_bytes),
+        table_fallback=_table_fallback(
+            backend, gpu, "attention", precision, causal=s.causal, backward=s.backward,
+            batch=s.batch, num_heads=s.heads, num_kv_heads=s.kv_heads, seq_q=s.seq_q,
+            seq_kv=s.seq_kv, head_dim_qk=s.head_dim_qk))

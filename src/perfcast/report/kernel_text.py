@@ -18,6 +18,9 @@ def render_kernel(report: KernelReport, console) -> None:
             ("% of peak", f"{report.pct_of_peak:.1f}%"), ("bound", report.bound)]
     if report.tile is not None:
         rows += [("tile", report.tile), ("waves", f"{report.waves:g}")]
+    if report.table_fallback is not None:
+        rows.append(("kernel table", "not covered: analytical model" if report.table_fallback
+                     else "measured point / interpolated"))
     for name, value in rows:
         table.add_row(name, str(value))
     console.print(table)

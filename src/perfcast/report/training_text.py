@@ -58,4 +58,8 @@ def render_training(report: TrainingReport, console) -> None:
         console.print(f"calibration: no training measurements for {report.generation} GPUs; "
                       "the calibrated overhead is the pooled fit of the measured generations "
                       "(fallback)")
+    if report.kernel_table_fallback_ops:
+        ops = report.kernel_table_fallback_ops
+        console.print(f"kernel table: {len(ops)} op(s) not covered, timed analytically: "
+                      + ", ".join(ops))
     render_memory(report.memory, console)

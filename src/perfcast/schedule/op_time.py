@@ -25,7 +25,7 @@ from perfcast.graph.ops import (
 )
 from perfcast.kernels.backend import KernelBackend
 from perfcast.kernels.unfused_attention import unfused_attention_time_s
-from perfcast.specs.hardware import SystemSpec
+from perfcast.specs.hardware import Precision, SystemSpec
 from perfcast.specs.strategy import Strategy
 
 
@@ -34,12 +34,11 @@ def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
     """Seconds for ``op`` (all its ``count`` repetitions) on one GPU."""
     gpu = system.gpu
     if isinstance(op, GemmOp):
-        fp8 = gemm_in_fp8(op, strategy.precision, strategy.fp8_recipe)
-        precision = gemm_format(strategy.fp8_recipe) if fp8 else (
-            "fp16" if strategy.precision == "fp16" else "bf16")
-        return op.count * backend.gemm_time_s(gpu, op.m, op.n, op.k, op.batch, precision)
+        return op.count * backend.gemm_time_s(gpu, op.m, op.n, op.k, op.batch,
+                                              gemm_precision(op, strategy),
+                                              gemm_pass=op.phase.value)
     if isinstance(op, AttentionOp):
-        precision = "fp16" if strategy.precision == "fp16" else "bf16"
+        precision = attention_precision(strategy)
         backward = op.phase.value != "forward"
         if not op.fused:
             return op.count * unfused_attention_time_s(
@@ -65,6 +64,16 @@ def attention_kernel_keys(op: AttentionOp, gpu):
 
     blocks = load_kernel_analytical().for_generation(gpu.generation).attention
     return sliding_window_keys_visited(op.window, op.seq_kv, blocks.block_q, blocks.block_kv)
+def gemm_precision(op: GemmOp, strategy: Strategy) -> Precision:
+    """Format ``op`` runs in: the FP8 recipe's when the recipe casts it, else fp16/bf16."""
+    if gemm_in_fp8(op, strategy.precision, strategy.fp8_recipe):
+        return gemm_format(strategy.fp8_recipe)
+    return attention_precision(strategy)
+
+
+def attention_precision(strategy: Strategy) -> Precision:
+    """16-bit format of attention (and of GEMMs kept out of FP8): fp16 or bf16."""
+    return "fp16" if strategy.precision == "fp16" else "bf16"
 
 
 def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:

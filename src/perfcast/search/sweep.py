@@ -58,19 +58,35 @@ class SweepTask:
     constraints: SearchConstraints = field(default_factory=SearchConstraints)
     kernel_backend: str = DEFAULT_KERNEL_BACKEND.value
     """Kernel time model the search uses (``perfcast.kernels.backend``)."""
+    kernel_table: str | None = None
+    """Kernel table of the ``measured`` backend (``--kernel-table``); None = shipped one."""
+
+    @property
+    def kernels(self) -> str:
+        """The backend name, with the table path when one is given."""
+        return self.kernel_backend + (f":{self.kernel_table}" if self.kernel_table else "")
 
     @property
     def task_id(self) -> str:
         vary = f"{self.parameter}={self.factor:g}" if self.parameter else "base"
         return (f"{self.model}|{self.system}|{self.num_gpus}|{self.global_batch_size}|"
-                f"{self.seq_length}|{vary}|kernels={self.kernel_backend}")
+                f"{self.seq_length}|{vary}|kernels={self.kernels}")
+
+    def backend(self):
+        """The backend name, or a measured backend over ``kernel_table``."""
+        if self.kernel_table is None:
+            return self.kernel_backend
+        from perfcast.kernels.measured import measured_backend_for_table
+
+        return measured_backend_for_table(self.kernel_table)
 
 
 def sweep_tasks(model: str, systems: Sequence[str], gpu_counts: Sequence[int],
                 global_batch_size: int, seq_length: int, scaling: str = "strong",
                 vary: dict[str, Sequence[float]] | None = None,
                 constraints: SearchConstraints | None = None,
-                kernel_backend: str = DEFAULT_KERNEL_BACKEND.value) -> list[SweepTask]:
+                kernel_backend: str = DEFAULT_KERNEL_BACKEND.value,
+                kernel_table: str | None = None) -> list[SweepTask]:
     """Tasks over systems × GPU counts (× each hardware factor, one parameter at a time), each
     searched with ``kernel_backend``.
 
@@ -88,7 +104,8 @@ def sweep_tasks(model: str, systems: Sequence[str], gpu_counts: Sequence[int],
                    else global_batch_size * gpus // smallest)
             for parameter, factor in variations:
                 tasks.append(SweepTask(model, system, gpus, gbs, seq_length, parameter, factor,
-                                       constraints or SearchConstraints(), kernel_backend))
+                                       constraints or SearchConstraints(), kernel_backend,
+                                       kernel_table))
     return tasks
 
 
@@ -103,11 +120,11 @@ def run_task(task: SweepTask) -> dict:
                            task.factor)
     workload = Workload(seq_length=task.seq_length, global_batch_size=task.global_batch_size)
     result = search_strategies(load_model(task.model), system, workload, task.num_gpus,
-                               task.constraints, top=1, kernel_backend=task.kernel_backend)
+                               task.constraints, top=1, kernel_backend=task.backend())
     row = {"task_id": task.task_id, "model": task.model, "system": task.system,
            "num_gpus": task.num_gpus, "global_batch_size": task.global_batch_size,
            "seq_length": task.seq_length, "parameter": task.parameter or "",
-           "factor": task.factor, "kernel_backend": task.kernel_backend,
+           "factor": task.factor, "kernel_backend": task.kernels,
            "evaluated": result.evaluated, "feasible": result.feasible}
     if not result.best:
         return row | {"tokens_per_s_per_gpu": float("nan"), "step_time_s": float("nan")}
