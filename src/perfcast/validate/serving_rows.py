@@ -186,6 +186,16 @@ def _precision(row: Row, system: SystemSpec, notes: list[str]) -> dict[str, Any]
     raise RowError(f"precision={cell_text(row, 'precision')!r}: not understood")
 
 
+_ATTENTION_DP = re.compile(r"(attention[- ]dp|dp[- ]attention|attention data)(\s*[=:]\s*(on|off))?")
+
+
+def attention_dp_stated(notes_text: str) -> bool:
+    """Whether the notes say attention DP was on: named ('--enable-dp-attention', 'attention
+    DP + EP8', 'DP-attention=on'), and not switched off ('DP-attention=off', InferenceX's
+    field for a run without it)."""
+    return any(m.group(3) != "off" for m in _ATTENTION_DP.finditer(notes_text.lower()))
+
+
 def _num_requests(notes_text: str, clients: int) -> int:
     per_client = re.search(r"(\d+)\s*[*×]\s*conc", notes_text)
     if per_client:
@@ -284,7 +294,7 @@ def parse_serving_row(row: Row, catalog: CatalogLookup, source_id: str) -> Servi
         found = ("vllm", None)
         notes.append("engine without a serving profile: vLLM defaults")
     text = cell_text(row, "notes").lower()
-    attention_dp = tp > 1 and bool(re.search(r"attention[- ]dp|dp[- ]attention|attention data", text))
+    attention_dp = tp > 1 and attention_dp_stated(text)
     options = {"engine": found[0], "engine_version": found[1], "attention_dp": attention_dp,
                **_precision(row, system, notes)}
     overrides = {} if attention_dp else engine_overrides(cell_text(row, "notes"))
