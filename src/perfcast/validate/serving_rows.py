@@ -12,7 +12,8 @@ recorded in the case's ``notes``):
 * statistic: ``MEDIAN`` in the notes → median, else mean; an ITL stored as ``tpot`` compares
   with the simulated ITL; units ``ms``/``s`` converted; throughput ``tokens/s/GPU`` per GPU,
   ``tokens/s`` for the deployment (output tokens), ``req/s`` requests;
-* lengths: ``random-range-ratio 0.8`` in the notes → uniform in [0.8 L, L]; requests: ``10*conc``
+* lengths: ``random-range-ratio 0.8`` in the notes → uniform in [0.8 L, L], ``+-15% variance``
+  → uniform in [0.85 L, 1.15 L]; requests: ``10*conc``
   / ``N prompts`` / ``N requests`` in the notes, else 10 × concurrency (≥ 100), at most
   ``MAX_SIMULATED_REQUESTS``;
 * precision: FP8 (W+A; ``FP8 KV`` also the cache), NVFP4/MXFP4/FP4 (W+A on GPUs with FP4 tensor
@@ -213,6 +214,12 @@ def _workload(row: Row, notes: list[str]) -> tuple[ServingWorkload, str]:
     if input_len is None or output_len is None:
         raise RowError("input_len/output_len not stated")
     ratio = 0.8 if "random-range-ratio 0.8" in text else 1.0
+    spread = re.search(r"(?:\+-|±)\s*(\d+)\s*% variance", text)
+    if spread:  # lengths uniform in [(1 − v)·L, (1 + v)·L]: top (1 + v)·L, ratio (1 − v)/(1 + v)
+        v = int(spread.group(1)) / 100
+        input_len, output_len = round(input_len * (1 + v)), round(output_len * (1 + v))
+        ratio = (1 - v) / (1 + v)
+        notes.append(f"lengths ±{spread.group(1)}% around the nominal (uniform)")
     common = dict(input_len=input_len, output_len=output_len, length_range_ratio=ratio)
     rate = re.search(r"request rate ([\d.]+)", batching)
     if rate:
