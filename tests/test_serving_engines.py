@@ -108,7 +108,8 @@ def test_engine_settings_stated_in_notes_override_the_profile():
              "max_batch_size 896 per rank, kv_cache_free_gpu_mem_fraction 0.93")
     assert engine_overrides(notes) == {"token_budget_per_step": 512, "max_running_seqs": 1024,
                                        "gpu_memory_fraction": 0.93}
-    assert engine_overrides("max_batch_size 896 per rank") == {}
+    # under attention DP the stated values are per rank; estimate_serving sums the ranks
+    assert engine_overrides("max_batch_size 896 per rank") == {"max_running_seqs": 896}
 
 
 def test_override_engine_names_its_source_and_rejects_unknown_settings():

@@ -20,7 +20,7 @@ recorded in the case's ``notes``):
   cores; MoE-only MXFP4 ``as released`` with BF16 activations = FP4 weights), INT4 weight-only,
   BF16/FP16; ``ep`` empty or 0 = no expert parallelism; attention DP when the notes say so.
 * engine settings the notes state (token budget, max sequences, memory fraction) replace the
-  profile's defaults (``engine_overrides``);
+  profile's defaults (``engine_overrides``; per rank under attention DP);
 * skipped with a reason: disaggregated prefill/decode, production traffic, prefill-only
   (``input_throughput_per_gpu``) and speculative/MTP rows.
 """
@@ -70,15 +70,16 @@ _ENGINE_OVERRIDES = (
                 r"[\s=:]+(\d+)", re.I), "token_budget_per_step", int),
     (re.compile(r"(?:max[-_]num[-_]seqs|max[-_]running[-_]requests)[\s=:]+(\d+)", re.I),
      "max_running_seqs", int),
-    (re.compile(r"max_batch_size[\s=:]+(\d+)\b(?!\s*per rank)", re.I), "max_running_seqs", int),
+    (re.compile(r"max_batch_size[\s=:]+(\d+)\b", re.I), "max_running_seqs", int),
     (re.compile(r"(?:gpu[-_]memory[-_]utilization|mem[-_]fraction[-_]static)[\s=:]+([\d.]+)",
                 re.I), "gpu_memory_fraction", float),
     (re.compile(r"(?:kv_cache_free_gpu_mem_fraction|free_gpu_memory_fraction)[\s=:]+([\d.]+)",
                 re.I), "gpu_memory_fraction", float),
 )
 """Engine settings a row's notes state (``--max-num-batched-tokens 512``, ``max_num_tokens
-2048``, ...): they replace the profile's defaults for that row. Rows with attention DP state
-per-rank values and keep the defaults (the simulation runs one scheduler per TP group)."""
+2048``, ...): they replace the profile's defaults for that row. The values are per scheduler:
+with attention DP each rank runs one (``max_batch_size 896 per rank``) and ``estimate_serving``
+sums the tp ranks (``serving.attention_dp_scheduler``)."""
 
 
 def engine_overrides(notes_text: str) -> dict[str, Any]:
@@ -304,7 +305,7 @@ def parse_serving_row(row: Row, catalog: CatalogLookup, source_id: str) -> Servi
     attention_dp = tp > 1 and attention_dp_stated(text)
     options = {"engine": found[0], "engine_version": found[1], "attention_dp": attention_dp,
                **_precision(row, system, notes)}
-    overrides = {} if attention_dp else engine_overrides(cell_text(row, "notes"))
+    overrides = engine_overrides(cell_text(row, "notes"))
     if overrides:
         options["engine_overrides"] = overrides
         notes.append(f"engine settings from the notes: {overrides}")
