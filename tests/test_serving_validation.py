@@ -6,8 +6,10 @@ sources, step costs from the static-batch calibration), so the figures are out-o
 construction; they are still compared in-sample (no leave-one-source-out split yet). Bounds sit
 a margin above the measured error on 272 rows (2026-11-24, branch serving17b: step-boundary
 admission with overlap schedulers, attention-DP per-rank schedulers, 'DP-attention=off' read
-as off): TTFT 70.4% (80 rows; 79.3% before), TPOT 26.5% (96; 28.9%), throughput 57.5% (93;
-63.6%) MAPE.
+as off, vLLM V0 defaults before 0.8): TTFT 70.1% (80 rows; 79.3% before), TPOT 26.7% (96;
+28.9%), throughput 61.4% (93; 63.6%) MAPE. The V0 decode CUDA graphs alone add 4 points of
+throughput error, all on the early-2025 DeepSeek-R1 rows (dstack), whose 3-4x slower kernels
+are not modelled.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from conftest import shared_path
 METRIC_GROUPS = {"ttft": "ttft", "tpot": "tpot", "itl": "tpot",
                  "output_throughput_per_gpu": "throughput", "output_throughput_total": "throughput",
                  "request_throughput": "throughput"}
-MAPE_BOUNDS = {"ttft": 0.75, "tpot": 0.30, "throughput": 0.62}
+MAPE_BOUNDS = {"ttft": 0.75, "tpot": 0.30, "throughput": 0.64}
 """Concurrency/request-rate rows, MAPE per metric (in-sample; see the module docstring)."""
 
 SKIP_REASONS = ("disaggregated", "prefill-only", "speculative", "production-traffic",
