@@ -34,8 +34,19 @@ def test_version_ranges_pick_the_default_of_that_release():
     # vLLM gpu_memory_utilization 0.9 through 0.19, 0.92 from 0.20 (frameworks.md §5)
     assert engine_config("vllm", 80 * GiB, "0.19.1").gpu_memory_fraction == 0.9
     assert engine_config("vllm", 80 * GiB, "0.20.0").gpu_memory_fraction == 0.92
-    assert engine_config("vllm", 80 * GiB, "0.7.3").cuda_graph_max_batch == 0
+    assert engine_config("vllm", 80 * GiB, "0.9.2").cuda_graph_max_batch == 0
     assert engine_config("vllm", 80 * GiB).cuda_graph_max_batch == 512
+
+
+def test_vllm_v0_engine_before_0_8():
+    """vLLM ≤ 0.7 ran the V0 engine (VLLM_USE_V1=0): prefill-first without chunking (MLA forces
+    it off), max_num_seqs 256, decode graphs up to it (vLLM@0.7.3 arg_utils.py, config.py,
+    core/scheduler.py)."""
+    v0 = engine_config("vllm", 141 * GiB, "0.7.3")
+    assert (v0.scheduler_policy, v0.chunked_prefill, v0.max_running_seqs) == ("prefill_first", False, 256)
+    assert v0.cuda_graph_max_batch == 256 and not v0.overlap_scheduler
+    v1 = engine_config("vllm", 141 * GiB, "0.8.5")
+    assert (v1.scheduler_policy, v1.chunked_prefill, v1.max_running_seqs) == ("mixed", True, 1024)
 
 
 def test_device_tiers():
@@ -108,7 +119,8 @@ def test_engine_settings_stated_in_notes_override_the_profile():
              "max_batch_size 896 per rank, kv_cache_free_gpu_mem_fraction 0.93")
     assert engine_overrides(notes) == {"token_budget_per_step": 512, "max_running_seqs": 1024,
                                        "gpu_memory_fraction": 0.93}
-    assert engine_overrides("max_batch_size 896 per rank") == {}
+    # under attention DP the stated values are per rank; estimate_serving sums the ranks
+    assert engine_overrides("max_batch_size 896 per rank") == {"max_running_seqs": 896}
 
 
 def test_override_engine_names_its_source_and_rejects_unknown_settings():

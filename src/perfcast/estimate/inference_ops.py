@@ -27,7 +27,7 @@ from perfcast.graph.layer import (
     layer_memory_bound_ops,
     mlp_forward_ops,
 )
-from perfcast.graph.ops import AttentionOp, CommOp, ComputeOp, GemmOp, MemoryOp, Phase
+from perfcast.graph.ops import AttentionOp, CommOp, ComputeOp, GemmOp, Group, MemoryOp, Phase
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.strategy import Strategy
 
@@ -111,8 +111,10 @@ def step_layer_ops(
     memory = layer_memory_bound_ops(model, shape)
     comm = [op for op in layer_comm_ops(model, shape)
             if isinstance(op, CommOp) and op.phase == Phase.FORWARD]
-    if attention_dp:
-        comm = [replace(op, count=op.count / 2) if op.name == "tp_all_reduce" else op for op in comm]
+    if attention_dp:  # each rank dispatches only its own tokens (1/tp of the step) to the experts
+        comm = [replace(op, count=op.count / 2) if op.name == "tp_all_reduce" else
+                replace(op, size_bytes=op.size_bytes / tp) if op.group == Group.EP else op
+                for op in comm]
         passes = tuple(replace(p, num_seqs=p.num_seqs / tp) for p in passes)
     compute = tuple(op for op in attention + mlp + memory if isinstance(op, GemmOp | MemoryOp))
     return StepOps(compute=compute, comm=tuple(comm), attention=passes)

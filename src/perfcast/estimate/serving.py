@@ -60,6 +60,20 @@ def override_engine(config: EngineConfig, overrides: dict[str, object]) -> Engin
     return replace(config, **overrides, sources=sources)
 
 
+def attention_dp_scheduler(config: EngineConfig, tp: int) -> EngineConfig:
+    """The scheduler of a model replica under attention DP: each of the ``tp`` ranks runs its own
+    scheduler over its own requests (TensorRT-LLM ``enable_attention_dp``: max_batch_size and
+    max_num_tokens are per rank, e.g. "max_batch_size 896 per rank" in the DeepSeek-R1
+    max-throughput recipe; SGLang ``--max-running-requests`` is per DP worker, frameworks.md
+    §6), so the replica runs tp × the sequences, step tokens and graphed batch of one rank.
+    The MoE layers then see the tokens of all ranks (``inference_ops.step_layer_ops``)."""
+    if tp <= 1:
+        return config
+    return replace(config, max_running_seqs=config.max_running_seqs * tp,
+                   token_budget_per_step=config.token_budget_per_step * tp,
+                   cuda_graph_max_batch=config.cuda_graph_max_batch * tp)
+
+
 def gqa_exponent(engine: EngineConfig, overheads: InferenceOverheads) -> float:
     """KV reads per KV head: once (grouped kernels, x = 0) or per query head (the fitted
     exponent of 2023 masked-MHA kernels, ``inference_overheads.yaml``)."""
@@ -92,7 +106,10 @@ def estimate_serving(
     config = engine_config(engine, system.gpu.hbm_capacity_bytes, engine_version)
     if engine_overrides:
         config = override_engine(config, engine_overrides)
-    memory = serving_memory_paged(model, system.gpu.hbm_capacity_bytes, strategy, prec, config)
+    memory = serving_memory_paged(model, system.gpu.hbm_capacity_bytes, strategy, prec, config,
+                                  attention_dp=attention_dp)
+    if attention_dp:
+        config = attention_dp_scheduler(config, strategy.tp)
     replicas = strategy.dp
     share = replica_workload(workload, replicas)
     max_seqs = memory.max_concurrent_seqs(workload.context_tokens)

@@ -48,11 +48,14 @@ def step_workspace_bytes(model: ModelSpec, strategy: Strategy, step_tokens: int,
     return step_tokens * per_token + logits
 
 
-def kv_bytes_per_token_per_gpu(model: ModelSpec, strategy: Strategy, kv_format: str) -> float:
+def kv_bytes_per_token_per_gpu(model: ModelSpec, strategy: Strategy, kv_format: str,
+                               attention_dp: bool = False) -> float:
     """KV bytes of one token on the GPU holding the most layers (``memory.inference`` formula:
-    2·L·g·d·bytes/tp, MLA latent replicated over TP)."""
+    2·L·g·d·bytes/tp, MLA latent replicated over TP; with attention DP a token's KV lives
+    unsplit on the one rank that serves its sequence)."""
     layers = max(len(r) for r in stage_layer_ranges(model.num_hidden_layers, strategy.pp))
-    return kv_cache_bytes_per_token(model, strategy.tp, bytes_per_element(kv_format), layers)
+    tp = 1 if attention_dp else strategy.tp
+    return kv_cache_bytes_per_token(model, tp, bytes_per_element(kv_format), layers)
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ class ServingMemory:
     kv_bytes_per_token: float
     kv_block_tokens: int
     kv_pool_tokens: int
-    """Tokens the pool holds (whole pages)."""
+    """Tokens the pool of the model replica holds (whole pages; attention DP: all tp ranks)."""
     max_running_seqs: int
     """Engine cap on sequences in flight."""
 
@@ -91,8 +94,11 @@ class ServingMemory:
 
 def serving_memory_paged(model: ModelSpec, capacity_bytes: float, strategy: Strategy,
                          precision: InferencePrecision, engine: EngineConfig,
-                         extra_weights_bytes: float = 0.0) -> ServingMemory:
-    """The engine's memory split on one GPU (formula in the module docstring)."""
+                         extra_weights_bytes: float = 0.0,
+                         attention_dp: bool = False) -> ServingMemory:
+    """The engine's memory split on one GPU (formula in the module docstring). With attention
+    DP each of the tp ranks holds the KV of its own sequences, so the replica's pool
+    (``kv_pool_tokens``) is tp × one GPU's; the workspace is of one rank's step budget."""
     weights = weights_bytes_per_gpu(model, strategy, precision.weights) + extra_weights_bytes
     workspace = step_workspace_bytes(model, strategy, engine.token_budget_per_step,
                                      engine.max_running_seqs)
@@ -101,10 +107,13 @@ def serving_memory_paged(model: ModelSpec, capacity_bytes: float, strategy: Stra
     f = engine.gpu_memory_fraction
     pool = f * capacity_bytes - used if engine.gpu_memory_fraction_basis == "total" else \
         f * (capacity_bytes - used)
-    per_token = kv_bytes_per_token_per_gpu(model, strategy, precision.kv_cache)
+    per_token = kv_bytes_per_token_per_gpu(model, strategy, precision.kv_cache, attention_dp)
     block = engine.kv_block_tokens
     tokens = int(max(pool, 0.0) // (per_token * block)) * block if per_token > 0 else 0
+    if attention_dp:
+        tokens *= strategy.tp
     return ServingMemory(capacity_bytes=capacity_bytes, weights_bytes=weights,
                          workspace_bytes=workspace, runtime_bytes=runtime, kv_pool_bytes=pool,
                          kv_bytes_per_token=per_token, kv_block_tokens=block,
-                         kv_pool_tokens=tokens, max_running_seqs=engine.max_running_seqs)
+                         kv_pool_tokens=tokens,
+                         max_running_seqs=engine.max_running_seqs * (strategy.tp if attention_dp else 1))

@@ -10,7 +10,17 @@ Each step decodes one token for every running sequence and/or prefills prompt ch
 * ``prefill_first`` policy (SGLang): while prompts wait and can be admitted, a step prefills up
   to the budget and decodes nothing; otherwise a decode-only step runs.
 
-Admission: a request enters while fewer than ``max_running_seqs`` run and the KV pool has room:
+Admission happens at step boundaries, when the scheduler forms a batch: a request that arrives
+while a step runs waits for it to end, and an engine with an overlap scheduler (SGLang, vLLM
+async scheduling, TensorRT-LLM) forms batch N+1 while batch N is still on the GPU, so a request
+joins only a batch formed after it arrived (``admission_open``): about one step of waiting
+without overlap, two with it (SGLang zero-overhead batch scheduler, LMSYS blog 2024-12-04:
+"the CPU schedules the next batch while the GPU runs the current one"; vLLM
+``--async-scheduling``, frameworks.md §5). A closed-loop client sends its next request after
+it receives the last token of the previous one, so that request always misses the batch
+already formed. An idle engine admits an arrival at once.
+
+KV admission: a request enters while fewer than ``max_running_seqs`` run and the KV pool has room:
 ``reserve_full`` engines (TensorRT-LLM GUARANTEED_NO_EVICT) hold the pages of every admitted
 request's full length; ``on_demand`` engines (vLLM PagedAttention, Kwon et al. 2023 §4.2;
 SGLang) need only the new prompt's pages beside the tokens cached now. Preemption is not
@@ -73,6 +83,18 @@ def arrival_times(w: ServingWorkload, rng: np.random.Generator) -> np.ndarray | 
     return None
 
 
+def admission_open(arrival_s: float, now_s: float, last_step_s: float, overlap: bool,
+                   idle: bool) -> bool:
+    """Whether a request that arrived at ``arrival_s`` can join the batch that starts at
+    ``now_s`` (module docstring). The batch was formed at ``now_s`` or, with an overlap
+    scheduler, when the previous step (``last_step_s`` long) started; it takes only requests
+    that arrived before that. An idle engine forms its batch when the request arrives."""
+    if idle:
+        return arrival_s <= now_s
+    formed_s = now_s - last_step_s if overlap else now_s
+    return arrival_s < formed_s
+
+
 def simulate(w: ServingWorkload, cost: StepCost, engine: EngineConfig, kv_pool_tokens: int,
              block_tokens: int, concurrency: int | None = None) -> SimulatedRun:
     """Run ``w`` through one engine replica (``concurrency`` overrides ``w.concurrency``)."""
@@ -114,12 +136,19 @@ def simulate(w: ServingWorkload, cost: StepCost, engine: EngineConfig, kv_pool_t
     prompt_pages = [int(math.ceil(i / block_tokens) * block_tokens) for i in in_l]
     prefill_held = 0
 
-    def admissible(r: int) -> bool:
+    overlap = engine.overlap_scheduler
+    last_step_s = 0.0
+
+    def fits(r: int) -> bool:
         if running >= max_seqs:
             return False
         if reserve_full:
             return reserved + need[r] <= kv_pool_tokens
         return kv_total + prefill_held + prompt_pages[r] <= kv_pool_tokens
+
+    def admissible(r: int) -> bool:
+        idle = not heap and not prefilling
+        return fits(r) and admission_open(arrival[r], t, last_step_s, overlap, idle)
 
     while finished < n:
         if opened is not None:
@@ -139,11 +168,14 @@ def simulate(w: ServingWorkload, cost: StepCost, engine: EngineConfig, kv_pool_t
                 t = max(t, open_times[next_arrival])
                 continue
             steps_left = heap[0][0] - decode_count
+            if waiting and fits(waiting[0]):
+                steps_left = 1  # it joins a batch formed after its arrival, a step or two on
             t0 = cost.decode_s(b, kv_total)
             if opened is not None and next_arrival < n:
                 steps_left = max(1, min(steps_left, math.ceil((open_times[next_arrival] - t) / t0)))
             t1 = cost.decode_s(b, kv_total + b * (steps_left - 1)) if steps_left > 1 else t0
             duration = steps_left * 0.5 * (t0 + t1)
+            last_step_s = t1
             gaps.append(duration / steps_left)
             weights.append(b * steps_left)
             t += duration
@@ -183,6 +215,7 @@ def simulate(w: ServingWorkload, cost: StepCost, engine: EngineConfig, kv_pool_t
             duration = cost.mixed_s(decoding, kv_total if decoding else 0.0, chunk_tokens, attn,
                                     decoding + len(completed))
             t += duration
+            last_step_s = duration
             steps += 1
             if decoding:
                 gaps.append(duration)

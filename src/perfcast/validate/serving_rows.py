@@ -12,14 +12,15 @@ recorded in the case's ``notes``):
 * statistic: ``MEDIAN`` in the notes → median, else mean; an ITL stored as ``tpot`` compares
   with the simulated ITL; units ``ms``/``s`` converted; throughput ``tokens/s/GPU`` per GPU,
   ``tokens/s`` for the deployment (output tokens), ``req/s`` requests;
-* lengths: ``random-range-ratio 0.8`` in the notes → uniform in [0.8 L, L]; requests: ``10*conc``
+* lengths: ``random-range-ratio 0.8`` in the notes → uniform in [0.8 L, L], ``+-15% variance``
+  → uniform in [0.85 L, 1.15 L]; requests: ``10*conc``
   / ``N prompts`` / ``N requests`` in the notes, else 10 × concurrency (≥ 100), at most
   ``MAX_SIMULATED_REQUESTS``;
 * precision: FP8 (W+A; ``FP8 KV`` also the cache), NVFP4/MXFP4/FP4 (W+A on GPUs with FP4 tensor
   cores; MoE-only MXFP4 ``as released`` with BF16 activations = FP4 weights), INT4 weight-only,
   BF16/FP16; ``ep`` empty or 0 = no expert parallelism; attention DP when the notes say so.
 * engine settings the notes state (token budget, max sequences, memory fraction) replace the
-  profile's defaults (``engine_overrides``);
+  profile's defaults (``engine_overrides``; per rank under attention DP);
 * skipped with a reason: disaggregated prefill/decode, production traffic, prefill-only
   (``input_throughput_per_gpu``) and speculative/MTP rows.
 """
@@ -69,15 +70,16 @@ _ENGINE_OVERRIDES = (
                 r"[\s=:]+(\d+)", re.I), "token_budget_per_step", int),
     (re.compile(r"(?:max[-_]num[-_]seqs|max[-_]running[-_]requests)[\s=:]+(\d+)", re.I),
      "max_running_seqs", int),
-    (re.compile(r"max_batch_size[\s=:]+(\d+)\b(?!\s*per rank)", re.I), "max_running_seqs", int),
+    (re.compile(r"max_batch_size[\s=:]+(\d+)\b", re.I), "max_running_seqs", int),
     (re.compile(r"(?:gpu[-_]memory[-_]utilization|mem[-_]fraction[-_]static)[\s=:]+([\d.]+)",
                 re.I), "gpu_memory_fraction", float),
     (re.compile(r"(?:kv_cache_free_gpu_mem_fraction|free_gpu_memory_fraction)[\s=:]+([\d.]+)",
                 re.I), "gpu_memory_fraction", float),
 )
 """Engine settings a row's notes state (``--max-num-batched-tokens 512``, ``max_num_tokens
-2048``, ...): they replace the profile's defaults for that row. Rows with attention DP state
-per-rank values and keep the defaults (the simulation runs one scheduler per TP group)."""
+2048``, ...): they replace the profile's defaults for that row. The values are per scheduler:
+with attention DP each rank runs one (``max_batch_size 896 per rank``) and ``estimate_serving``
+sums the tp ranks (``serving.attention_dp_scheduler``)."""
 
 
 def engine_overrides(notes_text: str) -> dict[str, Any]:
@@ -186,6 +188,16 @@ def _precision(row: Row, system: SystemSpec, notes: list[str]) -> dict[str, Any]
     raise RowError(f"precision={cell_text(row, 'precision')!r}: not understood")
 
 
+_ATTENTION_DP = re.compile(r"(attention[- ]dp|dp[- ]attention|attention data)(\s*[=:]\s*(on|off))?")
+
+
+def attention_dp_stated(notes_text: str) -> bool:
+    """Whether the notes say attention DP was on: named ('--enable-dp-attention', 'attention
+    DP + EP8', 'DP-attention=on'), and not switched off ('DP-attention=off', InferenceX's
+    field for a run without it)."""
+    return any(m.group(3) != "off" for m in _ATTENTION_DP.finditer(notes_text.lower()))
+
+
 def _num_requests(notes_text: str, clients: int) -> int:
     per_client = re.search(r"(\d+)\s*[*×]\s*conc", notes_text)
     if per_client:
@@ -203,6 +215,12 @@ def _workload(row: Row, notes: list[str]) -> tuple[ServingWorkload, str]:
     if input_len is None or output_len is None:
         raise RowError("input_len/output_len not stated")
     ratio = 0.8 if "random-range-ratio 0.8" in text else 1.0
+    spread = re.search(r"(?:\+-|±)\s*(\d+)\s*% variance", text)
+    if spread:  # lengths uniform in [(1 − v)·L, (1 + v)·L]: top (1 + v)·L, ratio (1 − v)/(1 + v)
+        v = int(spread.group(1)) / 100
+        input_len, output_len = round(input_len * (1 + v)), round(output_len * (1 + v))
+        ratio = (1 - v) / (1 + v)
+        notes.append(f"lengths ±{spread.group(1)}% around the nominal (uniform)")
     common = dict(input_len=input_len, output_len=output_len, length_range_ratio=ratio)
     rate = re.search(r"request rate ([\d.]+)", batching)
     if rate:
@@ -284,10 +302,10 @@ def parse_serving_row(row: Row, catalog: CatalogLookup, source_id: str) -> Servi
         found = ("vllm", None)
         notes.append("engine without a serving profile: vLLM defaults")
     text = cell_text(row, "notes").lower()
-    attention_dp = tp > 1 and bool(re.search(r"attention[- ]dp|dp[- ]attention|attention data", text))
+    attention_dp = tp > 1 and attention_dp_stated(text)
     options = {"engine": found[0], "engine_version": found[1], "attention_dp": attention_dp,
                **_precision(row, system, notes)}
-    overrides = {} if attention_dp else engine_overrides(cell_text(row, "notes"))
+    overrides = engine_overrides(cell_text(row, "notes"))
     if overrides:
         options["engine_overrides"] = overrides
         notes.append(f"engine settings from the notes: {overrides}")
