@@ -8,7 +8,11 @@ from typing import Annotated
 import typer
 
 from perfcast.cli.errors import handle_input_errors
-from perfcast.cli.options import DEFAULT_KERNEL_BACKEND_OPT, KernelBackendOption
+from perfcast.cli.options import (
+    DEFAULT_KERNEL_BACKEND_OPT,
+    CalibrationOption,
+    KernelBackendOption,
+)
 
 PROGRESS_MIN_STRATEGIES = 200_000
 """Show a progress bar when a search evaluates at least this many strategies."""
@@ -51,10 +55,12 @@ def search_command(
     max_micro_batch_size: Annotated[int, typer.Option("--max-micro-batch-size", help="Largest micro-batch.")] = 8,
     no_fp8: Annotated[bool, typer.Option("--no-fp8", help="Do not try FP8.")] = False,
     kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
+    calibration: CalibrationOption = None,
     json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     csv: Annotated[bool, typer.Option("--csv", help="Print the best strategies as CSV.")] = False,
 ) -> None:
     """Enumerate every valid strategy, evaluate them in bulk, show the best and the Pareto front."""
+    from perfcast.calibration.bundle import load_calibration
     from perfcast.catalog.models import load_model
     from perfcast.catalog.systems import load_system
     from perfcast.search.run import search_strategies
@@ -70,7 +76,7 @@ def search_command(
     workload = Workload(seq_length=seq_length, global_batch_size=global_batch_size)
     kwargs = dict(constraints=constraints, objective=objective.value, top=top,
                   token_budget=token_budget, price_per_gpu_hour=price_per_gpu_hour,
-                  kernel_backend=kernel_backend.value)
+                  kernel_backend=kernel_backend.value, calibration=load_calibration(calibration))
     if json or csv:
         result = search_strategies(spec_model, spec_system, workload, gpus, **kwargs)
     else:

@@ -24,7 +24,8 @@ import math
 
 import numpy as np
 
-from perfcast.calibration.inference_overheads import InferenceOverheads, load_inference_overheads
+from perfcast.calibration.bundle import Calibration, load_calibration
+from perfcast.calibration.inference_overheads import InferenceOverheads
 from perfcast.catalog.host_io import host_io_for
 from perfcast.errors import InputError
 from perfcast.estimate.inference_kernels import roofline_params
@@ -147,14 +148,15 @@ def estimate_inference(
     offload: Offload | None = None,
     speculative: SpeculativeDecoding | None = None,
     kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE,
-    overheads: InferenceOverheads | None = None,
+    calibration: Calibration | None = None,
 ) -> InferenceReport:
     """TTFT, TPOT, throughput, memory and max batch of serving ``model`` (no side effects).
 
     ``precision`` is the activation/GEMM format (bf16, fp16, fp8, fp4); ``weight_precision``
     defaults to it (int8/int4 = weight-only); ``kv_precision`` defaults to 16-bit.
     ``cuda_graphs`` replays decode steps as CUDA graphs (no host overhead per layer or step).
-    ``strategy`` defaults to one GPU; ``overheads`` replaces the shipped calibration.
+    ``strategy`` defaults to one GPU; ``calibration`` (``perfcast.calibration.bundle``)
+    replaces the shipped calibration (its serving overheads).
     """
     strategy = strategy or Strategy(num_gpus=1)
     sixteen = "fp16" if precision == "fp16" else "bf16"
@@ -165,7 +167,8 @@ def estimate_inference(
     offload = offload or Offload()
     _check(model, system, strategy, prec, attention_dp)
     backend = get_backend(kernel_backend)
-    cal = overheads or load_inference_overheads()
+    calibration = calibration or load_calibration()
+    cal = calibration.inference_overheads
     memory, max_batch, weights = serving_memory(model, system, strategy, prec, workload,
                                                 attention_dp, offload, speculative)
     ctx = _context(model, system, strategy, prec, attention_dp, offload, backend, cal, weights,
@@ -183,6 +186,7 @@ def estimate_inference(
         max_batch_size=max_batch, speculation=speculation,
         kernel_backend=str(getattr(backend, "name", kernel_backend)),
         calibration_default=cal.uses_default(system.gpu.generation),
+        calibration=calibration.inference_status(system.gpu.generation),
         assumptions=(
             "prefill and decode from the operator graph; roofline kernels with calibrated "
             "efficiencies; alpha-beta collectives",

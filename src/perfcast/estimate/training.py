@@ -14,12 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfcast.arrays import Floats
-from perfcast.calibration.comm_overlap import CommOverlapCalibration
-from perfcast.calibration.training_overheads import (
-    TrainingOverhead,
-    TrainingOverheads,
-    load_training_overheads,
-)
+from perfcast.calibration.bundle import Calibration, load_calibration
+from perfcast.calibration.training_overheads import TrainingOverhead
 from perfcast.estimate.training_report import StepBreakdown, TrainingReport
 from perfcast.graph.flops import model_flops_per_token, recompute_flops_per_token
 from perfcast.graph.layer import ACT_BYTES
@@ -160,16 +156,18 @@ def estimate_training(
     strategy: Strategy,
     workload: Workload,
     kernel_backend: KernelBackendName | str | KernelBackend = DEFAULT_KERNEL_BACKEND,
-    overheads: TrainingOverheads | None = None,
-    comm_overlap: CommOverlapCalibration | None = None,
+    calibration: Calibration | None = None,
 ) -> TrainingReport:
     """Step time, throughput, MFU and a breakdown for one training step (no side effects).
 
-    ``overheads`` and ``comm_overlap`` replace the shipped per-generation overheads and
-    overlap calibration (for fitting them).
+    ``calibration`` (``perfcast.calibration.bundle``) replaces the shipped calibration: the
+    per-generation overheads, overlap shares and derived attention kernels (a user's
+    ``perfcast calibrate`` output, or a fitting trial).
     """
     memory = estimate_memory(model, system, strategy, workload)  # also validates the inputs
-    backend = get_backend(kernel_backend)
+    cal = calibration or load_calibration()
+    comm_overlap = cal.comm_overlap
+    backend = cal.with_kernels(get_backend(kernel_backend))
     m = num_micro_batches(workload, strategy)
     s = workload.seq_length
     kinds = distinct_stages(model, strategy.pp)
@@ -182,7 +180,7 @@ def estimate_training(
                        params))
     per_stage = [stages[k] for k in stage_kinds(model, strategy.pp)]
     passes = tuple(times.passes(dp.exposed_per_micro_batch_s) for times, dp, _ in per_stage)
-    calib = (overheads or load_training_overheads()).for_generation(system.gpu.generation)
+    calib = cal.training_overheads.for_generation(system.gpu.generation)
     parts = assemble_step(model, system, strategy, s, m, stages, [n for _, n in kinds], backend,
                           calib, passes)
     # The critical GPU: the one with the most work (its own stage m times, except DualPipe).
@@ -232,6 +230,7 @@ def estimate_training(
         bubble_fraction=max(0.0, float(parts.pipeline_s / busy[critical] - 1.0)),
         memory=memory,
         kernel_backend=str(getattr(backend, "name", kernel_backend)),
+        calibration=cal.training_status(system.gpu.generation),
         stage_passes=passes,
         p2p_s=float(p2p_time_s(model, system, strategy, s)) if strategy.pp > 1 else 0.0,
         assumptions=(

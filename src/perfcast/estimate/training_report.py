@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from perfcast.calibration.bundle import CalibrationStatus
 from perfcast.memory.report import MemoryReport
 from perfcast.schedule.timeline import PassTimes
 from perfcast.specs.strategy import Strategy
@@ -65,6 +66,8 @@ class TrainingReport:
     ``estimate.training_timeline`` rebuilds the step's timeline from them)."""
     p2p_s: float = 0.0
     """One activation send/recv between adjacent stages."""
+    calibration: CalibrationStatus | None = None
+    """The GPU generation's calibration entry, or the pooled fit standing in (``fallback``)."""
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -109,6 +112,7 @@ class TrainingReport:
             "fits": self.memory.fits,
             "memory": self.memory.to_dict(),
             "kernel_backend": self.kernel_backend,
+            "calibration": self.calibration.to_dict() if self.calibration else None,
             "assumptions": list(self.assumptions),
         }
 

@@ -43,8 +43,9 @@ def render_inference(report: InferenceReport, console) -> None:
         s = report.speculation
         head.add_row("speculation", f"draft {s.draft_model}, k {s.num_draft_tokens}, "
                      f"α {s.acceptance_rate}: {s.tokens_per_target_step:.2f} tokens/target step")
-    if report.calibration_default:
-        head.add_row("note", "no serving calibration for this GPU generation: defaults used")
+    note = report.calibration.note() if report.calibration else None
+    if note:
+        head.add_row("calibration", note)
     console.print(head)
     table = Table(title="Where the time goes", title_justify="left")
     table.add_column("part")

@@ -40,6 +40,9 @@ def render_training(report: TrainingReport, console) -> None:
     headline.add_row("model TFLOP/s/GPU", f"{report.tflops_per_gpu:,.1f}")
     headline.add_row("MFU / HFU", f"{report.mfu:.1%} / {report.hfu:.1%}  (of dense BF16 peak)")
     headline.add_row("pipeline bubble", f"{report.bubble_fraction:.1%} of ideal")
+    note = report.calibration.note() if report.calibration else None
+    if note:
+        headline.add_row("calibration", note)
     console.print(headline)
     table = Table(title="Where the step time goes (critical stage "
                   f"{report.critical_stage})", title_justify="left")
