@@ -1,0 +1,83 @@
+"""Leave-one-source-out cross-validation of the training calibration.
+
+For each source (``source_id``): refit every calibrated parameter (``fit_training``) on the
+quality A/B rows of the OTHER sources, then forecast that source's rows with full
+``estimate_training`` calls under the refitted calibration (the response table serves the
+fit only, so the held-out numbers carry no interpolation error). A generation whose rows all
+belong to the held-out source has too few rows left and takes the pooled fraction — as a
+user's GPU without measurements would. The statistics of these held-out forecasts are the
+out-of-sample accuracy (``cv_*`` in ``perfcast validate --cross-validate source --json``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from perfcast.validate.compare import RowResult, compare_row
+from perfcast.validate.error_stats import ErrorStats, error_stats, summarize
+from perfcast.validate.fit_training import TrainingData, TrainingFit, fit_training
+
+
+@dataclass(frozen=True)
+class FoldResult:
+    """One held-out source: the refit and the forecasts of its rows."""
+
+    source_id: str
+    fit: TrainingFit
+    rows: tuple[RowResult, ...]
+
+
+@dataclass(frozen=True)
+class CrossValidation:
+    """Held-out forecasts of every row (each from the fold that left its source out)."""
+
+    folds: tuple[FoldResult, ...]
+
+    @property
+    def rows(self) -> tuple[RowResult, ...]:
+        return tuple(row for fold in self.folds for row in fold.rows)
+
+    def stats(self, rows: Sequence[RowResult] | None = None) -> ErrorStats:
+        return error_stats(list(self.rows if rows is None else rows))
+
+    def parameter_range(self, name: str) -> tuple[float, float] | None:
+        """Smallest and largest value of a parameter over the folds (None if never fitted)."""
+        values = [p.value for fold in self.folds for p in fold.fit.parameters if p.name == name]
+        return (min(values), max(values)) if values else None
+
+    def summary_dict(self) -> dict[str, Any]:
+        """``cv_mape``, ``cv_median``, ``cv_within_10`` and ``cv_by_source`` (JSON summary)."""
+        overall = self.stats()
+        by_source = summarize(self.rows).by_source
+        return {
+            "cv_mape": overall.mape, "cv_median": overall.median_abs_error,
+            "cv_within_10": overall.within_10pct, "cv_within_20": overall.within_20pct,
+            "cv_num_rows": overall.count, "cv_method": "leave-one-source-out",
+            "cv_by_source": {s: {"n": st.count, "mape": st.mape, "median": st.median_abs_error}
+                             for s, st in by_source},
+        }
+
+
+def cross_validate_training(data: TrainingData) -> CrossValidation:
+    """Leave-one-source-out over every source of ``data`` (module docstring)."""
+    from perfcast.estimate.training import estimate_training
+
+    backend = data.table.calibration.with_kernels(_backend(data.kernel_backend))
+    folds = []
+    for source in sorted({row.source_id for row in data.rows}):
+        fit = fit_training(data, data.fit_mask(exclude_source=source))
+        estimator = partial(estimate_training, kernel_backend=backend,
+                            calibration=fit.calibration)
+        held_out = [compare_row(row, estimator) for row in data.rows if row.source_id == source]
+        folds.append(FoldResult(source, fit, tuple(r for r in held_out
+                                                   if isinstance(r, RowResult))))
+    return CrossValidation(tuple(folds))
+
+
+def _backend(name: str):
+    from perfcast.kernels.backend import get_backend
+
+    return get_backend(name)
