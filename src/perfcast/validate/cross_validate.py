@@ -1,4 +1,4 @@
-"""Leave-one-source-out cross-validation of the training calibration.
+"""Leave-one-source-out cross-validation of the training and serving calibrations.
 
 For each source (``source_id``): refit every calibrated parameter (``fit_training``) on the
 quality A/B rows of the OTHER sources, then forecast that source's rows with full
@@ -7,6 +7,9 @@ fit only, so the held-out numbers carry no interpolation error). A generation wh
 belong to the held-out source has too few rows left and takes the pooled fraction — as a
 user's GPU without measurements would. The statistics of these held-out forecasts are the
 out-of-sample accuracy (``cv_*`` in ``perfcast validate --cross-validate source --json``).
+
+Serving rows the same way (``cross_validate_inference``): refit the serving overheads without
+the source (``fit_inference`` on a ``ServingTable`` built once), forecast its rows in full.
 """
 
 from __future__ import annotations
@@ -16,9 +19,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from perfcast.calibration.bundle import Calibration
 from perfcast.validate.compare import RowResult, compare_row
 from perfcast.validate.error_stats import ErrorStats, error_stats, summarize
+from perfcast.validate.fit_inference import InferenceFit, ServingRows, fit_inference
 from perfcast.validate.fit_training import TrainingData, TrainingFit, fit_training
+from perfcast.validate.inference_compare import InferenceRowResult, compare_case
+from perfcast.validate.serving_table import ServingTable
 
 
 @dataclass(frozen=True)
@@ -26,8 +33,9 @@ class FoldResult:
     """One held-out source: the refit and the forecasts of its rows."""
 
     source_id: str
-    fit: TrainingFit
-    rows: tuple[RowResult, ...]
+    fit: TrainingFit | InferenceFit
+    rows: tuple[Any, ...]
+    """``RowResult`` (training) or ``InferenceRowResult`` (serving) of the held-out rows."""
 
 
 @dataclass(frozen=True)
@@ -37,10 +45,10 @@ class CrossValidation:
     folds: tuple[FoldResult, ...]
 
     @property
-    def rows(self) -> tuple[RowResult, ...]:
+    def rows(self) -> tuple[Any, ...]:
         return tuple(row for fold in self.folds for row in fold.rows)
 
-    def stats(self, rows: Sequence[RowResult] | None = None) -> ErrorStats:
+    def stats(self, rows: Sequence[Any] | None = None) -> ErrorStats:
         return error_stats(list(self.rows if rows is None else rows))
 
     def parameter_range(self, name: str) -> tuple[float, float] | None:
@@ -74,6 +82,21 @@ def cross_validate_training(data: TrainingData) -> CrossValidation:
         held_out = [compare_row(row, estimator) for row in data.rows if row.source_id == source]
         folds.append(FoldResult(source, fit, tuple(r for r in held_out
                                                    if isinstance(r, RowResult))))
+    return CrossValidation(tuple(folds))
+
+
+def cross_validate_inference(rows: ServingRows, base: Calibration) -> CrossValidation:
+    """Leave-one-source-out over every source of ``rows`` (module docstring)."""
+    from perfcast.estimate.inference import estimate_inference
+
+    table = ServingTable(rows.fit_cases(), base, estimate_inference)
+    folds = []
+    for source in sorted({case.source_id for case in rows.cases}):
+        fit = fit_inference(rows, base, exclude_source=source, table=table)
+        estimator = partial(estimate_inference, calibration=fit.calibration)
+        held_out = [compare_case(c, estimator) for c in rows.cases if c.source_id == source]
+        folds.append(FoldResult(source, fit, tuple(
+            r for r in held_out if isinstance(r, InferenceRowResult))))
     return CrossValidation(tuple(folds))
 
 

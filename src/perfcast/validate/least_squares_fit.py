@@ -58,15 +58,18 @@ class Bounded:
     high: float
 
 
-def solve(residuals: Callable[[np.ndarray], np.ndarray],
-          parameters: Sequence[Bounded]) -> tuple[tuple[ParameterEstimate, ...], np.ndarray]:
-    """Minimise the robust cost of ``residuals(x)``; the estimates and the final residuals."""
+def solve(residuals: Callable[[np.ndarray], np.ndarray], parameters: Sequence[Bounded],
+          tolerance: float = 1e-10) -> tuple[tuple[ParameterEstimate, ...], np.ndarray]:
+    """Minimise the robust cost of ``residuals(x)``; the estimates and the final residuals.
+
+    ``tolerance``: scipy's xtol = ftol = gtol (looser for residuals that cost a full forecast
+    per row and trial)."""
     low = np.array([p.low for p in parameters], float)
     high = np.array([p.high for p in parameters], float)
     x0 = np.clip(np.array([p.start for p in parameters], float), low, high)
     result = least_squares(residuals, x0, bounds=(low, high), loss=LOSS, f_scale=F_SCALE,
-                           method="trf", diff_step=1e-3, x_scale="jac", xtol=1e-10,
-                           ftol=1e-10, gtol=1e-10, max_nfev=2000)
+                           method="trf", diff_step=1e-3, x_scale="jac", xtol=tolerance,
+                           ftol=tolerance, gtol=tolerance, max_nfev=2000)
     errors = _standard_errors(result.jac, 2 * result.cost, len(result.fun))
     span = high - low
     estimates = tuple(
