@@ -20,12 +20,14 @@ from perfcast.validate.calibration_writer import write_inference_file, write_tra
 from perfcast.validate.cross_validate import CrossValidation, cross_validate_training
 from perfcast.validate.fit_inference import InferenceFit, fit_inference, load_inference_cases
 from perfcast.validate.fit_training import (
+    TrainingData,
     TrainingFit,
     data_sha256,
     fit_training,
     load_training_data,
 )
 from perfcast.validate.inference_compare import is_inference_file
+from perfcast.validate.serving_table import ServingTable
 
 
 @dataclass(frozen=True)
@@ -64,15 +66,17 @@ def split_by_schema(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
 
 
 def calibrate(paths: Sequence[Path], out_dir: Path | None, kernel_backend: str,
-              base: Calibration | None = None) -> CalibrationResult:
+              base: Calibration | None = None, training_data: TrainingData | None = None,
+              serving_table: ServingTable | None = None) -> CalibrationResult:
     """Fit on ``paths`` and, with ``out_dir``, write the files; ``base`` supplies every value
-    not fitted (the shipped calibration when None)."""
+    not fitted (the shipped calibration when None). ``training_data`` / ``serving_table``:
+    already built response tables of the same files and base (rebuilt when None)."""
     base = base or load_calibration()
     training_paths, inference_paths = split_by_schema(paths)
     training = cv = inference = None
     written: list[Path] = []
     if training_paths:
-        data = load_training_data(training_paths, base, kernel_backend)
+        data = training_data or load_training_data(training_paths, base, kernel_backend)
         if not data.rows:
             raise InputError("data", ",".join(map(str, training_paths)), "no row can be forecast")
         training = fit_training(data)
@@ -85,7 +89,7 @@ def calibrate(paths: Sequence[Path], out_dir: Path | None, kernel_backend: str,
                 {k: v for k, v in ranges.items() if v is not None})
     if inference_paths:
         cases = load_inference_cases(inference_paths)
-        inference = fit_inference(cases, base)
+        inference = fit_inference(cases, base, table=serving_table)
         if out_dir is not None:
             written.append(write_inference_file(
                 inference.calibration.inference_overheads, inference.parameters, out_dir,

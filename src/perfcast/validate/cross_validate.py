@@ -51,6 +51,9 @@ class CrossValidation:
     def stats(self, rows: Sequence[Any] | None = None) -> ErrorStats:
         return error_stats(list(self.rows if rows is None else rows))
 
+    def stats_by_source(self) -> tuple[tuple[str, ErrorStats], ...]:
+        return summarize(self.rows).by_source
+
     def parameter_range(self, name: str) -> tuple[float, float] | None:
         """Smallest and largest value of a parameter over the folds (None if never fitted)."""
         values = [p.value for fold in self.folds for p in fold.fit.parameters if p.name == name]
@@ -73,7 +76,7 @@ def cross_validate_training(data: TrainingData) -> CrossValidation:
     """Leave-one-source-out over every source of ``data`` (module docstring)."""
     from perfcast.estimate.training import estimate_training
 
-    backend = data.table.calibration.with_kernels(_backend(data.kernel_backend))
+    backend = data.backend or _backend(data.kernel_backend)
     folds = []
     for source in sorted({row.source_id for row in data.rows}):
         fit = fit_training(data, data.fit_mask(exclude_source=source))
@@ -85,11 +88,13 @@ def cross_validate_training(data: TrainingData) -> CrossValidation:
     return CrossValidation(tuple(folds))
 
 
-def cross_validate_inference(rows: ServingRows, base: Calibration) -> CrossValidation:
-    """Leave-one-source-out over every source of ``rows`` (module docstring)."""
+def cross_validate_inference(rows: ServingRows, base: Calibration,
+                             table: ServingTable | None = None) -> CrossValidation:
+    """Leave-one-source-out over every source of ``rows`` (module docstring); ``table``: the
+    ``ServingTable`` of ``rows.fit_cases()`` under ``base`` (built when None)."""
     from perfcast.estimate.inference import estimate_inference
 
-    table = ServingTable(rows.fit_cases(), base, estimate_inference)
+    table = table or ServingTable(rows.fit_cases(), base, estimate_inference)
     folds = []
     for source in sorted({case.source_id for case in rows.cases}):
         fit = fit_inference(rows, base, exclude_source=source, table=table)

@@ -97,6 +97,8 @@ class TrainingData:
     skipped: tuple
     data_sha256: dict[str, str]
     kernel_backend: str
+    backend: object = None
+    """The kernel backend instance the rows were forecast with."""
 
     @property
     def rows(self) -> tuple[ParsedRow, ...]:
@@ -109,10 +111,11 @@ class TrainingData:
 
 
 def load_training_data(paths: Sequence[Path], calibration: Calibration | None = None,
-                       kernel_backend: str = DEFAULT_KERNEL_BACKEND.value,
+                       kernel_backend: str | object = DEFAULT_KERNEL_BACKEND.value,
                        qualities: Sequence[str] | None = None) -> TrainingData:
     """Parse ``paths`` (training.csv schema) and build the response table of every row that
-    parses and forecasts (``qualities`` keeps only those grades)."""
+    parses and forecasts (``qualities`` keeps only those grades). ``kernel_backend``: a
+    backend name or instance (e.g. a measured backend over a user's kernel table)."""
     from perfcast.estimate.training import estimate_training
 
     calibration = calibration or load_calibration()
@@ -121,9 +124,11 @@ def load_training_data(paths: Sequence[Path], calibration: Calibration | None = 
         keep = {q.upper() for q in qualities}
         raw = [row for row in raw if (row.get("quality") or "").strip().upper() in keep]
     parsed, skipped = parse_rows(raw)
-    table = ResponseTable(parsed, calibration, get_backend(kernel_backend),
-                          grid_parameters(calibration), estimate_training)
-    return TrainingData(table, tuple(skipped), data_sha256(paths), str(kernel_backend))
+    backend = get_backend(kernel_backend)
+    table = ResponseTable(parsed, calibration, backend, grid_parameters(calibration),
+                          estimate_training)
+    return TrainingData(table, tuple(skipped), data_sha256(paths),
+                        str(getattr(backend, "name", kernel_backend)), backend)
 
 
 @dataclass(frozen=True)

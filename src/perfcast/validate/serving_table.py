@@ -29,7 +29,7 @@ import numpy as np
 from perfcast.calibration.bundle import Calibration
 from perfcast.calibration.inference_overheads import InferenceOverhead, InferenceOverheads
 from perfcast.validate.inference_compare import report_quantity
-from perfcast.validate.inference_rows import METRICS, InferenceCase
+from perfcast.validate.inference_rows import InferenceCase, metric_quantity
 
 BANDWIDTH_GRID = tuple(round(0.4 + 0.05 * i, 2) for i in range(13))
 GQA_GRID = tuple(round(0.2 * i, 1) for i in range(6))
@@ -100,7 +100,7 @@ class ServingTable:
             self.reports.append(memo[(i, tuple(sorted(dict(
                 bandwidth=centre, gqa=g0, dequant=d0, fraction=0.0, linear=None).items())))][0])
         self.measured = np.array([c.measured for c in cases], float)
-        self._quantity = [METRICS[c.metric] for c in cases]
+        self._quantity = [metric_quantity(c.metric, c.unit) for c in cases]
 
     def times(self, blocks: Sequence[dict[str, float]], gqa: float, dequant: Sequence[float]
               ) -> np.ndarray:
