@@ -33,7 +33,9 @@ class FoldResult:
     """One held-out source: the refit and the forecasts of its rows."""
 
     source_id: str
-    fit: TrainingFit | InferenceFit
+    fit: TrainingFit | InferenceFit | None
+    """None when no other source has rows to fit: the base calibration forecasts the source
+    (what a user without measurements gets)."""
     rows: tuple[Any, ...]
     """``RowResult`` (training) or ``InferenceRowResult`` (serving) of the held-out rows."""
 
@@ -56,7 +58,8 @@ class CrossValidation:
 
     def parameter_range(self, name: str) -> tuple[float, float] | None:
         """Smallest and largest value of a parameter over the folds (None if never fitted)."""
-        values = [p.value for fold in self.folds for p in fold.fit.parameters if p.name == name]
+        values = [p.value for fold in self.folds if fold.fit is not None
+                  for p in fold.fit.parameters if p.name == name and p.standard_error is not None]
         return (min(values), max(values)) if values else None
 
     def summary_dict(self) -> dict[str, Any]:
@@ -79,9 +82,10 @@ def cross_validate_training(data: TrainingData) -> CrossValidation:
     backend = data.backend or _backend(data.kernel_backend)
     folds = []
     for source in sorted({row.source_id for row in data.rows}):
-        fit = fit_training(data, data.fit_mask(exclude_source=source))
+        mask = data.fit_mask(exclude_source=source)
+        fit = fit_training(data, mask) if mask.any() else None
         estimator = partial(estimate_training, kernel_backend=backend,
-                            calibration=fit.calibration)
+                            calibration=fit.calibration if fit else data.table.calibration)
         held_out = [compare_row(row, estimator) for row in data.rows if row.source_id == source]
         folds.append(FoldResult(source, fit, tuple(r for r in held_out
                                                    if isinstance(r, RowResult))))
@@ -97,8 +101,10 @@ def cross_validate_inference(rows: ServingRows, base: Calibration,
     table = table or ServingTable(rows.fit_cases(), base, estimate_inference)
     folds = []
     for source in sorted({case.source_id for case in rows.cases}):
-        fit = fit_inference(rows, base, exclude_source=source, table=table)
-        estimator = partial(estimate_inference, calibration=fit.calibration)
+        left = [c for c in table.cases if c.source_id != source]
+        fit = fit_inference(rows, base, exclude_source=source, table=table) if left else None
+        estimator = partial(estimate_inference,
+                            calibration=fit.calibration if fit else base)
         held_out = [compare_case(c, estimator) for c in rows.cases if c.source_id == source]
         folds.append(FoldResult(source, fit, tuple(
             r for r in held_out if isinstance(r, InferenceRowResult))))

@@ -153,9 +153,11 @@ class TrainingFit:
 
 def fit_training(data: TrainingData, mask: np.ndarray | None = None) -> TrainingFit:
     """Fit the parameters (module docstring) on the rows of ``data`` selected by ``mask``
-    (default: ``data.fit_mask()``)."""
+    (default: ``data.fit_mask()``). Raises ``ValueError`` when ``mask`` selects no row."""
     table = data.table
     mask = data.fit_mask() if mask is None else mask
+    if not mask.any():
+        raise ValueError("no quality A/B row to fit")
     gens = np.array(table.data.generation)
     counts = Counter(gens[mask].tolist())
     fitted = sorted(g for g, n in counts.items() if n >= MIN_ROWS_PER_GENERATION)
@@ -171,8 +173,12 @@ def fit_training(data: TrainingData, mask: np.ndarray | None = None) -> Training
         predicted = table.predicted(x[len(fitted):], x[:len(fitted)][index])
         return (np.log(predicted) - log_measured)[joint]
 
-    estimates, _ = solve(residuals, bounded) if joint.any() else ((), None)
-    theta = [e.value for e in estimates[len(fitted):]] or [p.centre for p in grid]
+    if joint.any():
+        estimates, _ = solve(residuals, bounded)
+    else:  # no generation has enough rows: the shared parameters stay at their start
+        estimates = tuple(ParameterEstimate(p.name, p.centre, None, False, p.low, p.high)
+                          for p in grid)
+    theta = [e.value for e in estimates[len(fitted):]]
 
     def pooled_residuals(x: np.ndarray) -> np.ndarray:
         return (np.log(table.predicted(theta, np.full(len(gens), x[0]))) - log_measured)[mask]
