@@ -11,8 +11,8 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict
 
 from perfcast.calibration._files import CALIBRATION_DIR, load_yaml_model
-from perfcast.calibration.fit_record import FitRecord
 from perfcast.calibration.comm_protocols import SourcedValue
+from perfcast.calibration.fit_record import FitRecord
 
 COMM_OVERLAP_PATH: Final[Path] = CALIBRATION_DIR / "comm_overlap.yaml"
 

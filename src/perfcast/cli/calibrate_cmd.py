@@ -39,7 +39,7 @@ def calibrate_command(
 
         print(to_json(result.to_dict()))
         return
-    from perfcast.report.console import make_console
     from perfcast.report.calibrate_text import render_calibration
+    from perfcast.report.console import make_console
 
     render_calibration(result, make_console())

@@ -21,8 +21,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from perfcast.calibration.memory_overheads import load_memory_overheads
 from perfcast.calibration.bundle import Calibration, load_calibration
+from perfcast.calibration.memory_overheads import load_memory_overheads
 from perfcast.estimate.training import assemble_step, distinct_stages
 from perfcast.graph.layer import layer_ops
 from perfcast.graph.param_sharding import stage_params
