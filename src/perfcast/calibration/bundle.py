@@ -1,11 +1,12 @@
 """``Calibration``: every fitted calibration file as one frozen object, and its loader.
 
-The end-to-end fits (``perfcast calibrate``) write four files, each read by its own loader:
+The end-to-end fits (``perfcast calibrate``) write five files, each read by its own loader:
 
 * ``training_overheads.yaml``: per-generation kernel overhead fraction, pooled ``default``;
 * ``comm_overlap.yaml``: SMs held by collectives, TP-overlap and stream-overlap shares;
 * ``attention_kernels.yaml``: derived attention kernel classes (fitted time ratios);
-* ``inference_overheads.yaml``: per-generation serving overheads, pooled ``default``.
+* ``inference_overheads.yaml``: per-generation serving overheads, pooled ``default``;
+* ``forecast_intervals.yaml``: 80% bands from the cross-validated residuals.
 
 ``load_calibration(directory)`` reads each file from ``directory`` when it holds one and the
 shipped file otherwise (a user who fitted only training runs keeps the shipped serving
@@ -30,6 +31,11 @@ from perfcast.calibration.comm_overlap import (
     CommOverlapCalibration,
     load_comm_overlap,
 )
+from perfcast.calibration.forecast_intervals import (
+    FORECAST_INTERVALS_PATH,
+    ForecastIntervals,
+    load_forecast_intervals,
+)
 from perfcast.calibration.inference_overheads import (
     INFERENCE_OVERHEADS_PATH,
     InferenceOverheads,
@@ -47,6 +53,7 @@ FILE_NAMES: Final[dict[str, str]] = {
     "comm_overlap": COMM_OVERLAP_PATH.name,
     "attention_kernels": ATTENTION_KERNELS_PATH.name,
     "inference_overheads": INFERENCE_OVERHEADS_PATH.name,
+    "intervals": FORECAST_INTERVALS_PATH.name,
 }
 """``Calibration`` field -> file name in a calibration directory."""
 
@@ -78,6 +85,8 @@ class Calibration:
     comm_overlap: CommOverlapCalibration
     attention_kernels: AttentionKernelCalibration
     inference_overheads: InferenceOverheads
+    intervals: ForecastIntervals | None = None
+    """80% bands from cross-validated residuals (None: forecasts carry no band)."""
     directory: Path | None = None
     """Directory the files came from (None: the shipped calibration)."""
 
@@ -150,5 +159,6 @@ def load_calibration(directory: Path | str | None = None) -> Calibration:
         comm_overlap=load_comm_overlap(_file(directory, "comm_overlap")),
         attention_kernels=load_attention_kernels(_file(directory, "attention_kernels")),
         inference_overheads=load_inference_overheads(_file(directory, "inference_overheads")),
+        intervals=load_forecast_intervals(_file(directory, "intervals")),
         directory=directory,
     )

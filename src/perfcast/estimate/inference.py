@@ -21,6 +21,7 @@ sequences of a TP group for attention (DeepSeek-V3 serving; MLA caches are not s
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -179,7 +180,7 @@ def estimate_inference(
     if speculative is not None:
         decode, speculation = _speculative(ctx, workload, speculative, backend, cal)
     tpot = float(decode.total_s)
-    return InferenceReport(
+    report = InferenceReport(
         model=model.name, system=system.name, gpu=system.gpu.name, strategy=strategy,
         workload=workload, precision=prec, attention_dp=attention_dp, offload=offload,
         ttft_s=ttft, tpot_s=tpot, prefill=prefill, decode=decode, memory=memory,
@@ -196,6 +197,12 @@ def estimate_inference(
             "offloaded bytes cross PCIe/NVMe every step, overlapped with compute",
         ),
     )
+    bands = calibration.intervals
+    if bands is None or not bands.serving.groups:
+        return report
+    return replace(report, interval=bands.serving.interval(
+        system.gpu.generation, "any", "any", report.output_tokens_per_s_per_gpu, True,
+        bands.level, bands.min_runs, bands.widen_factor))
 
 
 def _speculative(ctx: ServingContext, w: InferenceWorkload, spec: SpeculativeDecoding,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perfcast.calibration.bundle import CalibrationStatus
+from perfcast.calibration.forecast_intervals import ForecastInterval
 from perfcast.estimate.inference_phases import StepTime
 from perfcast.estimate.training_report import strategy_dict
 from perfcast.memory.inference import InferenceMemory
@@ -58,6 +59,8 @@ class InferenceReport:
     assumptions: tuple[str, ...]
     calibration: CalibrationStatus | None = None
     """The GPU generation's serving calibration, or the pooled fit standing in (``fallback``)."""
+    interval: ForecastInterval | None = None
+    """80% band of output tokens/s/GPU from cross-validated residuals of comparable runs."""
 
     @property
     def num_gpus(self) -> int:
@@ -121,6 +124,7 @@ class InferenceReport:
             "kernel_backend": self.kernel_backend,
             "calibration_default": self.calibration_default,
             "calibration": self.calibration.to_dict() if self.calibration else None,
+            "interval": self.interval.to_dict() if self.interval else None,
             "assumptions": list(self.assumptions),
         }
 

@@ -208,6 +208,7 @@ def estimate_training(
         other_s=parts.other_s,
     )
     step = parts.step_time_s
+    interval = _interval(cal, model, system, strategy, workload.tokens_per_step / float(step))
     model_flops = model_flops_per_token(model, s)
     hardware_flops = model_flops + recompute_flops_per_token(
         model, s, strategy.recompute, _recomputed_fraction(model, strategy))
@@ -231,6 +232,7 @@ def estimate_training(
         memory=memory,
         kernel_backend=str(getattr(backend, "name", kernel_backend)),
         calibration=cal.training_status(system.gpu.generation),
+        interval=interval,
         stage_passes=passes,
         p2p_s=float(p2p_time_s(model, system, strategy, s)) if strategy.pp > 1 else 0.0,
         assumptions=(
@@ -242,6 +244,19 @@ def estimate_training(
             "TP/EP collectives exposed unless --tp-comm-overlap/--ep-overlap; CP under attention",
         ),
     )
+
+
+def _interval(cal: Calibration, model: ModelSpec, system: SystemSpec, strategy: Strategy,
+              tokens_per_s: float):
+    """80% band of tokens/s/GPU from the cross-validated residuals of comparable runs
+    (``calibration.forecast_intervals``); None without bands."""
+    bands = cal.intervals
+    if bands is None:
+        return None
+    scale = "multi-node" if strategy.num_gpus > system.gpus_per_node else "single-node"
+    return bands.training.interval(system.gpu.generation, model.arch_type, scale,
+                                   tokens_per_s / strategy.num_gpus, True, bands.level,
+                                   bands.min_runs, bands.widen_factor)
 
 
 def _device_stage_work(strategy: Strategy, m: int) -> tuple[tuple[float, ...], ...]:

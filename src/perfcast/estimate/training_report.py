@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from perfcast.calibration.bundle import CalibrationStatus
+from perfcast.calibration.forecast_intervals import ForecastInterval
 from perfcast.memory.report import MemoryReport
 from perfcast.schedule.timeline import PassTimes
 from perfcast.specs.strategy import Strategy
@@ -68,6 +69,8 @@ class TrainingReport:
     """One activation send/recv between adjacent stages."""
     calibration: CalibrationStatus | None = None
     """The GPU generation's calibration entry, or the pooled fit standing in (``fallback``)."""
+    interval: ForecastInterval | None = None
+    """80% band of tokens/s/GPU from cross-validated residuals of comparable runs."""
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -113,6 +116,7 @@ class TrainingReport:
             "memory": self.memory.to_dict(),
             "kernel_backend": self.kernel_backend,
             "calibration": self.calibration.to_dict() if self.calibration else None,
+            "interval": self.interval.to_dict() if self.interval else None,
             "assumptions": list(self.assumptions),
         }
 

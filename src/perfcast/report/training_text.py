@@ -36,7 +36,13 @@ def render_training(report: TrainingReport, console) -> None:
     )
     headline = Table(show_header=False, box=None)
     headline.add_row("step time", f"{report.step_time_s:,.3f} s")
-    headline.add_row("tokens/s/GPU", f"{report.tokens_per_s_per_gpu:,.0f}")
+    tps = report.tokens_per_s_per_gpu
+    band = report.interval
+    headline.add_row("tokens/s/GPU", f"{tps:,.0f}" + (
+        f"  ±{band.half_width(tps):.0%} (80%): {band.low:,.0f}-{band.high:,.0f}"
+        if band else ""))
+    if band is not None:
+        headline.add_row("band basis", band.basis)
     headline.add_row("model TFLOP/s/GPU", f"{report.tflops_per_gpu:,.1f}")
     headline.add_row("MFU / HFU", f"{report.mfu:.1%} / {report.hfu:.1%}  (of dense BF16 peak)")
     headline.add_row("pipeline bubble", f"{report.bubble_fraction:.1%} of ideal")

@@ -15,9 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from perfcast.calibration.bundle import Calibration, load_calibration
+from perfcast.calibration.forecast_intervals import ForecastIntervals, ResidualBands
 from perfcast.errors import InputError
-from perfcast.validate.calibration_writer import write_inference_file, write_training_files
-from perfcast.validate.cross_validate import CrossValidation, cross_validate_training
+from perfcast.validate.calibration_writer import (
+    write_inference_file,
+    write_intervals_file,
+    write_training_files,
+)
+from perfcast.validate.cross_validate import (
+    CrossValidation,
+    cross_validate_inference,
+    cross_validate_training,
+)
 from perfcast.validate.fit_inference import InferenceFit, fit_inference, load_inference_cases
 from perfcast.validate.fit_training import (
     TrainingData,
@@ -27,6 +36,14 @@ from perfcast.validate.fit_training import (
     load_training_data,
 )
 from perfcast.validate.inference_compare import is_inference_file
+from perfcast.validate.intervals import (
+    LEVEL,
+    MIN_RUNS,
+    WIDEN_FACTOR,
+    build_bands,
+    residuals_serving,
+    residuals_training,
+)
 from perfcast.validate.serving_table import ServingTable
 
 
@@ -87,11 +104,34 @@ def calibrate(paths: Sequence[Path], out_dir: Path | None, kernel_backend: str,
                 training.calibration, training.parameters, out_dir, training.data_sha256,
                 training.rows_used, training.kernel_backend,
                 {k: v for k, v in ranges.items() if v is not None})
+    serving_cv = None
     if inference_paths:
         cases = load_inference_cases(inference_paths)
         inference = fit_inference(cases, base, table=serving_table)
+        serving_cv = cross_validate_inference(cases, base, serving_table)
         if out_dir is not None:
             written.append(write_inference_file(
                 inference.calibration.inference_overheads, inference.parameters, out_dir,
                 data_sha256(inference_paths), inference.rows_used))
+    if out_dir is not None:
+        intervals = forecast_intervals(base, cv, serving_cv,
+                                       cases.concurrency_ids if inference_paths else frozenset())
+        written.append(write_intervals_file(
+            intervals, out_dir, data_sha256(list(paths)),
+            (training.rows_used if training else 0) + (inference.rows_used if inference else 0),
+            training.kernel_backend if training else kernel_backend))
     return CalibrationResult(training, cv, inference, tuple(written))
+
+
+def forecast_intervals(base: Calibration, training_cv: CrossValidation | None,
+                       serving_cv: CrossValidation | None,
+                       concurrency_ids: frozenset[str]) -> ForecastIntervals:
+    """Bands from the cross-validated residuals; a kind without data keeps ``base``'s bands."""
+    old = base.intervals
+    empty = ResidualBands(groups={})
+    training = (build_bands(residuals_training(training_cv.rows)) if training_cv
+                else old.training if old else empty)
+    serving = (build_bands(residuals_serving(serving_cv.rows, concurrency_ids)) if serving_cv
+               else old.serving if old else empty)
+    return ForecastIntervals(level=LEVEL, min_runs=MIN_RUNS, widen_factor=WIDEN_FACTOR,
+                             training=training, serving=serving)

@@ -136,3 +136,20 @@ def write_inference_file(text_model: Any, parameters: Sequence[ParameterEstimate
                             "default = the pooled fit.") + _dump(text_model, record),
                     encoding="utf-8")
     return path
+
+
+def write_intervals_file(intervals: Any, out_dir: Path, data_sha256: dict[str, str],
+                         num_rows: int, kernel_backend: str) -> Path:
+    """Write forecast_intervals.yaml (bands from cross-validated residuals)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / FILE_NAMES["intervals"]
+    record = fit_record([], data_sha256, num_rows, kernel_backend)
+    rounded = intervals.model_copy(update={kind: getattr(intervals, kind).model_copy(update={
+        "groups": {k: b.model_copy(update={"low": _round(b.low), "high": _round(b.high)})
+                   for k, b in getattr(intervals, kind).groups.items()}})
+        for kind in ("training", "serving")})
+    path.write_text(_header("forecast_intervals", "80% forecast bands: quantiles of "
+                            "log(forecast time / measured time) of leave-one-source-out\n# "
+                            "forecasts, per group of comparable runs.")
+                    + _dump(rounded, record), encoding="utf-8")
+    return path
