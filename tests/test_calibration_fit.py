@@ -33,6 +33,8 @@ from cv_data import serving_rows, serving_table, training_data
 runner = CliRunner()
 TRAINING_TABLE_MAX_DEVIATION = 1e-6
 """Measured 1.0e-7: f enters exactly, the grid parameters' rows are piecewise linear."""
+ROUNDING = 0.6 * 10 ** (1 - DIGITS)
+"""Relative rounding of a value written with DIGITS significant digits."""
 SERVING_TABLE_MAX_DEVIATION = 0.02
 """Measured 1.6% at the fitted optimum: linear interpolation of the GQA-exponent grid (step
 0.2) and the bandwidth grid (step 0.05)."""
@@ -99,7 +101,7 @@ def test_shipped_training_calibration_is_the_fit_of_the_public_data():
         "attention_kernels")
     assert set(shipped) == {p.name for p in fit.parameters}
     for p in fit.parameters:
-        assert shipped[p.name].value == pytest.approx(p.value, abs=0.6 * 10 ** -DIGITS), p.name
+        assert shipped[p.name].value == pytest.approx(p.value, rel=ROUNDING, abs=1e-12), p.name
     cal = load_calibration()
     assert cal.training_overheads.fit.kernel_backend == "analytical"
     assert cal.training_overheads.fit.num_rows == fit.rows_used
@@ -110,7 +112,11 @@ def test_shipped_serving_calibration_is_the_fit_of_the_public_data():
     fit = fit_inference(serving_rows(), load_calibration(), table=serving_table())
     shipped = _shipped("inference_overheads")
     for p in fit.parameters:
-        assert shipped[p.name].value == pytest.approx(p.value, rel=1e-3, abs=0.6 * 10 ** -DIGITS)
+        assert shipped[p.name].value == pytest.approx(p.value, rel=ROUNDING, abs=1e-12), p.name
+    over = load_calibration().inference_overheads
+    hopper = fit.calibration.inference_overheads.generations["hopper"]
+    assert over.generations["hopper"].layer_overhead_s == pytest.approx(
+        hopper.layer_overhead_s, rel=ROUNDING)
 
 
 def _train(system: str, cal=None):
@@ -199,6 +205,17 @@ def test_calibration_dir_is_used_by_search_and_infer(calibrated_dir):
     infer = runner.invoke(app, ["infer", "-m", "llama3-8b", "--system", "dgx-h100", "--json",
                                 "--calibration", str(out)])
     assert infer.exit_code == 0, infer.output  # no serving file there: the shipped one
+
+
+def test_calibration_dir_is_used_by_sweep(calibrated_dir):
+    out, _ = calibrated_dir
+    args = ["sweep", "-m", "llama3-8b", "--systems", "dgx-h100", "--gpus", "8", "--gbs", "64",
+            "--seq-length", "2048", "--json"]
+    shipped = json.loads(runner.invoke(app, args).stdout)["rows"][0]
+    mine = json.loads(runner.invoke(app, args + ["--calibration", str(out)]).stdout)["rows"][0]
+    assert mine["task_id"].endswith(f"calibration={out.resolve()}")
+    assert mine["tokens_per_s_per_gpu"] != pytest.approx(shipped["tokens_per_s_per_gpu"],
+                                                         rel=1e-6)
 
 
 @pytest.mark.parametrize("command", [["train", "-m", "llama3-8b", "--gpus", "8"],

@@ -3,7 +3,7 @@
 Each file keeps the schema of the shipped one and gains a ``fit:`` block
 (``calibration.fit_record.FitRecord``): sha256 of the data, rows used, kernel backend, date,
 loss, and per fitted parameter its value, standard error and ``at_bound`` flag. Values are
-rounded to ``DIGITS`` decimals (the round-trip test compares within that rounding).
+rounded to ``DIGITS`` significant digits (the round-trip test compares within that rounding).
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from perfcast.calibration.fit_record import FitRecord, ParameterRecord
 from perfcast.validate.least_squares_fit import LOSS_TEXT, ParameterEstimate
 
 DIGITS = 4
-"""Decimals written for fitted values (and significant digits of standard errors)."""
+"""Significant digits written for fitted values and standard errors."""
 TOOL = "perfcast calibrate"
 
 
 def _round(value: float) -> float:
-    return round(float(value), DIGITS)
+    return float(f"{float(value):.{DIGITS}g}")
 
 
 def _sig(value: float | None) -> float | None:
@@ -131,6 +131,16 @@ def write_inference_file(text_model: Any, parameters: Sequence[ParameterEstimate
     """Write inference_overheads.yaml of a serving fit into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / FILE_NAMES["inference_overheads"]
+    text_model = text_model.model_copy(update={
+        "generations": {g: b.model_copy(update={
+            k: _round(getattr(b, k)) for k in ("step_overhead_s", "layer_overhead_s",
+                                               "prefill_layer_overhead_s",
+                                               "prefill_overhead_fraction",
+                                               "bandwidth_efficiency")})
+            for g, b in text_model.generations.items()},
+        "gqa_kv_read_exponent": _round(text_model.gqa_kv_read_exponent),
+        "dequant_bandwidth_efficiency": {k: _round(v) for k, v in
+                                         text_model.dequant_bandwidth_efficiency.items()}})
     record = fit_record(parameters, data_sha256, num_rows, "roofline")
     path.write_text(_header("inference_overheads", "Serving overheads per GPU generation; "
                             "default = the pooled fit.") + _dump(text_model, record),

@@ -87,11 +87,16 @@ def load_inference_cases(paths: Sequence[Path]) -> ServingRows:
 
 @dataclass(frozen=True)
 class InferenceFit:
+    """Fitted serving overheads: estimates (SI units), the calibration they make, rows used,
+    and the generations that take the pooled block."""
     parameters: tuple[ParameterEstimate, ...]
     calibration: Calibration
     rows_used: int
     rows_by_generation: dict[str, int]
     fallback_generations: tuple[str, ...]
+    row_ids: tuple[str, ...] = ()
+    residuals: tuple[float, ...] = ()
+    """log(predicted/measured) of each fit row (response table) under the fitted values."""
 
 
 def _overheads(blocks: dict[str, dict[str, float]], glob: dict[str, float],
@@ -164,10 +169,13 @@ def fit_inference(rows: ServingRows, base: Calibration, exclude_source: str | No
     estimates += [_in_si(e, units[k]) for k, e in enumerate(pooled)] + list(found[5 * len(fitted):])
     calibration = base.replace(inference_overheads=_overheads(
         blocks, glob, base.inference_overheads, counts))
+    final = np.log(predict(blocks, glob)) - log_measured
     return InferenceFit(
         parameters=tuple(estimates), calibration=calibration, rows_used=int(mask.sum()),
         rows_by_generation=dict(sorted(counts.items())),
-        fallback_generations=tuple(sorted(set(counts) - set(fitted))))
+        fallback_generations=tuple(sorted(set(counts) - set(fitted))),
+        row_ids=tuple(c.row_id for c, m in zip(table.cases, mask, strict=True) if m),
+        residuals=tuple(final[mask].tolist()))
 
 
 def _in_si(e: ParameterEstimate, unit: float) -> ParameterEstimate:
