@@ -1,5 +1,23 @@
-"""Inference forecasts against ../shared/ground_truth/inference.csv (bounds just above what is
-measured; see tools/fit_inference_overheads.py for the calibration)."""
+"""Inference forecasts against ../shared/ground_truth/inference.csv, OUT OF SAMPLE.
+
+Time bounds are on leave-one-source-out cross-validated error: each source's rows are
+forecast by serving overheads refitted without that source (``perfcast.validate.
+cross_validate.cross_validate_inference``; ``perfcast validate --cross-validate source``).
+
+Scope of the bounds: rows at static batching or batch 1 (the serving model's scope). Rows
+measured at fixed concurrency / request rate / max throughput (batching ``continuous (...)``,
+``offline-max-throughput``) are forecast and REPORTED but not bounded: their scheduler
+(continuous batching at a concurrency) is being modelled in parallel (issue 17) and today's
+static-batch forecast misses them by a factor 2-3; they are also kept out of the fit.
+
+Measured (2026-11-24, calibration = ``perfcast calibrate`` on shared/ground_truth): 428
+static/batch-1 time rows, CV MAPE 23.1% (in sample 11.1%), median 20.7%; batch-1 decode 23.2%
+(35 rows); per source: argonne 13.8%, FasterTransformer 24.8% (320 of the 428 rows: held out,
+ampere has 61 rows left), kipply 15.4%, gpt-fast 23.3%, Falcon-180B blog 39.9%, H100 blog
+10.3%, H200 blog 10.2%, TensorRT-LLM docs 15.8%. Concurrency rows (22, reported): 204%.
+Measured memory (42 rows, no fitted serving parameter): 2.2%.
+Issue 21 target: CV MAPE <= 15% on static/batch-1 rows.
+"""
 
 from __future__ import annotations
 
@@ -7,20 +25,28 @@ from functools import cache
 
 import pytest
 
+from perfcast.validate.error_stats import error_stats
 from perfcast.validate.inference_compare import validate_inference
 
 from conftest import shared_path
+from cv_data import serving_cv, serving_rows
 
-SOURCE_BOUNDS = {
-    "fastertransformer-docs-gpt-guide-md-performance-section": 0.13,
-    "pytorch-labs-gpt-fast-readme-benchmarks": 0.16,
-    "tensorrt-llm-docs-performance-md": 0.12,
-    "kipply-transformer-inference-arithmetic-real-fastertransformer": 0.18,
-    "tensorrt-llm-blog-h100-has-4-6x-a100": 0.11,
-    "tensorrt-llm-blog-h200-achieves-nearly-12": 0.10,
-    "tensorrt-llm-blog-falcon-180b-on-a-single": 0.40,
+NUM_STATIC_ROWS = 428
+NUM_CONCURRENCY_ROWS = 22
+CV_STATIC_MAPE_BOUND = 0.245
+CV_SOURCE_BOUNDS = {
+    "argonne-llm-inference-bench": 0.16,
+    "fastertransformer-docs-gpt-guide-md-performance-section": 0.26,
+    "kipply-transformer-inference-arithmetic-real-fastertransformer": 0.17,
+    "pytorch-labs-gpt-fast-readme-benchmarks": 0.25,
+    "tensorrt-llm-blog-falcon-180b-on-a-single": 0.42,
+    "tensorrt-llm-blog-h100-has-4-6x-a100": 0.12,
+    "tensorrt-llm-blog-h200-achieves-nearly-12": 0.12,
+    "tensorrt-llm-docs-performance-md": 0.17,
 }
 BATCH1_DECODE = ("decode_tokens_per_s_per_user", "decode_latency_per_token")
+CV_BATCH1_DECODE_BOUND = 0.245
+MEMORY = "gpu_memory_usage"
 
 
 @cache
@@ -28,27 +54,47 @@ def _report():
     return validate_inference(shared_path("ground_truth", "inference.csv"))
 
 
+def _static_rows():
+    concurrency = serving_rows().concurrency_ids
+    return [r for r in serving_cv().rows if r.metric != MEMORY and r.row_id not in concurrency]
+
+
 def test_overall_mape():
-    report = _report()
-    assert report.summary.overall.count >= 450
-    assert report.summary.overall.mape <= 0.13
+    """Static/batch-1 time rows, leave-one-source-out."""
+    rows = _static_rows()
+    assert len(rows) == NUM_STATIC_ROWS
+    assert error_stats(rows).mape <= CV_STATIC_MAPE_BOUND
 
 
-@pytest.mark.parametrize("source, bound", sorted(SOURCE_BOUNDS.items()))
+@pytest.mark.parametrize("source, bound", sorted(CV_SOURCE_BOUNDS.items()))
 def test_mape_per_source(source, bound):
-    stats = _report().summary.source(source)
-    assert stats is not None and stats.count > 0
-    assert stats.mape <= bound
+    rows = [r for r in _static_rows() if r.source_id == source]
+    assert rows
+    assert error_stats(rows).mape <= bound
+
+
+def test_every_static_source_is_bounded():
+    assert {r.source_id for r in _static_rows()} == set(CV_SOURCE_BOUNDS)
 
 
 def test_batch1_decode_mape():
-    rows = [r for r in _report().rows if r.metric in BATCH1_DECODE]
+    rows = [r for r in _static_rows() if r.metric in BATCH1_DECODE]
     assert len(rows) >= 30
-    assert sum(abs(r.error) for r in rows) / len(rows) <= 0.155
+    assert error_stats(rows).mape <= CV_BATCH1_DECODE_BOUND
+
+
+def test_concurrency_rows_are_forecast_and_reported():
+    """Reported, not bounded (module docstring): every such row is forecast."""
+    concurrency = serving_rows().concurrency_ids
+    rows = [r for r in serving_cv().rows if r.row_id in concurrency]
+    stats = error_stats(rows)
+    print(f"concurrency rows: {stats.count}, CV MAPE {stats.mape:.1%}, median "
+          f"{stats.median_abs_error:.1%}")
+    assert stats.count == NUM_CONCURRENCY_ROWS
 
 
 def test_measured_memory_rows():
-    stats = dict(_report().by_metric)["gpu_memory_usage"]
+    stats = dict(_report().by_metric)[MEMORY]
     assert stats.count == 42 and stats.mape <= 0.03
 
 

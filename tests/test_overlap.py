@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from perfcast.calibration.bundle import load_calibration
 from perfcast.calibration.comm_overlap import load_comm_overlap
 from perfcast.catalog.gpus import list_gpus
 from perfcast.catalog.models import load_model
@@ -63,10 +64,12 @@ def test_stream_overlap_share_is_physical():
 
 
 def _with_share(share: float):
+    """The shipped calibration with the stream-overlap share set to ``share``."""
     cal = load_comm_overlap()
-    return cal.model_copy(update={"stream_overlap_exposed_fraction": cal
-                                  .stream_overlap_exposed_fraction.model_copy(
-                                      update={"value": share})})
+    overlap = cal.model_copy(update={"stream_overlap_exposed_fraction": cal
+                                     .stream_overlap_exposed_fraction.model_copy(
+                                         update={"value": share})})
+    return load_calibration().replace(comm_overlap=overlap)
 
 
 def test_stream_overlap_share_moves_only_data_parallel_exposure():
@@ -75,7 +78,7 @@ def test_stream_overlap_share_moves_only_data_parallel_exposure():
     model, system = load_model("mpt-7b"), load_system("dgx-h100")
     strategy = Strategy(num_gpus=64, fsdp=True, micro_batch_size=4)
     workload = Workload(seq_length=2048, global_batch_size=512)
-    low, high = (estimate_training(model, system, strategy, workload, comm_overlap=_with_share(s))
+    low, high = (estimate_training(model, system, strategy, workload, calibration=_with_share(s))
                  for s in (0.1, 0.9))
     assert high.breakdown.dp_comm_s > low.breakdown.dp_comm_s
     assert high.step_time_s > low.step_time_s
@@ -89,7 +92,7 @@ def test_stream_overlap_share_applies_to_the_context_parallel_ring():
     model, system = load_model("llama3-8b"), load_system("dgx-h100")
     strategy = Strategy(num_gpus=8, cp=8)
     workload = Workload(seq_length=65536, global_batch_size=8)
-    low, high = (estimate_training(model, system, strategy, workload, comm_overlap=_with_share(s))
+    low, high = (estimate_training(model, system, strategy, workload, calibration=_with_share(s))
                  for s in (0.2, 0.8))
     assert high.breakdown.cp_comm_s == pytest.approx(4 * low.breakdown.cp_comm_s, rel=1e-9)
     assert high.breakdown.compute_attention_s == low.breakdown.compute_attention_s

@@ -14,6 +14,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from perfcast.calibration._files import CALIBRATION_DIR, load_yaml_model
+from perfcast.calibration.fit_record import FitRecord
 
 ATTENTION_KERNELS_PATH: Final[Path] = CALIBRATION_DIR / "attention_kernels.yaml"
 
@@ -39,6 +40,8 @@ class AttentionKernelCalibration(BaseModel):
 
     reference: str
     derived: dict[str, DerivedKernel]
+    fit: FitRecord | None = None
+    """How the fitted values were obtained (``perfcast calibrate``)."""
 
 
 @cache

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from perfcast.calibration._files import CALIBRATION_DIR, load_yaml_model
 from perfcast.calibration.comm_protocols import SourcedValue
+from perfcast.calibration.fit_record import FitRecord
 
 COMM_OVERLAP_PATH: Final[Path] = CALIBRATION_DIR / "comm_overlap.yaml"
 
@@ -27,6 +28,8 @@ class CommOverlapCalibration(BaseModel):
     default_sm_count: SourcedValue
     tp_overlap_hidden_fraction: SourcedValue
     stream_overlap_exposed_fraction: SourcedValue
+    fit: FitRecord | None = None
+    """How the fitted values were obtained (``perfcast calibrate``)."""
 
     def comm_sm_fraction(self, num_sms: int | None) -> float:
         """Share of a GPU's SMs a collective holds: comm SMs / SMs (capped below 1)."""

@@ -3,11 +3,16 @@ does not see (host/framework time per step and per layer, prefill slowdown, dequ
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
+from pathlib import Path
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from perfcast.calibration._files import CALIBRATION_DIR, load_yaml_model
+from perfcast.calibration.fit_record import FitRecord
+
+INFERENCE_OVERHEADS_PATH: Final[Path] = CALIBRATION_DIR / "inference_overheads.yaml"
 
 
 class InferenceOverhead(BaseModel):
@@ -33,6 +38,7 @@ class InferenceOverheads(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    fit: FitRecord | None = Field(default=None, description="How the file was fitted.")
     generations: dict[str, InferenceOverhead]
     dequant_bandwidth_efficiency: dict[str, float] = Field(
         description="Weight-only format -> achieved share of the weight-streaming rate.")
@@ -48,10 +54,11 @@ class InferenceOverheads(BaseModel):
         return self.generations.get(generation, self.generations["default"])
 
     def uses_default(self, generation: str) -> bool:
-        return generation not in self.generations
+        """True when ``generation`` has no block of its own (the pooled ``default`` is used)."""
+        return generation == "default" or generation not in self.generations
 
 
-@lru_cache(maxsize=1)
-def load_inference_overheads() -> InferenceOverheads:
-    """The shipped calibration (cached)."""
-    return load_yaml_model(InferenceOverheads, CALIBRATION_DIR / "inference_overheads.yaml")
+@cache
+def load_inference_overheads(path: Path | None = None) -> InferenceOverheads:
+    """The serving overheads in ``path`` (the shipped file when None); cached."""
+    return load_yaml_model(InferenceOverheads, path or INFERENCE_OVERHEADS_PATH)

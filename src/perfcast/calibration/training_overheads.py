@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-from importlib import resources
+from functools import cache
+from pathlib import Path
+from typing import Final
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
+
+from perfcast.calibration._files import CALIBRATION_DIR, load_yaml_model
+from perfcast.calibration.fit_record import FitRecord
+
+TRAINING_OVERHEADS_PATH: Final[Path] = CALIBRATION_DIR / "training_overheads.yaml"
+POOLED_KEY: Final[str] = "default"
+"""Entry used for a generation without its own fit: the pooled fit over every generation."""
 
 
 class TrainingOverhead(BaseModel):
@@ -22,20 +29,24 @@ class TrainingOverhead(BaseModel):
 
 
 class TrainingOverheads(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    """Per-generation entries plus ``default``, the pooled fit used (and flagged) for a
+    generation with too few measured rows of its own."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fit: FitRecord | None = Field(default=None, description="How the file was fitted.")
     generations: dict[str, TrainingOverhead]
 
-    def is_fallback(self, generation: str) -> bool:
-        """True when ``generation`` has no entry of its own (it takes ``default``)."""
-        return generation not in self.generations
-
     def for_generation(self, generation: str) -> TrainingOverhead:
-        """The generation's overheads, else the ``default`` entry."""
-        return self.generations.get(generation, self.generations["default"])
+        """The generation's overheads, else the pooled ``default`` entry."""
+        return self.generations.get(generation, self.generations[POOLED_KEY])
+
+    def is_fallback(self, generation: str) -> bool:
+        """True when ``generation`` has no entry of its own (the pooled fit is used)."""
+        return generation == POOLED_KEY or generation not in self.generations
 
 
-@lru_cache(maxsize=1)
-def load_training_overheads() -> TrainingOverheads:
-    text = resources.files("perfcast.calibration").joinpath("training_overheads.yaml").read_text()
-    return TrainingOverheads(generations=yaml.safe_load(text))
+@cache
+def load_training_overheads(path: Path | None = None) -> TrainingOverheads:
+    """The training overheads in ``path`` (the shipped file when None); cached."""
+    return load_yaml_model(TrainingOverheads, path or TRAINING_OVERHEADS_PATH)

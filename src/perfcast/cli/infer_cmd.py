@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from perfcast.cli.errors import handle_input_errors
-from perfcast.cli.options import DispatcherOpt, strategy_dispatcher
+from perfcast.cli.options import CalibrationOption, DispatcherOpt, strategy_dispatcher
 
 
 class ActPrecisionOpt(str, Enum):
@@ -109,9 +109,11 @@ def infer_command(
         "--engine", help="Serving engine profile of the simulation.")] = EngineOpt.vllm,
     engine_version: Annotated[str | None, _opt(
         "--engine-version", help="Engine version whose defaults apply (default: latest).")] = None,
+    calibration: CalibrationOption = None,
     json: Annotated[bool, _opt("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Forecast serving: TTFT, TPOT, throughput per GPU, memory and the largest batch that fits."""
+    from perfcast.calibration.bundle import load_calibration
     from perfcast.catalog.models import load_model
     from perfcast.catalog.systems import load_system
     from perfcast.estimate.inference import estimate_inference, inference_curve
@@ -132,6 +134,7 @@ def infer_command(
         speculative=SpeculativeDecoding(
             draft_model=load_model(draft_model), acceptance_rate=acceptance_rate,
             num_draft_tokens=num_draft_tokens) if draft_model else None,
+        calibration=load_calibration(calibration),
     )
     hardware = load_system(system, num_gpus=num_gpus)
     if concurrency is not None or request_rate is not None or offline:

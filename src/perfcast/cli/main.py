@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import typer
 
+from perfcast.cli.calibrate_cmd import calibrate_command
 from perfcast.cli.catalog_cmd import models_command, systems_command
 from perfcast.cli.comm_cmd import comm_command
 from perfcast.cli.infer_cmd import infer_command
@@ -38,6 +39,8 @@ app.command("infer", help="Serving forecast: TTFT, TPOT, tokens/s/GPU, memory, m
 app.command("validate", help="Forecast every row of a measured-training CSV and report errors.")(
     validate_command
 )
+app.command("calibrate", help="Fit the calibration files on measured runs (training and/or "
+            "inference CSVs); use them with --calibration DIR.")(calibrate_command)
 app.add_typer(kernels_app, name="kernels", help="Time one GEMM or attention kernel on one GPU.")
 app.command("profile", help="Measure kernels on this machine's GPU into a kernel table (torch).")(
     profile_command

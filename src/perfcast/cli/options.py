@@ -96,8 +96,11 @@ numpy (tests/test_kernels_speed_paths.py checks they agree)."""
 KernelBackendOption = Annotated[KernelBackendOpt, typer.Option(
     "--kernel-backend", help="Kernel time model: roofline, analytical (tile/wave) or measured.")]
 KernelTableOption = Annotated[Path | None, typer.Option(
-    "--kernel-table", "--calibration",
+    "--kernel-table",
     help="Kernel table CSV for --kernel-backend measured (perfcast profile writes one).")]
+CalibrationOption = Annotated[Path | None, typer.Option(
+    "--calibration", help="Calibration directory written by `perfcast calibrate --out DIR` "
+    "(files it lacks: the shipped ones).")]
 GpuClockOption = Annotated[float | None, typer.Option(
     "--gpu-clock-mhz", min=1.0, help="Override the GPU's sustained matrix clock (MHz).")]
 

@@ -8,7 +8,12 @@ from typing import Annotated
 import typer
 
 from perfcast.cli.errors import handle_input_errors
-from perfcast.cli.options import DEFAULT_KERNEL_BACKEND_OPT, KernelBackendOption, KernelTableOption
+from perfcast.cli.options import (
+    DEFAULT_KERNEL_BACKEND_OPT,
+    CalibrationOption,
+    KernelBackendOption,
+    KernelTableOption,
+)
 
 PROGRESS_MIN_STRATEGIES = 200_000
 """Show a progress bar when a search evaluates at least this many strategies."""
@@ -52,10 +57,12 @@ def search_command(
     no_fp8: Annotated[bool, typer.Option("--no-fp8", help="Do not try FP8.")] = False,
     kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
     kernel_table: KernelTableOption = None,
+    calibration: CalibrationOption = None,
     json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     csv: Annotated[bool, typer.Option("--csv", help="Print the best strategies as CSV.")] = False,
 ) -> None:
     """Enumerate every valid strategy, evaluate them in bulk, show the best and the Pareto front."""
+    from perfcast.calibration.bundle import load_calibration
     from perfcast.catalog.models import load_model
     from perfcast.catalog.systems import load_system
     from perfcast.cli.build import kernel_backend as make_backend
@@ -72,7 +79,8 @@ def search_command(
     workload = Workload(seq_length=seq_length, global_batch_size=global_batch_size)
     kwargs = dict(constraints=constraints, objective=objective.value, top=top,
                   token_budget=token_budget, price_per_gpu_hour=price_per_gpu_hour,
-                  kernel_backend=make_backend(kernel_backend.value, kernel_table))
+                  kernel_backend=make_backend(kernel_backend.value, kernel_table),
+                  calibration=load_calibration(calibration))
     if json or csv:
         result = search_strategies(spec_model, spec_system, workload, gpus, **kwargs)
     else:

@@ -9,7 +9,12 @@ from typing import Annotated
 import typer
 
 from perfcast.cli.errors import handle_input_errors
-from perfcast.cli.options import DEFAULT_KERNEL_BACKEND_OPT, KernelBackendOption, KernelTableOption
+from perfcast.cli.options import (
+    DEFAULT_KERNEL_BACKEND_OPT,
+    CalibrationOption,
+    KernelBackendOption,
+    KernelTableOption,
+)
 
 
 class EngineOpt(str, Enum):
@@ -64,6 +69,7 @@ def sweep_command(
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="Workers of the local Dask cluster.")] = None,
     kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
     kernel_table: KernelTableOption = None,
+    calibration: CalibrationOption = None,
     json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON object.")] = False,
 ) -> None:
     """Search the best strategy at every point; write a table and plots."""
@@ -73,10 +79,15 @@ def sweep_command(
 
     if out is not None and out.suffix not in (".csv", ".parquet"):
         raise InputError("out", str(out), "must end in .csv or .parquet")
+    if calibration is not None:
+        from perfcast.calibration.bundle import load_calibration
+
+        load_calibration(calibration)  # fail early, once, on a bad directory
     tasks = sweep_tasks(model, [s.strip() for s in systems.split(",") if s.strip()],
                         _ints(gpus, "gpus"), global_batch_size, seq_length, scaling.value,
                         _vary(vary or []), SearchConstraints(max_cp=max_cp), kernel_backend.value,
-                        _table(kernel_backend.value, kernel_table))
+                        _table(kernel_backend.value, kernel_table),
+                        str(calibration.resolve()) if calibration else "")
     if json:
         rows = run_sweep(tasks, out, engine.value, scheduler, workers)
     else:

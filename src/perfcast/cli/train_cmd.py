@@ -11,6 +11,7 @@ import typer
 from perfcast.cli.errors import handle_input_errors
 from perfcast.cli.options import (
     DEFAULT_KERNEL_BACKEND_OPT,
+    CalibrationOption,
     KernelBackendOption,
     KernelTableOption,
     RunArgs,
@@ -37,6 +38,7 @@ def train_command(
     ] = ScheduleOpt.auto,
     kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
     kernel_table: KernelTableOption = None,
+    calibration: CalibrationOption = None,
     trace: Annotated[Path | None, typer.Option(
         "--trace", help="Write the step as Chrome-trace / Perfetto JSON to this file.")] = None,
     plot: Annotated[Path | None, typer.Option(
@@ -45,6 +47,7 @@ def train_command(
         "--report", help="Write one self-contained HTML report to this file.")] = None,
 ) -> None:
     """Forecast one training step."""
+    from perfcast.calibration.bundle import load_calibration
     from perfcast.cli.build import build_specs
     from perfcast.cli.build import kernel_backend as make_backend
     from perfcast.estimate.training import estimate_training
@@ -55,7 +58,8 @@ def train_command(
         strategy = strategy.model_validate(
             {**strategy.model_dump(), "pipeline_schedule": pipeline_schedule.value})
     result = estimate_training(specs.model, specs.system, strategy, specs.workload,
-                               kernel_backend=make_backend(kernel_backend.value, kernel_table))
+                               kernel_backend=make_backend(kernel_backend.value, kernel_table),
+                               calibration=load_calibration(calibration))
     if trace or plot or report:
         from perfcast.report.step_exports import write_step_exports
 

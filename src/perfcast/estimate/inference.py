@@ -23,10 +23,12 @@ sequences of a TP group for attention (DeepSeek-V3 serving; MLA caches are not s
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
-from perfcast.calibration.inference_overheads import InferenceOverheads, load_inference_overheads
+from perfcast.calibration.bundle import Calibration, load_calibration
+from perfcast.calibration.inference_overheads import InferenceOverheads
 from perfcast.catalog.host_io import host_io_for
 from perfcast.errors import InputError
 from perfcast.estimate.inference_kernels import roofline_params
@@ -168,14 +170,15 @@ def estimate_inference(
     offload: Offload | None = None,
     speculative: SpeculativeDecoding | None = None,
     kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE,
-    overheads: InferenceOverheads | None = None,
+    calibration: Calibration | None = None,
 ) -> InferenceReport:
     """TTFT, TPOT, throughput, memory and max batch of serving ``model`` (no side effects).
 
     ``precision`` is the activation/GEMM format (bf16, fp16, fp8, fp4); ``weight_precision``
     defaults to it (int8/int4 = weight-only); ``kv_precision`` defaults to 16-bit.
     ``cuda_graphs`` replays decode steps as CUDA graphs (no host overhead per layer or step).
-    ``strategy`` defaults to one GPU; ``overheads`` replaces the shipped calibration.
+    ``strategy`` defaults to one GPU; ``calibration`` (``perfcast.calibration.bundle``)
+    replaces the shipped calibration (its serving overheads).
     """
     strategy = strategy or Strategy(num_gpus=1)
     sixteen = "fp16" if precision == "fp16" else "bf16"
@@ -186,7 +189,8 @@ def estimate_inference(
     offload = offload or Offload()
     _check(model, system, strategy, prec, attention_dp)
     backend = get_backend(kernel_backend)
-    cal = overheads or load_inference_overheads()
+    calibration = calibration or load_calibration()
+    cal = calibration.inference_overheads
     memory, max_batch, weights = serving_memory(model, system, strategy, prec, workload,
                                                 attention_dp, offload, speculative)
     if workload.batching == "continuous" and not offload.any and not attention_dp:
@@ -199,13 +203,14 @@ def estimate_inference(
     if speculative is not None:
         decode, speculation = _speculative(ctx, workload, speculative, backend, cal)
     tpot = float(decode.total_s)
-    return InferenceReport(
+    report = InferenceReport(
         model=model.name, system=system.name, gpu=system.gpu.name, strategy=strategy,
         workload=workload, precision=prec, attention_dp=attention_dp, offload=offload,
         ttft_s=ttft, tpot_s=tpot, prefill=prefill, decode=decode, memory=memory,
         max_batch_size=max_batch, speculation=speculation,
         kernel_backend=str(getattr(backend, "name", kernel_backend)),
         calibration_default=cal.uses_default(system.gpu.generation),
+        calibration=calibration.inference_status(system.gpu.generation),
         assumptions=(
             "prefill and decode from the operator graph; roofline kernels with calibrated "
             "efficiencies; alpha-beta collectives",
@@ -215,6 +220,12 @@ def estimate_inference(
             "offloaded bytes cross PCIe/NVMe every step, overlapped with compute",
         ),
     )
+    bands = calibration.intervals
+    if bands is None or not bands.serving.groups:
+        return report
+    return replace(report, interval=bands.serving.interval(
+        system.gpu.generation, "any", "any", report.output_tokens_per_s_per_gpu, True,
+        bands.level, bands.min_runs, bands.widen_factor))
 
 
 def _speculative(ctx: ServingContext, w: InferenceWorkload, spec: SpeculativeDecoding,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfcast.calibration.bundle import CalibrationStatus
+from perfcast.calibration.forecast_intervals import ForecastInterval
 from perfcast.estimate.inference_phases import StepTime
 from perfcast.estimate.training_report import strategy_dict
 from perfcast.memory.inference import InferenceMemory
@@ -55,6 +57,10 @@ class InferenceReport:
     calibration_default: bool
     """True when the GPU generation has no fitted serving overheads (defaults used)."""
     assumptions: tuple[str, ...]
+    calibration: CalibrationStatus | None = None
+    """The GPU generation's serving calibration, or the pooled fit standing in (``fallback``)."""
+    interval: ForecastInterval | None = None
+    """80% band of output tokens/s/GPU from cross-validated residuals of comparable runs."""
 
     @property
     def num_gpus(self) -> int:
@@ -117,6 +123,8 @@ class InferenceReport:
             "speculation": self.speculation.to_dict() if self.speculation else None,
             "kernel_backend": self.kernel_backend,
             "calibration_default": self.calibration_default,
+            "calibration": self.calibration.to_dict() if self.calibration else None,
+            "interval": self.interval.to_dict() if self.interval else None,
             "assumptions": list(self.assumptions),
         }
 

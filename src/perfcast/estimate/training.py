@@ -14,13 +14,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from perfcast.arrays import Floats
-from perfcast.calibration.comm_overlap import CommOverlapCalibration
+from perfcast.calibration.bundle import Calibration, load_calibration
 from perfcast.calibration.host_launch import HostLaunchCalibration
-from perfcast.calibration.training_overheads import (
-    TrainingOverhead,
-    TrainingOverheads,
-    load_training_overheads,
-)
+from perfcast.calibration.training_overheads import TrainingOverhead, TrainingOverheads
 from perfcast.estimate.training_report import StepBreakdown, TrainingReport
 from perfcast.graph.flops import model_flops_per_token, recompute_flops_per_token
 from perfcast.graph.layer import ACT_BYTES
@@ -163,17 +159,20 @@ def estimate_training(
     strategy: Strategy,
     workload: Workload,
     kernel_backend: KernelBackendName | str | KernelBackend = DEFAULT_KERNEL_BACKEND,
-    overheads: TrainingOverheads | None = None,
-    comm_overlap: CommOverlapCalibration | None = None,
+    calibration: Calibration | None = None,
     host_launch: HostLaunchCalibration | None = None,
 ) -> TrainingReport:
     """Step time, throughput, MFU and a breakdown for one training step (no side effects).
 
-    ``overheads``, ``comm_overlap`` and ``host_launch`` replace the shipped per-generation
-    overheads, overlap and host-launch calibrations (for fitting them).
+    ``calibration`` (``perfcast.calibration.bundle``) replaces the shipped calibration: the
+    per-generation overheads, overlap shares and derived attention kernels (a user's
+    ``perfcast calibrate`` output, or a fitting trial); ``host_launch`` the shipped host-launch
+    priors (``calibration/host_launch.yaml``).
     """
     memory = estimate_memory(model, system, strategy, workload)  # also validates the inputs
-    backend = get_backend(kernel_backend)
+    cal = calibration or load_calibration()
+    comm_overlap = cal.comm_overlap
+    backend = cal.with_kernels(get_backend(kernel_backend))
     m = num_micro_batches(workload, strategy)
     s = workload.seq_length
     kinds = distinct_stages(model, strategy)
@@ -191,7 +190,7 @@ def estimate_training(
                        params))
     per_stage = [stages[k] for k in stage_kinds(model, strategy)]
     passes = tuple(times.passes(dp.exposed_per_micro_batch_s) for times, dp, _ in per_stage)
-    overheads = overheads or load_training_overheads()
+    overheads = cal.training_overheads
     calib = overheads.for_generation(system.gpu.generation)
     parts = assemble_step(model, system, strategy, s, m, stages, [n for _, n in kinds], backend,
                           calib, passes)
@@ -222,6 +221,7 @@ def estimate_training(
         offload_s=on_critical("offload_s"),
     )
     step = parts.step_time_s
+    interval = _interval(cal, model, system, strategy, workload.tokens_per_step / float(step))
     model_flops = model_flops_per_token(model, s)
     hardware_flops = model_flops + recompute_flops_per_token(
         model, s, strategy.recompute, _recomputed_fraction(model, strategy))
@@ -244,10 +244,10 @@ def estimate_training(
         bubble_fraction=max(0.0, float(parts.pipeline_s / busy[critical] - 1.0)),
         memory=memory,
         kernel_backend=str(getattr(backend, "name", kernel_backend)),
+        calibration=cal.training_status(system.gpu.generation),
+        interval=interval,
         stage_passes=passes,
         p2p_s=float(p2p_time_s(model, system, strategy, s)) if strategy.pp > 1 else 0.0,
-        calibration_fallback=overheads.is_fallback(system.gpu.generation),
-        generation=system.gpu.generation,
         kernel_table_fallback_ops=table_fallback_ops(graphs, system.gpu, strategy, backend),
         assumptions=(
             "model FLOPs per token = 6*N_active_matmul + causal attention (3 passes); "
@@ -278,6 +278,19 @@ def _calibration_notes(system: SystemSpec, strategy: Strategy,
                      f"({overheads.for_generation(gpu.generation).compute_overhead_fraction:g}), "
                      "a fallback")
     return tuple(notes)
+
+
+def _interval(cal: Calibration, model: ModelSpec, system: SystemSpec, strategy: Strategy,
+              tokens_per_s: float):
+    """80% band of tokens/s/GPU from the cross-validated residuals of comparable runs
+    (``calibration.forecast_intervals``); None without bands."""
+    bands = cal.intervals
+    if bands is None:
+        return None
+    scale = "multi-node" if strategy.num_gpus > system.gpus_per_node else "single-node"
+    return bands.training.interval(system.gpu.generation, model.arch_type, scale,
+                                   tokens_per_s / strategy.num_gpus, True, bands.level,
+                                   bands.min_runs, bands.widen_factor)
 
 
 def _device_stage_work(strategy: Strategy, m: int) -> tuple[tuple[float, ...], ...]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from perfcast.calibration.bundle import CalibrationStatus
+from perfcast.calibration.forecast_intervals import ForecastInterval
 from perfcast.memory.report import MemoryReport
 from perfcast.schedule.timeline import PassTimes
 from perfcast.specs.strategy import Strategy
@@ -70,12 +72,10 @@ class TrainingReport:
     ``estimate.training_timeline`` rebuilds the step's timeline from them)."""
     p2p_s: float = 0.0
     """One activation send/recv between adjacent stages."""
-    calibration_fallback: bool = False
-    """True when the GPU's generation has no training measurements and its calibrated overhead
-    is the pooled fit (``calibration/training_overheads.yaml`` ``default``)."""
-
-    generation: str = ""
-    """GPU generation whose calibration the forecast used."""
+    calibration: CalibrationStatus | None = None
+    """The GPU generation's calibration entry, or the pooled fit standing in (``fallback``)."""
+    interval: ForecastInterval | None = None
+    """80% band of tokens/s/GPU from cross-validated residuals of comparable runs."""
     kernel_table_fallback_ops: tuple[str, ...] = ()
     """'name (kind)' of the ops a measured kernel table does not cover, timed analytically
     (``schedule.kernel_coverage``; empty for the other backends)."""
@@ -124,8 +124,9 @@ class TrainingReport:
             "memory": self.memory.to_dict(),
             "kernel_backend": self.kernel_backend,
             "kernel_table_fallback_ops": list(self.kernel_table_fallback_ops),
+            "calibration": self.calibration.to_dict() if self.calibration else None,
+            "interval": self.interval.to_dict() if self.interval else None,
             "assumptions": list(self.assumptions),
-            "calibration": {"generation": self.generation, "fallback": self.calibration_fallback},
         }
 
 

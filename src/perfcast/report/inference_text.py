@@ -38,13 +38,18 @@ def render_inference(report: InferenceReport, console) -> None:
     head.add_row("end-to-end latency", _ms(report.e2e_latency_s))
     head.add_row("output tokens/s", f"{report.output_tokens_per_s:,.0f} total, "
                  f"{report.output_tokens_per_s_per_gpu:,.0f} per GPU")
+    if report.interval is not None:
+        band = report.interval
+        head.add_row("80% band", f"±{band.half_width(report.output_tokens_per_s_per_gpu):.0%} "
+                     f"(80%): {band.low:,.0f}-{band.high:,.0f} tokens/s/GPU; {band.basis}")
     head.add_row("max batch that fits", f"{report.max_batch_size:,}")
     if report.speculation:
         s = report.speculation
         head.add_row("speculation", f"draft {s.draft_model}, k {s.num_draft_tokens}, "
                      f"α {s.acceptance_rate}: {s.tokens_per_target_step:.2f} tokens/target step")
-    if report.calibration_default:
-        head.add_row("note", "no serving calibration for this GPU generation: defaults used")
+    note = report.calibration.note() if report.calibration else None
+    if note:
+        head.add_row("calibration", note)
     console.print(head)
     table = Table(title="Where the time goes", title_justify="left")
     table.add_column("part")

@@ -38,10 +38,19 @@ def render_training(report: TrainingReport, console) -> None:
     )
     headline = Table(show_header=False, box=None)
     headline.add_row("step time", f"{report.step_time_s:,.3f} s")
-    headline.add_row("tokens/s/GPU", f"{report.tokens_per_s_per_gpu:,.0f}")
+    tps = report.tokens_per_s_per_gpu
+    band = report.interval
+    headline.add_row("tokens/s/GPU", f"{tps:,.0f}" + (
+        f"  ±{band.half_width(tps):.0%} (80%): {band.low:,.0f}-{band.high:,.0f}"
+        if band else ""))
+    if band is not None:
+        headline.add_row("band basis", band.basis)
     headline.add_row("model TFLOP/s/GPU", f"{report.tflops_per_gpu:,.1f}")
     headline.add_row("MFU / HFU", f"{report.mfu:.1%} / {report.hfu:.1%}  (of dense BF16 peak)")
     headline.add_row("pipeline bubble", f"{report.bubble_fraction:.1%} of ideal")
+    note = report.calibration.note() if report.calibration else None
+    if note:
+        headline.add_row("calibration", note)
     console.print(headline)
     table = Table(title="Where the step time goes (critical stage "
                   f"{report.critical_stage})", title_justify="left")
@@ -54,10 +63,6 @@ def render_training(report: TrainingReport, console) -> None:
         table.add_row(_LABELS.get(key, key), f"{value:,.4f}", f"{value / report.step_time_s:.1%}")
     table.add_row("[bold]step[/bold]", f"[bold]{report.step_time_s:,.4f}[/bold]", "100.0%")
     console.print(table)
-    if report.calibration_fallback:
-        console.print(f"calibration: no training measurements for {report.generation} GPUs; "
-                      "the calibrated overhead is the pooled fit of the measured generations "
-                      "(fallback)")
     if report.kernel_table_fallback_ops:
         ops = report.kernel_table_fallback_ops
         console.print(f"kernel table: {len(ops)} op(s) not covered, timed analytically: "

@@ -23,7 +23,8 @@ when its gradients are complete, collectives on one communicator run one at a ti
 NCCL kernels share SMs, HBM and the PCIe/NIC path with the compute beside them. Their
 overlapped seconds cost ``stream_overlap_exposed_fraction`` (s in the formula): one shared
 value fitted on the public training measurements jointly with the per-generation overheads
-(``tools/fit_training_overheads.py``); it is at least the SM-sharing s of every catalog GPU.
+(``perfcast calibrate``, ``perfcast.validate.fit_training``); it is at least the SM-sharing s
+of every catalog GPU.
 TP overlap decomposed into the GEMMs (``tp_overlap_hidden_fraction``) and EP overlap across
 micro-batches (scheduled with explicit SM budgets, DeepSeek-V3 §3.2.1) keep the SM share.
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from perfcast.calibration.bundle import Calibration, load_calibration
 from perfcast.calibration.memory_overheads import load_memory_overheads
-from perfcast.calibration.training_overheads import load_training_overheads
 from perfcast.estimate.training import assemble_step, distinct_stages
 from perfcast.graph.layer import layer_ops
 from perfcast.graph.param_sharding import stage_params
@@ -72,14 +72,16 @@ def _gather(table, index: np.ndarray):
 
 
 def layer_tables(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_length: int,
-                 backend) -> LayerTables:
-    """Scalar layer and extra-op times for every ``LayerKey`` of ``space``."""
+                 backend, calibration: Calibration | None = None) -> LayerTables:
+    """Scalar layer and extra-op times for every ``LayerKey`` of ``space`` (overlap shares
+    from ``calibration``, the shipped one when None)."""
+    overlap = (calibration or load_calibration()).comm_overlap
     roles = ((True, False), (False, True), (True, True))
 
     def timed_layer(strategy: Strategy, is_moe: bool) -> LayerTime:
         compute, comm = layer_ops(model, layer_shape(model, strategy, seq_length, is_moe))
         group = LayerGroup(1, is_moe, tuple(compute), tuple(comm))
-        return layer_time(group, system, strategy, backend)
+        return layer_time(group, system, strategy, backend, overlap)
 
     @functools.cache
     def without_experts(tp, cp, mbs, sp, precision):
@@ -120,14 +122,19 @@ class BulkEvaluator:
     workload: Workload
     tables: LayerTables
     backend: object
+    calibration: Calibration
 
     @classmethod
     def for_space(cls, model: ModelSpec, system: SystemSpec, workload: Workload,
                   space: StrategySpace,
-                  kernel_backend: KernelBackendName | str = DEFAULT_KERNEL_BACKEND):
-        backend = get_backend(kernel_backend)
-        tables = layer_tables(model, system, space, workload.seq_length, backend)
-        return cls(model, system, workload, tables, backend)
+                  kernel_backend: KernelBackendName | str = DEFAULT_KERNEL_BACKEND,
+                  calibration: Calibration | None = None):
+        """Layer tables of ``space`` timed with ``kernel_backend`` and ``calibration`` (the
+        shipped calibration when None)."""
+        calibration = calibration or load_calibration()
+        backend = calibration.with_kernels(get_backend(kernel_backend))
+        tables = layer_tables(model, system, space, workload.seq_length, backend, calibration)
+        return cls(model, system, workload, tables, backend, calibration)
 
     def evaluate(self, block: StrategyBlock) -> BlockMetrics:
         """Step time and peak memory per GPU of every strategy in ``block``."""
@@ -146,10 +153,11 @@ class BulkEvaluator:
             if stage == 0 or stage == block.pp - 1:
                 extra = _gather(extra, block.layer_key)
             times = assemble_stage_time(layers, extra, block)
-            stages.append((times, data_parallel_time(params, times, system, block), params))
+            stages.append((times, data_parallel_time(params, times, system, block,
+                                                     self.calibration.comm_overlap), params))
             memory.append(stage_memory(model, block, params, s, m,
                                        load_memory_overheads()).total_bytes)
-        calib = load_training_overheads().for_generation(system.gpu.generation)
+        calib = self.calibration.training_overheads.for_generation(system.gpu.generation)
         parts = assemble_step(model, system, block, s, m, stages, [n for _, n in kinds],
                               self.backend, calib)
         shape = block.shape

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from perfcast.calibration.bundle import Calibration
 from perfcast.errors import InputError
 from perfcast.estimate.training import estimate_training
 from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackendName
@@ -44,11 +45,13 @@ def search_strategies(
     price_per_gpu_hour: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     kernel_backend: KernelBackendName | str = DEFAULT_KERNEL_BACKEND,
+    calibration: Calibration | None = None,
 ) -> SearchResult:
     """Best strategies for ``model`` on ``num_gpus`` GPUs of ``system`` (no side effects).
 
     ``progress(done, total)`` is called after each evaluated block. ``kernel_backend`` times
-    the kernels of both the bulk evaluation and the full forecasts of the reported strategies.
+    the kernels of both the bulk evaluation and the full forecasts of the reported strategies;
+    ``calibration`` (``perfcast.calibration.bundle``; the shipped one when None) calibrates both.
     """
     objective = Objective(objective)
     if objective is Objective.COST and price_per_gpu_hour is None:
@@ -59,7 +62,8 @@ def search_strategies(
     if total == 0:
         raise InputError("gpus", num_gpus, "no valid strategy under the search constraints")
     start = time.perf_counter()
-    evaluator = BulkEvaluator.for_space(model, system, workload, space, kernel_backend)
+    evaluator = BulkEvaluator.for_space(model, system, workload, space, kernel_backend,
+                                        calibration)
     done, kept, front = 0, [], []
     capacity = system.gpu.usable_hbm_bytes
     tokens_per_step = workload.tokens_per_step
@@ -95,7 +99,7 @@ def search_strategies(
     def candidate(b: int, i: int) -> SearchCandidate:
         strategy = space.blocks[b].strategy(int(i))
         report = estimate_training(model, system, strategy, workload,
-                                   kernel_backend=kernel_backend)
+                                   kernel_backend=kernel_backend, calibration=calibration)
         t = float(time_to_train_s(token_budget, report.tokens_per_s_per_gpu, num_gpus))
         cost = (None if price_per_gpu_hour is None
                 else float(training_cost_usd(t, num_gpus, price_per_gpu_hour)))

@@ -60,6 +60,8 @@ class SweepTask:
     """Kernel time model the search uses (``perfcast.kernels.backend``)."""
     kernel_table: str | None = None
     """Kernel table of the ``measured`` backend (``--kernel-table``); None = shipped one."""
+    calibration_dir: str = ""
+    """Calibration directory (``perfcast calibrate --out``); empty: the shipped calibration."""
 
     @property
     def kernels(self) -> str:
@@ -69,8 +71,9 @@ class SweepTask:
     @property
     def task_id(self) -> str:
         vary = f"{self.parameter}={self.factor:g}" if self.parameter else "base"
+        calibration = f"|calibration={self.calibration_dir}" if self.calibration_dir else ""
         return (f"{self.model}|{self.system}|{self.num_gpus}|{self.global_batch_size}|"
-                f"{self.seq_length}|{vary}|kernels={self.kernels}")
+                f"{self.seq_length}|{vary}|kernels={self.kernels}{calibration}")
 
     def backend(self):
         """The backend name, or a measured backend over ``kernel_table``."""
@@ -86,9 +89,10 @@ def sweep_tasks(model: str, systems: Sequence[str], gpu_counts: Sequence[int],
                 vary: dict[str, Sequence[float]] | None = None,
                 constraints: SearchConstraints | None = None,
                 kernel_backend: str = DEFAULT_KERNEL_BACKEND.value,
-                kernel_table: str | None = None) -> list[SweepTask]:
+                kernel_table: str | None = None,
+                calibration_dir: str = "") -> list[SweepTask]:
     """Tasks over systems × GPU counts (× each hardware factor, one parameter at a time), each
-    searched with ``kernel_backend``.
+    searched with ``kernel_backend`` and the calibration in ``calibration_dir`` (empty: shipped).
 
     Strong scaling keeps the global batch; weak scaling grows it with the GPU count
     (global batch per GPU fixed at that of the smallest count).
@@ -105,12 +109,13 @@ def sweep_tasks(model: str, systems: Sequence[str], gpu_counts: Sequence[int],
             for parameter, factor in variations:
                 tasks.append(SweepTask(model, system, gpus, gbs, seq_length, parameter, factor,
                                        constraints or SearchConstraints(), kernel_backend,
-                                       kernel_table))
+                                       kernel_table, calibration_dir))
     return tasks
 
 
 def run_task(task: SweepTask) -> dict:
     """The best strategy at ``task``'s point as one flat row (NaN metrics when none fits)."""
+    from perfcast.calibration.bundle import load_calibration
     from perfcast.catalog.models import load_model
     from perfcast.catalog.systems import load_system
     from perfcast.search.run import search_strategies
@@ -120,7 +125,8 @@ def run_task(task: SweepTask) -> dict:
                            task.factor)
     workload = Workload(seq_length=task.seq_length, global_batch_size=task.global_batch_size)
     result = search_strategies(load_model(task.model), system, workload, task.num_gpus,
-                               task.constraints, top=1, kernel_backend=task.backend())
+                               task.constraints, top=1, kernel_backend=task.backend(),
+                               calibration=load_calibration(task.calibration_dir or None))
     row = {"task_id": task.task_id, "model": task.model, "system": task.system,
            "num_gpus": task.num_gpus, "global_batch_size": task.global_batch_size,
            "seq_length": task.seq_length, "parameter": task.parameter or "",

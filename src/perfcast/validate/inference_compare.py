@@ -19,9 +19,9 @@ from typing import Any
 from perfcast.validate.catalog_lookup import CatalogLookup
 from perfcast.validate.error_stats import ErrorStats, ValidationSummary, error_stats, summarize
 from perfcast.validate.inference_rows import (
-    METRICS,
     InferenceCase,
     is_inference_schema,
+    metric_quantity,
     parse_inference_row,
 )
 from perfcast.validate.serving_compare import (
@@ -95,7 +95,7 @@ def default_inference_estimator() -> InferenceEstimator:
 def compare_case(case: InferenceCase, estimator: InferenceEstimator
                  ) -> InferenceRowResult | SkippedRow:
     """Forecast one case; an estimator failure becomes a ``SkippedRow``."""
-    quantity, factor = METRICS[case.metric]
+    quantity, factor = metric_quantity(case.metric, case.unit)
     try:
         report = estimator(case.model, case.system, case.strategy, **case.options)
         predicted = report_quantity(report, quantity) * factor

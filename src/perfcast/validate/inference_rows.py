@@ -52,6 +52,18 @@ METRICS: dict[str, tuple[str, float]] = {
 }
 """metric -> (report quantity, factor to the row's unit: ms, tokens/s, GB)."""
 
+SECOND_UNITS = frozenset({"s", "sec", "secs", "second", "seconds"})
+"""Unit texts of latencies stated in seconds rather than the usual milliseconds."""
+
+
+def metric_quantity(metric: str, unit: str) -> tuple[str, float]:
+    """(report quantity, factor to the row's unit): ``METRICS``, except that a latency whose
+    unit says seconds is compared in seconds (factor 1, not 1e3)."""
+    quantity, factor = METRICS[metric]
+    if quantity.endswith("_s") and unit.strip().lower() in SECOND_UNITS:
+        return quantity, 1.0
+    return quantity, factor
+
 PER_GPU_WHEN_UNSTATED = "per-gpu vs total not stated"
 """Unit text of TensorRT-LLM gptSessionBenchmark tables that do not say per GPU or total: the
 benchmark divides by TP ("out_tps = output_seqlen*batch_size/total_latency/tp", TensorRT-LLM

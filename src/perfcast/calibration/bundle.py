@@ -1,0 +1,164 @@
+"""``Calibration``: every fitted calibration file as one frozen object, and its loader.
+
+The end-to-end fits (``perfcast calibrate``) write five files, each read by its own loader:
+
+* ``training_overheads.yaml``: per-generation kernel overhead fraction, pooled ``default``;
+* ``comm_overlap.yaml``: SMs held by collectives, TP-overlap and stream-overlap shares;
+* ``attention_kernels.yaml``: derived attention kernel classes (fitted time ratios);
+* ``inference_overheads.yaml``: per-generation serving overheads, pooled ``default``;
+* ``forecast_intervals.yaml``: 80% bands from the cross-validated residuals.
+
+``load_calibration(directory)`` reads each file from ``directory`` when it holds one and the
+shipped file otherwise (a user who fitted only training runs keeps the shipped serving
+calibration), so ``--calibration DIR`` can carry any subset. The estimators take the object
+(``calibration=``) instead of reading the shipped files themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+from typing import Any, Final
+
+from perfcast.calibration.attention_kernels import (
+    ATTENTION_KERNELS_PATH,
+    AttentionKernelCalibration,
+    load_attention_kernels,
+)
+from perfcast.calibration.comm_overlap import (
+    COMM_OVERLAP_PATH,
+    CommOverlapCalibration,
+    load_comm_overlap,
+)
+from perfcast.calibration.forecast_intervals import (
+    FORECAST_INTERVALS_PATH,
+    ForecastIntervals,
+    load_forecast_intervals,
+)
+from perfcast.calibration.inference_overheads import (
+    INFERENCE_OVERHEADS_PATH,
+    InferenceOverheads,
+    load_inference_overheads,
+)
+from perfcast.calibration.training_overheads import (
+    TRAINING_OVERHEADS_PATH,
+    TrainingOverheads,
+    load_training_overheads,
+)
+from perfcast.errors import InputError
+
+FILE_NAMES: Final[dict[str, str]] = {
+    "training_overheads": TRAINING_OVERHEADS_PATH.name,
+    "comm_overlap": COMM_OVERLAP_PATH.name,
+    "attention_kernels": ATTENTION_KERNELS_PATH.name,
+    "inference_overheads": INFERENCE_OVERHEADS_PATH.name,
+    "intervals": FORECAST_INTERVALS_PATH.name,
+}
+"""``Calibration`` field -> file name in a calibration directory."""
+
+
+@dataclass(frozen=True)
+class CalibrationStatus:
+    """Which calibration entry a forecast used: its GPU generation's own fit, or the pooled
+    fit over every generation (``fallback``) because that generation has too few rows."""
+
+    generation: str
+    fallback: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"generation": self.generation, "fallback": self.fallback}
+
+    def note(self) -> str | None:
+        """One line for text reports when the pooled fit stands in, else None."""
+        if not self.fallback:
+            return None
+        return (f"no calibration measured on {self.generation} GPUs: the pooled fit over "
+                f"every generation is used")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The fitted calibration files a forecast depends on (see module docstring)."""
+
+    training_overheads: TrainingOverheads
+    comm_overlap: CommOverlapCalibration
+    attention_kernels: AttentionKernelCalibration
+    inference_overheads: InferenceOverheads
+    intervals: ForecastIntervals | None = None
+    """80% bands from cross-validated residuals (None: forecasts carry no band)."""
+    directory: Path | None = None
+    """Directory the files came from (None: the shipped calibration)."""
+
+    def training_status(self, generation: str) -> CalibrationStatus:
+        return CalibrationStatus(generation, self.training_overheads.is_fallback(generation))
+
+    def inference_status(self, generation: str) -> CalibrationStatus:
+        return CalibrationStatus(generation, self.inference_overheads.uses_default(generation))
+
+    def with_kernels(self, backend: Any) -> Any:
+        """``backend`` with this calibration's derived attention kernels (the roofline
+        backend holds them; the analytical and measured backends wrap a roofline one)."""
+        if hasattr(backend, "attention_kernels"):
+            if backend.attention_kernels == self.attention_kernels:
+                return backend
+            return _replace_cached(backend, "attention_kernels", self.attention_kernels)
+        for inner in ("roofline", "analytical"):
+            if hasattr(backend, inner):
+                wrapped = self.with_kernels(getattr(backend, inner))
+                if wrapped is getattr(backend, inner):
+                    return backend
+                return _replace_cached(backend, inner, wrapped)
+        return backend
+
+    def replace(self, **changes: Any) -> Calibration:
+        """A copy with some files replaced (fitting and cross-validation use this)."""
+        return replace(self, **changes)
+
+
+_REPLACED: dict[tuple[int, str, int], tuple[Any, Any, Any]] = {}
+"""(id(backend), field, id(value)) -> (backend, value, replaced backend); keeps both alive so
+the ids stay theirs. Calibrations are few (the shipped one, a user's, fitting trials)."""
+_REPLACED_MAX = 256
+
+
+def _replace_cached(backend: Any, field: str, value: Any) -> Any:
+    """``dataclasses.replace`` memoised by identity, so a backend's kernel memo tables survive
+    between forecasts with the same calibration (backends and calibrations are not hashable)."""
+    key = (id(backend), field, id(value))
+    hit = _REPLACED.get(key)
+    if hit is None:
+        if len(_REPLACED) >= _REPLACED_MAX:
+            _REPLACED.clear()
+        hit = _REPLACED[key] = (backend, value, replace(backend, **{field: value}))
+    return hit[2]
+
+
+def _file(directory: Path | None, key: str) -> Path | None:
+    if directory is None:
+        return None
+    path = directory / FILE_NAMES[key]
+    return path if path.is_file() else None
+
+
+@cache
+def load_calibration(directory: Path | str | None = None) -> Calibration:
+    """The calibration in ``directory`` (each missing file: the shipped one); None: shipped.
+
+    Raises ``InputError`` when ``directory`` is not a directory or holds none of the files.
+    """
+    if directory is not None:
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise InputError("calibration", str(directory), "not a directory")
+        if not any(_file(directory, key) for key in FILE_NAMES):
+            raise InputError("calibration", str(directory),
+                             f"holds none of {', '.join(sorted(FILE_NAMES.values()))}")
+    return Calibration(
+        training_overheads=load_training_overheads(_file(directory, "training_overheads")),
+        comm_overlap=load_comm_overlap(_file(directory, "comm_overlap")),
+        attention_kernels=load_attention_kernels(_file(directory, "attention_kernels")),
+        inference_overheads=load_inference_overheads(_file(directory, "inference_overheads")),
+        intervals=load_forecast_intervals(_file(directory, "intervals")),
+        directory=directory,
+    )

@@ -1,0 +1,42 @@
+"""Terminal rendering of ``perfcast calibrate``: fitted values with standard errors, flags,
+rows per generation, the leave-one-source-out accuracy and the files written."""
+
+from __future__ import annotations
+
+from perfcast.validate.calibrate import CalibrationResult
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def render_calibration(result: CalibrationResult, console) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    for title, fit in (("training", result.training), ("serving", result.inference)):
+        if fit is None:
+            continue
+        table = Table(title=f"{title} calibration: {fit.rows_used} rows "
+                      f"({', '.join(f'{g} {n}' for g, n in fit.rows_by_generation.items())})",
+                      title_justify="left")
+        for column in ("parameter", "value", "std. error", "range", "note"):
+            table.add_column(column, justify="left" if column in ("parameter", "note")
+                             else "right")
+        for p in fit.parameters:
+            note = "at bound" if p.at_bound else ""
+            if p.standard_error is None:
+                note = (note + "; " if note else "") + "standard error undefined (flat)"
+            table.add_row(escape(p.name), _number(p.value), _number(p.standard_error),
+                          f"[{p.low:g}, {p.high:g}]", note)
+        console.print(table)
+        if fit.fallback_generations:
+            console.print(f"pooled fit used for: {', '.join(fit.fallback_generations)} "
+                          f"(too few rows of their own)")
+    if result.training_cv is not None:
+        stats = result.training_cv.stats()
+        console.print(f"training leave-one-source-out: MAPE {stats.mape:.1%}, median "
+                      f"{stats.median_abs_error:.1%}, within 10% {stats.within_10pct:.0%} "
+                      f"({stats.count} rows)")
+    for path in result.written:
+        console.print(f"wrote {path}")

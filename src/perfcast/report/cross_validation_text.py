@@ -1,0 +1,29 @@
+"""Terminal rendering of a leave-one-source-out cross-validation (shown before the in-sample
+validation, which is labelled as such)."""
+
+from __future__ import annotations
+
+from perfcast.validate.cross_validate_report import CrossValidationOutput
+
+
+def _pct(value: float) -> str:
+    return "-" if value != value else f"{value:.1%}"
+
+
+def render_cross_validation(output: CrossValidationOutput, console) -> None:
+    from rich.table import Table
+
+    table = Table(title="Out of sample: leave-one-source-out cross-validation (each source "
+                  "forecast by a calibration refitted without it)", title_justify="left")
+    for column in ("rows", "n", "MAPE", "median", "within 10%", "within 20%"):
+        table.add_column(column, justify="left" if column == "rows" else "right")
+    for name, stats in output.groups:
+        table.add_row(name, str(stats.count), _pct(stats.mape), _pct(stats.median_abs_error),
+                      _pct(stats.within_10pct), _pct(stats.within_20pct))
+    for source, stats in output.validation.stats_by_source():
+        table.add_row(f"  {source}", str(stats.count), _pct(stats.mape),
+                      _pct(stats.median_abs_error), _pct(stats.within_10pct),
+                      _pct(stats.within_20pct))
+    console.print(table)
+    console.print("[bold]in-sample[/bold] (the calibration in use, fitted on these rows "
+                  "when it is the shipped one):")

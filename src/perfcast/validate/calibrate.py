@@ -1,0 +1,137 @@
+"""``calibrate(paths, out_dir)``: fit every calibration a set of measured runs supports and
+write it (the API behind ``perfcast calibrate``).
+
+Training CSVs (training.csv schema) fit the training overheads, the stream-overlap share and
+the fitted attention-kernel ratios (``fit_training``); inference CSVs (inference.csv schema,
+told apart by their header) fit the serving overheads (``fit_inference``). The leave-one-
+source-out range of each training parameter is written beside its value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perfcast.calibration.bundle import Calibration, load_calibration
+from perfcast.calibration.forecast_intervals import ForecastIntervals, ResidualBands
+from perfcast.errors import InputError
+from perfcast.validate.calibration_writer import (
+    write_inference_file,
+    write_intervals_file,
+    write_training_files,
+)
+from perfcast.validate.cross_validate import (
+    CrossValidation,
+    cross_validate_inference,
+    cross_validate_training,
+)
+from perfcast.validate.fit_inference import InferenceFit, fit_inference, load_inference_cases
+from perfcast.validate.fit_training import (
+    TrainingData,
+    TrainingFit,
+    data_sha256,
+    fit_training,
+    load_training_data,
+)
+from perfcast.validate.inference_compare import is_inference_file
+from perfcast.validate.intervals import (
+    LEVEL,
+    MIN_RUNS,
+    WIDEN_FACTOR,
+    build_bands,
+    residuals_serving,
+    residuals_training,
+)
+from perfcast.validate.serving_table import ServingTable
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    """What ``calibrate`` fitted and wrote."""
+
+    training: TrainingFit | None
+    training_cv: CrossValidation | None
+    inference: InferenceFit | None
+    written: tuple[Path, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"written": [str(p) for p in self.written]}
+        for key, fit in (("training", self.training), ("inference", self.inference)):
+            if fit is None:
+                out[key] = None
+                continue
+            out[key] = {
+                "rows_used": fit.rows_used, "rows_by_generation": fit.rows_by_generation,
+                "fallback_generations": list(fit.fallback_generations),
+                "parameters": {p.name: p.to_dict() for p in fit.parameters},
+            }
+        if self.training_cv is not None:
+            out["training"]["cv"] = self.training_cv.summary_dict()
+            out["training"]["cv_ranges"] = {
+                p.name: self.training_cv.parameter_range(p.name) for p in self.training.parameters}
+        return out
+
+
+def split_by_schema(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    """(training CSVs, inference CSVs) by header."""
+    training, inference = [], []
+    for path in paths:
+        (inference if is_inference_file(path) else training).append(Path(path))
+    return training, inference
+
+
+def calibrate(paths: Sequence[Path], out_dir: Path | None, kernel_backend: str,
+              base: Calibration | None = None, training_data: TrainingData | None = None,
+              serving_table: ServingTable | None = None) -> CalibrationResult:
+    """Fit on ``paths`` and, with ``out_dir``, write the files; ``base`` supplies every value
+    not fitted (the shipped calibration when None). ``training_data`` / ``serving_table``:
+    already built response tables of the same files and base (rebuilt when None)."""
+    base = base or load_calibration()
+    training_paths, inference_paths = split_by_schema(paths)
+    training = cv = inference = None
+    written: list[Path] = []
+    if training_paths:
+        data = training_data or load_training_data(training_paths, base, kernel_backend)
+        if not data.rows:
+            raise InputError("data", ",".join(map(str, training_paths)), "no row can be forecast")
+        training = fit_training(data)
+        cv = cross_validate_training(data)
+        if out_dir is not None:
+            ranges = {p.name: cv.parameter_range(p.name) for p in training.parameters}
+            written += write_training_files(
+                training.calibration, training.parameters, out_dir, training.data_sha256,
+                training.rows_used, training.kernel_backend,
+                {k: v for k, v in ranges.items() if v is not None})
+    serving_cv = None
+    if inference_paths:
+        cases = load_inference_cases(inference_paths)
+        inference = fit_inference(cases, base, table=serving_table)
+        serving_cv = cross_validate_inference(cases, base, serving_table)
+        if out_dir is not None:
+            written.append(write_inference_file(
+                inference.calibration.inference_overheads, inference.parameters, out_dir,
+                data_sha256(inference_paths), inference.rows_used))
+    if out_dir is not None:
+        intervals = forecast_intervals(base, cv, serving_cv,
+                                       cases.concurrency_ids if inference_paths else frozenset())
+        written.append(write_intervals_file(
+            intervals, out_dir, data_sha256(list(paths)),
+            (training.rows_used if training else 0) + (inference.rows_used if inference else 0),
+            training.kernel_backend if training else kernel_backend))
+    return CalibrationResult(training, cv, inference, tuple(written))
+
+
+def forecast_intervals(base: Calibration, training_cv: CrossValidation | None,
+                       serving_cv: CrossValidation | None,
+                       concurrency_ids: frozenset[str]) -> ForecastIntervals:
+    """Bands from the cross-validated residuals; a kind without data keeps ``base``'s bands."""
+    old = base.intervals
+    empty = ResidualBands(groups={})
+    training = (build_bands(residuals_training(training_cv.rows)) if training_cv
+                else old.training if old else empty)
+    serving = (build_bands(residuals_serving(serving_cv.rows, concurrency_ids)) if serving_cv
+               else old.serving if old else empty)
+    return ForecastIntervals(level=LEVEL, min_runs=MIN_RUNS, widen_factor=WIDEN_FACTOR,
+                             training=training, serving=serving)

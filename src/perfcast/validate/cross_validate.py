@@ -1,0 +1,125 @@
+"""Leave-one-source-out cross-validation of the training and serving calibrations.
+
+For each source (``source_id``): refit every calibrated parameter (``fit_training``) on the
+quality A/B rows of the OTHER sources, then forecast that source's rows with full
+``estimate_training`` calls under the refitted calibration (the response table serves the
+fit only, so the held-out numbers carry no interpolation error). A generation whose rows all
+belong to the held-out source has too few rows left and takes the pooled fraction — as a
+user's GPU without measurements would. The statistics of these held-out forecasts are the
+out-of-sample accuracy (``cv_*`` in ``perfcast validate --cross-validate source --json``).
+
+Serving rows the same way (``cross_validate_inference``): refit the serving overheads without
+the source (``fit_inference`` on a ``ServingTable`` built once), forecast its rows in full.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from perfcast.calibration.bundle import Calibration
+from perfcast.validate.compare import RowResult, compare_row
+from perfcast.validate.error_stats import ErrorStats, error_stats, summarize
+from perfcast.validate.fit_inference import InferenceFit, ServingRows, fit_inference
+from perfcast.validate.fit_training import TrainingData, TrainingFit, fit_training
+from perfcast.validate.inference_compare import InferenceRowResult, compare_case
+from perfcast.validate.serving_table import ServingTable
+
+
+@dataclass(frozen=True)
+class FoldResult:
+    """One held-out source: the refit and the forecasts of its rows."""
+
+    source_id: str
+    fit: TrainingFit | InferenceFit | None
+    """None when no other source has rows to fit: the base calibration forecasts the source
+    (what a user without measurements gets)."""
+    rows: tuple[Any, ...]
+    """``RowResult`` (training) or ``InferenceRowResult`` (serving) of the held-out rows."""
+
+
+@dataclass(frozen=True)
+class CrossValidation:
+    """Held-out forecasts of every row (each from the fold that left its source out)."""
+
+    folds: tuple[FoldResult, ...]
+
+    @property
+    def rows(self) -> tuple[Any, ...]:
+        return tuple(row for fold in self.folds for row in fold.rows)
+
+    def stats(self, rows: Sequence[Any] | None = None) -> ErrorStats:
+        return error_stats(list(self.rows if rows is None else rows))
+
+    def stats_by_source(self) -> tuple[tuple[str, ErrorStats], ...]:
+        return summarize(self.rows).by_source
+
+    def parameter_range(self, name: str) -> tuple[float, float] | None:
+        """Smallest and largest value of a parameter over the folds (None if never fitted)."""
+        values = [p.value for fold in self.folds if fold.fit is not None
+                  for p in fold.fit.parameters if p.name == name and p.standard_error is not None]
+        return (min(values), max(values)) if values else None
+
+    def summary_dict(self) -> dict[str, Any]:
+        """``cv_mape``, ``cv_median``, ``cv_within_10`` and ``cv_by_source`` (JSON summary)."""
+        overall = self.stats()
+        by_source = summarize(self.rows).by_source
+        return {
+            "cv_mape": overall.mape, "cv_median": overall.median_abs_error,
+            "cv_within_10": overall.within_10pct, "cv_within_20": overall.within_20pct,
+            "cv_num_rows": overall.count, "cv_method": "leave-one-source-out",
+            "cv_by_source": {s: {"n": st.count, "mape": st.mape, "median": st.median_abs_error}
+                             for s, st in by_source},
+        }
+
+
+def cross_validate_training(data: TrainingData) -> CrossValidation:
+    """Leave-one-source-out over every source of ``data`` (module docstring)."""
+    from perfcast.estimate.training import estimate_training
+
+    backend = data.backend or _backend(data.kernel_backend)
+    folds = []
+    for source in sorted({row.source_id for row in data.rows}):
+        mask = data.fit_mask(exclude_source=source)
+        fit = fit_training(data, mask) if mask.any() else None
+        estimator = partial(estimate_training, kernel_backend=backend,
+                            calibration=fit.calibration if fit else data.table.calibration)
+        held_out = [compare_row(row, estimator) for row in data.rows if row.source_id == source]
+        folds.append(FoldResult(source, fit, tuple(r for r in held_out
+                                                   if isinstance(r, RowResult))))
+    return CrossValidation(tuple(folds))
+
+
+def cross_validate_inference(rows: ServingRows, base: Calibration,
+                             table: ServingTable | None = None) -> CrossValidation:
+    """Leave-one-source-out over every source of ``rows`` (module docstring); ``table``: the
+    ``ServingTable`` of ``rows.fit_cases()`` under ``base`` (built when None)."""
+    from perfcast.estimate.inference import estimate_inference
+    from perfcast.estimate.serving import estimate_serving
+    from perfcast.validate.inference_compare import compare_serving_case
+    from perfcast.validate.serving_compare import ServingReportCache
+    from perfcast.validate.serving_rows import ServingCase
+
+    table = table or ServingTable(rows.fit_cases(), base, estimate_inference)
+    folds = []
+    for source in sorted({case.source_id for case in rows.cases}):
+        left = [c for c in table.cases if c.source_id != source]
+        fit = fit_inference(rows, base, exclude_source=source, table=table) if left else None
+        cal = fit.calibration if fit else base
+        estimator = partial(estimate_inference, calibration=cal)
+        simulations = ServingReportCache(partial(estimate_serving,
+                                                 overheads=cal.inference_overheads))
+        held_out = [compare_serving_case(c, simulations) if isinstance(c, ServingCase)
+                    else compare_case(c, estimator)
+                    for c in rows.cases if c.source_id == source]
+        folds.append(FoldResult(source, fit, tuple(
+            r for r in held_out if isinstance(r, InferenceRowResult))))
+    return CrossValidation(tuple(folds))
+
+
+def _backend(name: str):
+    from perfcast.kernels.backend import get_backend
+
+    return get_backend(name)
