@@ -18,6 +18,37 @@ from pydantic import BaseModel, ConfigDict, Field
 from perfcast.specs.strategy import Strategy
 
 Sharding = Literal["none", "distributed_optimizer", "zero2", "fsdp"]
+PinKey = Literal["tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "schedule", "recompute",
+                 "sharding", "precision", "sequence_parallel", "tp_comm_overlap"]
+"""Search dimensions a user can pin (``--fix``) or exclude (``--exclude``)."""
+PIN_ALIASES = {"mbs": "micro_batch_size", "sp": "sequence_parallel", "vp": "vpp"}
+
+
+class Pin(BaseModel):
+    """One ``KEY=VALUE`` of ``--fix`` / ``--exclude`` (the value as written, compared as text)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: PinKey = Field(description="Search dimension.")
+    value: str = Field(min_length=1, description="Value, lower case (booleans: true/false).")
+
+    @classmethod
+    def parse(cls, text: str) -> Pin:
+        """``KEY=VALUE`` (``InputError`` naming the text when malformed or the key unknown)."""
+        from perfcast.errors import InputError
+
+        key, sep, value = text.partition("=")
+        key = key.strip().lower().replace("-", "_")
+        key = PIN_ALIASES.get(key, key)
+        if not sep or not value.strip() or key not in PinKey.__args__:
+            raise InputError("pin", text, f"expected KEY=VALUE with KEY one of "
+                             f"{', '.join(PinKey.__args__)}")
+        return cls(key=key, value=value.strip().lower())
+
+
+def pin_text(value) -> str:
+    """A dimension value as pins compare it (``True`` -> ``true``, 8 -> ``8``)."""
+    return str(value).lower()
 SHARDING_STAGE: dict[str, int] = {"none": 0, "distributed_optimizer": 1, "zero2": 2, "fsdp": 3}
 """Effective ZeRO stage of each sharding option (``Strategy.sharding_stage``)."""
 
@@ -47,6 +78,24 @@ class SearchConstraints(BaseModel):
         default=("none", "distributed_optimizer", "zero2", "fsdp"),
         description="Optimizer/gradient/weight sharding options to try.")
     fp8: bool = Field(default=True, description="Also try FP8 where the GPU supports it.")
+    tp_comm_overlap: tuple[bool, ...] = Field(
+        default=(False, True),
+        description="TP comm overlap settings to try where sequence parallelism is on (Megatron "
+                    "--tp-comm-overlap asserts --sequence-parallel, frameworks.md 1.2).")
+    fixed: tuple[Pin, ...] = Field(default=(), description="Dimensions pinned to one value.")
+    excluded: tuple[Pin, ...] = Field(default=(), description="Dimension values never tried.")
+
+    def allows(self, key: str, value) -> bool:
+        """Whether dimension ``key`` may take ``value`` under the pins."""
+        text = pin_text(value)
+        if any(p.key == key and p.value == text for p in self.excluded):
+            return False
+        pinned = [p.value for p in self.fixed if p.key == key]
+        return not pinned or text in pinned
+
+    def allowed(self, key: str, values) -> list:
+        """The ``values`` of dimension ``key`` the pins allow, in order."""
+        return [v for v in values if self.allows(key, v)]
 
 
 _DEFAULT_OPTIONS = Strategy(num_gpus=1)
@@ -66,13 +115,15 @@ class StrategyBlock:
     sharding: Sharding
     precision: str
     sequence_parallel: bool
+    tp_comm_overlap: bool
     tp: np.ndarray
     cp: np.ndarray
     ep: np.ndarray
     etp: np.ndarray
     micro_batch_size: np.ndarray
     layer_key: np.ndarray
-    """Index of (tp, cp, ep, etp, micro-batch, sp, precision) into ``StrategySpace.layer_keys``."""
+    """Index of (tp, cp, ep, etp, micro-batch, sp, precision, TP overlap) into
+    ``StrategySpace.layer_keys``."""
     vpp: np.ndarray
     recompute_num_layers: np.ndarray
     grad_reduce_dtype: str = "fp32"
@@ -134,6 +185,7 @@ class StrategyBlock:
         enumerated = dict(
             num_gpus=self.num_gpus, tp=tp, pp=self.pp, vpp=at("vpp"), cp=at("cp"), ep=at("ep"),
             etp=None if etp == tp else etp, sequence_parallel=self.sequence_parallel,
+            tp_comm_overlap=self.tp_comm_overlap,
             zero_stage=2 if self.sharding == "zero2" else 0, fsdp=self.sharding == "fsdp",
             distributed_optimizer=self.sharding == "distributed_optimizer",
             recompute=self.recompute, recompute_num_layers=rnl or None,
@@ -155,6 +207,7 @@ class LayerKey:
     micro_batch_size: int
     sequence_parallel: bool
     precision: str
+    tp_comm_overlap: bool = False
 
 
 @dataclass(frozen=True)
@@ -165,7 +218,20 @@ class StrategySpace:
     blocks: tuple[StrategyBlock, ...]
     layer_keys: tuple[LayerKey, ...]
     invalid: int
-    """Candidate layouts (tp, pp, vpp, cp, ep, etp, micro-batch) rejected by divisibility."""
+    """Candidate layouts (tp, pp, vpp, cp, ep, etp, micro-batch) rejected by divisibility or
+    by the framework's rules."""
+    options: Strategy = _DEFAULT_OPTIONS
+    """Non-enumerated options shared by every block (the framework's defaults)."""
 
     def __len__(self) -> int:
         return sum(len(block) for block in self.blocks)
+
+    @property
+    def distinct_without_recompute_layers(self) -> int:
+        """Strategies counted once per recompute layer count: how many differ in anything else."""
+        return sum(len(block) // block.recompute_num_layers.size for block in self.blocks)
+
+    @property
+    def recompute_layer_variants(self) -> int:
+        """Strategies that differ from another only in the number of recomputed layers."""
+        return len(self) - self.distinct_without_recompute_layers

@@ -1,0 +1,91 @@
+"""Which layouts a named training framework runs: the search's validity rules beyond ``Strategy``.
+
+``Strategy`` and ``specs.compat`` reject what cannot exist for any framework (TP not dividing
+the heads, EP not dividing the experts, the expert group not dividing the ranks). A framework
+adds its own rules, read from its profile (``catalog/data/frameworks/training/*.yaml``):
+
+* how the layers may split over the pp x vpp model chunks (``pipeline_splits_accepted``:
+  Megatron-Core needs an even split, or one that is even once the embedding and the loss count
+  as a layer; torchtitan and DeepSpeed split any count; a framework with no entry has no
+  pipeline parallelism, so the search keeps pp = 1);
+* the interleaved 1F1B schedule runs micro-batches in groups of pp (Megatron-Core
+  ``microbatch_group_size_per_vp_stage`` defaults to the pipeline size, MLM:MPC L431,
+  L567-568; ``schedule.orders.schedule_plan`` refuses any other count), so the micro-batches
+  per step must be a multiple of pp.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfcast.catalog.frameworks import PipelineSplitAccepted, ResolvedFramework, pick
+
+DEFAULT_SEARCH_FRAMEWORK = "megatron-core"
+"""The framework whose rules the search follows unless told otherwise."""
+
+SPLIT_FLAGS: dict[PipelineSplitAccepted, tuple[str, ...]] = {
+    "even": (),
+    "embedding_as_layer": ("--account-for-embedding-in-pipeline-split",),
+    "embedding_and_loss_as_layers": ("--account-for-embedding-in-pipeline-split",
+                                     "--account-for-loss-in-pipeline-split"),
+    "uneven": (),
+}
+"""Megatron-LM flags that configure each split (MLM:args L826-836)."""
+
+_EXTRA_LAYERS: dict[PipelineSplitAccepted, int] = {
+    "even": 0, "embedding_as_layer": 1, "embedding_and_loss_as_layers": 2}
+"""Pseudo-layers added to the decoder layers before dividing by the chunks."""
+
+
+@dataclass(frozen=True)
+class LayoutRules:
+    """A framework's layout rules, as the search applies them."""
+
+    framework: str
+    """Label of the framework (``megatron-core``, ``torchtitan@0.2.2``, ...)."""
+    pipeline_splits: tuple[PipelineSplitAccepted, ...]
+    """Accepted splits of the layers over pp x vpp chunks; empty = no pipeline parallelism."""
+
+    @classmethod
+    def of(cls, framework: ResolvedFramework) -> LayoutRules:
+        chosen = pick(framework.profile.pipeline_splits_accepted, framework.version)
+        return cls(framework=framework.label, pipeline_splits=chosen.value if chosen else ())
+
+    @property
+    def has_pipeline(self) -> bool:
+        return bool(self.pipeline_splits)
+
+    def pipeline_split(self, num_layers: int, pp: int, vpp: int) -> PipelineSplitAccepted | None:
+        """The first accepted split of ``num_layers`` over ``pp * vpp`` chunks (None if none).
+
+        ``embedding_as_layer``: (L + 1) chunks-divisible, the first chunk one layer short;
+        ``embedding_and_loss_as_layers``: (L + 2) divisible, first and last chunk one short,
+        each chunk keeping at least one layer (MLM:TC L137-143). ``graph.param_sharding.
+        layers_per_stage`` gives the same stage sizes (remainder to the middle stages first).
+        """
+        chunks = pp * vpp
+        if pp == 1:
+            return "even" if vpp == 1 else None
+        if not self.has_pipeline or chunks > num_layers:
+            return None
+        for split in self.pipeline_splits:
+            if split == "uneven":
+                return split
+            extra = _EXTRA_LAYERS[split]
+            if (num_layers + extra) % chunks == 0 and (num_layers + extra) // chunks > min(extra, 1):
+                return split
+        return None
+
+    def split_flags(self, num_layers: int, pp: int, vpp: int) -> tuple[str, ...]:
+        """Framework flags the layout needs for its split (empty for an even split)."""
+        split = self.pipeline_split(num_layers, pp, vpp)
+        return SPLIT_FLAGS[split] if split is not None else ()
+
+
+def interleaved_micro_batches_ok(num_micro_batches, pp):
+    """Whether interleaved 1F1B runs ``num_micro_batches`` per step on ``pp`` stages: a whole
+    number of groups of pp (MLM:MPC L431, L567-568; ``schedule.orders.schedule_plan``).
+    Array-friendly."""
+    return np.remainder(num_micro_batches, pp) == 0
