@@ -112,8 +112,7 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
             dp = n // (tp * pp * cp)
             mbs_ok = [b for b in mbss
                       if _valid(for_workload, num_gpus=dp, micro_batch_size=b)]
-            etps = c.allowed("etp", [e for e in tps if e <= tp and tp % e == 0]
-                             if model.is_moe else [tp])
+            etps = c.allowed("etp", _divisors(tp)) if model.is_moe else [tp]
             for ep, etp in itertools.product(eps_ok, etps):
                 if not _valid(lambda s: None, num_gpus=n, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp):
                     continue

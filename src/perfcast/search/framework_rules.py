@@ -20,7 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfcast.catalog.framework_defaults import RunFacts, apply_framework_profile
 from perfcast.catalog.frameworks import PipelineSplitAccepted, ResolvedFramework, pick
+from perfcast.specs.strategy import Strategy
 
 DEFAULT_SEARCH_FRAMEWORK = "megatron-core"
 """The framework whose rules the search follows unless told otherwise."""
@@ -82,6 +84,19 @@ class LayoutRules:
         """Framework flags the layout needs for its split (empty for an even split)."""
         split = self.pipeline_split(num_layers, pp, vpp)
         return SPLIT_FLAGS[split] if split is not None else ()
+
+
+SHARED_OPTION_FIELDS = ("grad_reduce_dtype", "moe_token_dispatcher", "fp8_recipe",
+                        "fp8_weight_cache", "flash_attention", "attention_kernel")
+"""Framework defaults the search does not enumerate: the same for every candidate."""
+
+
+def framework_options(framework: ResolvedFramework, generation: str | None) -> Strategy:
+    """The framework's defaults for the options the search shares across candidates (its
+    sharding, sequence parallelism, TP overlap, expert TP and recompute are enumerated)."""
+    facts = RunFacts(tp=2, ep=2, precision="fp8", generation=generation, layers_per_stage=1)
+    fields = apply_framework_profile(framework, {}, facts).fields
+    return Strategy(num_gpus=1, **{k: v for k, v in fields.items() if k in SHARED_OPTION_FIELDS})
 
 
 def interleaved_micro_batches_ok(num_micro_batches, pp):

@@ -18,6 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from perfcast.specs.strategy import Strategy
 
 Sharding = Literal["none", "distributed_optimizer", "zero2", "fsdp"]
+MAX_SEARCH_VPP = 64
+"""Most model chunks per pipeline rank searched: beyond the layers per stage of any catalog
+model at pp >= 2 (the largest have ~128 layers), so a larger bound only adds invalid layouts."""
+MAX_SEARCH_MICRO_BATCH = 256
+"""Largest micro-batch searched: each one is a candidate row; published runs use 1-16."""
 PinKey = Literal["tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "schedule", "recompute",
                  "sharding", "precision", "sequence_parallel", "tp_comm_overlap"]
 """Search dimensions a user can pin (``--fix``) or exclude (``--exclude``)."""
@@ -70,8 +75,10 @@ class SearchConstraints(BaseModel):
     max_pp: int | None = Field(default=None, gt=0)
     max_cp: int | None = Field(default=16, gt=0, description="Largest context-parallel size.")
     max_ep: int | None = Field(default=None, gt=0)
-    max_vpp: int = Field(default=8, gt=0, description="Most model chunks per pipeline rank.")
-    max_micro_batch_size: int = Field(default=8, gt=0, description="Largest micro-batch.")
+    max_vpp: int = Field(default=8, gt=0, le=MAX_SEARCH_VPP,
+                         description="Most model chunks per pipeline rank.")
+    max_micro_batch_size: int = Field(default=8, gt=0, le=MAX_SEARCH_MICRO_BATCH,
+                                      description="Largest micro-batch.")
     recompute: tuple[str, ...] = Field(
         default=("none", "selective", "full"), description="Recompute granularities to try.")
     sharding: tuple[Sharding, ...] = Field(
