@@ -18,6 +18,7 @@ per step are a multiple of pp.
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 import numpy as np
 from pydantic import ValidationError
@@ -92,12 +93,12 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
     eps_ok = [e for e in eps if _valid(for_model, num_gpus=e, ep=e, etp=1)]
     precisions = c.allowed("precision", ["bf16"] + (
         ["fp8"] if c.fp8 and system.gpu.supports("fp8") else []))
-    tp_modes = [(sp, overlap) for sp, overlap in
-                [(False, False)] + [(True, o) for o in c.tp_comm_overlap]
-                if c.allows("sequence_parallel", sp) and c.allows("tp_comm_overlap", overlap)]
+    overlaps = {False: c.allowed("tp_comm_overlap", [False]),
+                True: c.allowed("tp_comm_overlap", c.tp_comm_overlap)}
+    sp_modes = [sp for sp in c.allowed("sequence_parallel", [False, True]) if overlaps[sp]]
     categorical = list(itertools.product(
         c.allowed("recompute", c.recompute), c.allowed("sharding", c.sharding), precisions,
-        tp_modes))
+        sp_modes))
 
     layer_keys: dict[LayerKey, int] = {}
     blocks: list[StrategyBlock] = []
@@ -119,40 +120,26 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                 rows += [(tp, cp, ep, etp, b) for b in mbs_ok]
         if not rows or not vpp_ok:
             continue
-        table = np.array(rows, dtype=np.int64)
-        tp_, cp_, ep_, etp_, mbs_ = (table[:, i].reshape(-1, 1, 1) for i in range(5))
-        dp_ = n // (tp_ * pp * cp_)
-        interleaves = interleaved_micro_batches_ok(
-            workload.global_batch_size // (mbs_ * dp_), pp).ravel()
-        num_interleaved = sum(v > 1 for v in vpp_ok)
-        valid_layouts += len(rows) * (len(vpp_ok) - num_interleaved)
-        valid_layouts += int(interleaves.sum()) * num_interleaved
-        has_dp = (dp_ * cp_ > 1) | ((tp_ * cp_ * dp_) // (ep_ * etp_) > 1)
-        keys = {
-            (mode, prec): np.array([
-                layer_keys.setdefault(LayerKey(*map(int, row), mode[0], prec, mode[1]),
-                                      len(layer_keys))
-                if row[0] > 1 or not mode[0] else -1 for row in rows]).reshape(-1, 1, 1)
-            for mode in tp_modes for prec in precisions
-        }
+        valid_layouts += _count_layouts(rows, vpp_ok, pp, n, workload)
         max_layers = max(layers_per_stage(model.num_hidden_layers, pp))
         schedules = [(name, vs) for name, vs in (
             ("1f1b", [1] if 1 in vpp_ok else []),
             ("interleaved", [v for v in vpp_ok if v > 1])) if c.allows("schedule", name)]
-        for (schedule, vs), (recompute, sharding, prec, mode) in itertools.product(
+        tables = {sp: _RowTable.build(rows, sp, overlaps[sp], precisions, pp, n, workload,
+                                      layer_keys) for sp in sp_modes}
+        for (schedule, vs), (recompute, sharding, prec, sp) in itertools.product(
                 schedules, categorical):
-            mask = interleaves.copy() if schedule == "interleaved" else np.ones(len(rows), bool)
-            if mode[0]:
-                mask &= tp_.ravel() > 1
+            t = tables[sp]
+            mask = t.interleaves.copy() if schedule == "interleaved" else np.ones(len(t), bool)
             if sharding != "none":
-                mask &= has_dp.ravel()
+                mask &= t.has_dp
             if not vs or not mask.any():
                 continue
             blocks.append(StrategyBlock(
                 num_gpus=n, pp=pp, schedule=schedule, recompute=recompute, sharding=sharding,
-                precision=prec, sequence_parallel=mode[0], tp_comm_overlap=mode[1],
-                tp=tp_[mask], cp=cp_[mask], ep=ep_[mask], etp=etp_[mask],
-                micro_batch_size=mbs_[mask], layer_key=keys[(mode, prec)][mask],
+                precision=prec, sequence_parallel=sp, tp_comm_overlap=t.overlap[mask],
+                tp=t.tp[mask], cp=t.cp[mask], ep=t.ep[mask], etp=t.etp[mask],
+                micro_batch_size=t.mbs[mask], layer_key=t.keys[prec][mask],
                 vpp=np.array(vs, dtype=np.int64).reshape(1, -1, 1),
                 recompute_num_layers=np.array(
                     _recompute_layers(recompute, max_layers), dtype=np.int64).reshape(1, 1, -1),
@@ -162,6 +149,55 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
             ))
     return StrategySpace(num_gpus=n, blocks=tuple(blocks), layer_keys=tuple(layer_keys),
                          invalid=raw - valid_layouts, options=options)
+
+
+def _micro_batches(workload: Workload, mbs, dp):
+    return workload.global_batch_size // (mbs * dp)
+
+
+def _count_layouts(rows, vpp_ok, pp: int, n: int, workload: Workload) -> int:
+    """Valid (row, vpp) layouts: every row with vpp 1, interleaved ones where the
+    micro-batches per step are a multiple of pp."""
+    table = np.array(rows, dtype=np.int64)
+    dp = n // (table[:, 0] * pp * table[:, 1])
+    interleaves = interleaved_micro_batches_ok(_micro_batches(workload, table[:, 4], dp), pp)
+    num_interleaved = sum(v > 1 for v in vpp_ok)
+    return len(rows) * (len(vpp_ok) - num_interleaved) + int(interleaves.sum()) * num_interleaved
+
+
+@dataclass(frozen=True)
+class _RowTable:
+    """Size rows (tp, cp, ep, etp, micro-batch) of one pp and one sequence-parallel mode, each
+    repeated per TP comm overlap setting, as (rows, 1, 1) arrays, with their layer keys."""
+
+    tp: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+    etp: np.ndarray
+    mbs: np.ndarray
+    overlap: np.ndarray
+    keys: dict[str, np.ndarray]
+    interleaves: np.ndarray
+    has_dp: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.interleaves)
+
+    @classmethod
+    def build(cls, rows, sp: bool, overlaps, precisions, pp: int, n: int, workload: Workload,
+              layer_keys: dict[LayerKey, int]) -> _RowTable:
+        chosen = [(*row, int(o)) for row in rows if row[0] > 1 or not sp for o in overlaps]
+        table = np.array(chosen, dtype=np.int64).reshape(-1, 6)
+        tp, cp, ep, etp, mbs, overlap = (table[:, i].reshape(-1, 1, 1) for i in range(6))
+        dp = n // (tp * pp * cp)
+        keys = {prec: np.array([layer_keys.setdefault(
+            LayerKey(*map(int, row[:5]), sp, prec, bool(row[5])), len(layer_keys))
+            for row in chosen], dtype=np.int64).reshape(-1, 1, 1) for prec in precisions}
+        return cls(tp=tp, cp=cp, ep=ep, etp=etp, mbs=mbs, overlap=overlap.astype(bool),
+                   keys=keys,
+                   interleaves=interleaved_micro_batches_ok(
+                       _micro_batches(workload, mbs, dp), pp).ravel(),
+                   has_dp=((dp * cp > 1) | ((tp * cp * dp) // (ep * etp) > 1)).ravel())
 
 
 def default_rules() -> LayoutRules:

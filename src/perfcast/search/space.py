@@ -122,7 +122,8 @@ class StrategyBlock:
     sharding: Sharding
     precision: str
     sequence_parallel: bool
-    tp_comm_overlap: bool
+    tp_comm_overlap: np.ndarray
+    """TP comm overlap per row (bool; only layer times depend on it, through ``layer_key``)."""
     tp: np.ndarray
     cp: np.ndarray
     ep: np.ndarray
@@ -192,7 +193,7 @@ class StrategyBlock:
         enumerated = dict(
             num_gpus=self.num_gpus, tp=tp, pp=self.pp, vpp=at("vpp"), cp=at("cp"), ep=at("ep"),
             etp=None if etp == tp else etp, sequence_parallel=self.sequence_parallel,
-            tp_comm_overlap=self.tp_comm_overlap,
+            tp_comm_overlap=bool(at("tp_comm_overlap")),
             zero_stage=2 if self.sharding == "zero2" else 0, fsdp=self.sharding == "fsdp",
             distributed_optimizer=self.sharding == "distributed_optimizer",
             recompute=self.recompute, recompute_num_layers=rnl or None,
