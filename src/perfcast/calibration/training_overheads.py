@@ -5,8 +5,9 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
+
+from perfcast.yaml_load import safe_load
 
 
 class TrainingOverhead(BaseModel):
@@ -34,4 +35,4 @@ class TrainingOverheads(BaseModel):
 @lru_cache(maxsize=1)
 def load_training_overheads() -> TrainingOverheads:
     text = resources.files("perfcast.calibration").joinpath("training_overheads.yaml").read_text()
-    return TrainingOverheads(generations=yaml.safe_load(text))
+    return TrainingOverheads(generations=safe_load(text))

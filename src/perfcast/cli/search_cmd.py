@@ -61,8 +61,7 @@ def search_command(
     """Enumerate every valid strategy, evaluate them in bulk, show the best and the Pareto front."""
     from perfcast.catalog.models import load_model
     from perfcast.catalog.systems import load_system
-    from perfcast.search.run import search_strategies
-    from perfcast.search.run import MAX_SEARCH_GPUS
+    from perfcast.search.run import MAX_SEARCH_GPUS, search_strategies
     from perfcast.search.space import Pin, SearchConstraints
     from perfcast.specs.workload import Workload
 
