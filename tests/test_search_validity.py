@@ -177,3 +177,18 @@ def test_published_layouts_are_in_the_searched_space():
     # Strategy cannot state yet: the only published layouts outside the space.
     assert {entry.split(" (")[0] for entry in missing} <= {
         "megatron_dsv3_gb200 DeepSeek-V3 671B tp1 pp8 vpp4"}, missing
+
+
+@pytest.mark.parametrize("framework, offered", [
+    ("megatron-core", {"none", "distributed_optimizer", "fsdp"}),
+    ("megatron-lm", {"none"}),
+    ("torchtitan", {"none", "zero2", "fsdp"}),
+    ("deepspeed", {"none", "distributed_optimizer", "zero2", "fsdp"}),
+])
+def test_only_the_frameworks_sharding_modes_are_tried(framework, offered):
+    model, system = load_model("llama-3-8b"), load_system("dgx-h100", num_gpus=16)
+    space = enumerate_strategies(model, system, 16, Workload(seq_length=4096,
+                                                             global_batch_size=32),
+                                 SearchConstraints(max_vpp=1, max_micro_batch_size=1,
+                                                   recompute=("none",)), _rules(framework))
+    assert {block.sharding for block in space.blocks} == offered

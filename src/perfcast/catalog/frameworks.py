@@ -119,6 +119,10 @@ class TrainingFrameworkProfile(BaseModel):
         default=(), description="CUDA-graph scope (informational; not modelled).")
     pipeline_split: tuple[SourcedValue[PipelineSplit], ...] = Field(
         default=(), description="Default split of layers over pipeline stages (informational).")
+    data_parallel_shardings_accepted: tuple[
+        SourcedValue[tuple[DataParallelSharding, ...]], ...] = Field(
+        default=(), description="Data-parallel sharding options the framework offers (the "
+                                "search tries only these); empty = no restriction known.")
     pipeline_splits_accepted: tuple[SourcedValue[tuple[PipelineSplitAccepted, ...]], ...] = Field(
         default=(), description="Layer splits over pp x vpp chunks the framework runs (the "
                                 "search proposes only these); empty = no pipeline parallelism.")

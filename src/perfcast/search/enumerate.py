@@ -96,9 +96,9 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
     overlaps = {False: c.allowed("tp_comm_overlap", [False]),
                 True: c.allowed("tp_comm_overlap", c.tp_comm_overlap)}
     sp_modes = [sp for sp in c.allowed("sequence_parallel", [False, True]) if overlaps[sp]]
+    shardings = c.allowed("sharding", [x for x in c.sharding if rules.allows_sharding(x)])
     categorical = list(itertools.product(
-        c.allowed("recompute", c.recompute), c.allowed("sharding", c.sharding), precisions,
-        sp_modes))
+        c.allowed("recompute", c.recompute), shardings, precisions, sp_modes))
 
     layer_keys: dict[LayerKey, int] = {}
     blocks: list[StrategyBlock] = []

@@ -8,6 +8,9 @@ adds its own rules, read from its profile (``catalog/data/frameworks/training/*.
   Megatron-Core needs an even split, or one that is even once the embedding and the loss count
   as a layer; torchtitan and DeepSpeed split any count; a framework with no entry has no
   pipeline parallelism, so the search keeps pp = 1);
+* which data-parallel sharding modes it has (``data_parallel_shardings_accepted``:
+  Megatron-Core has the distributed optimizer and Megatron-FSDP but no ZeRO-2; torchtitan and
+  FSDP loops have FSDP full / grad-op sharding but no distributed optimizer);
 * the interleaved 1F1B schedule runs micro-batches in groups of pp (Megatron-Core
   ``microbatch_group_size_per_vp_stage`` defaults to the pipeline size, MLM:MPC L431,
   L567-568; ``schedule.orders.schedule_plan`` refuses any other count), so the micro-batches
@@ -21,7 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfcast.catalog.framework_defaults import RunFacts, apply_framework_profile
-from perfcast.catalog.frameworks import PipelineSplitAccepted, ResolvedFramework, pick
+from perfcast.catalog.frameworks import (
+    DataParallelSharding,
+    PipelineSplitAccepted,
+    ResolvedFramework,
+    pick,
+)
 from perfcast.specs.strategy import Strategy
 
 DEFAULT_SEARCH_FRAMEWORK = "megatron-core"
@@ -49,11 +57,19 @@ class LayoutRules:
     """Label of the framework (``megatron-core``, ``torchtitan@0.2.2``, ...)."""
     pipeline_splits: tuple[PipelineSplitAccepted, ...]
     """Accepted splits of the layers over pp x vpp chunks; empty = no pipeline parallelism."""
+    shardings: tuple[DataParallelSharding, ...] | None = None
+    """Data-parallel sharding modes the framework has; None = no restriction known."""
 
     @classmethod
     def of(cls, framework: ResolvedFramework) -> LayoutRules:
-        chosen = pick(framework.profile.pipeline_splits_accepted, framework.version)
-        return cls(framework=framework.label, pipeline_splits=chosen.value if chosen else ())
+        profile, version = framework.profile, framework.version
+        splits = pick(profile.pipeline_splits_accepted, version)
+        shardings = pick(profile.data_parallel_shardings_accepted, version)
+        return cls(framework=framework.label, pipeline_splits=splits.value if splits else (),
+                   shardings=shardings.value if shardings else None)
+
+    def allows_sharding(self, sharding: str) -> bool:
+        return self.shardings is None or sharding in self.shardings
 
     @property
     def has_pipeline(self) -> bool:
