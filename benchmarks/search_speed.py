@@ -20,8 +20,7 @@ from perfcast.catalog.models import load_model
 from perfcast.catalog.systems import load_system
 from perfcast.estimate.training import estimate_training
 from perfcast.search.bulk import BulkEvaluator
-from perfcast.search.enumerate import enumerate_strategies
-from perfcast.search.run import search_strategies
+from perfcast.search.run import search_space, search_strategies
 from perfcast.specs import Strategy, Workload
 
 CASES = {
@@ -39,7 +38,7 @@ def main(case: str = "dense") -> None:
     model = load_model(name)
     system = load_system("dgx-h100", num_gpus=num_gpus)
 
-    space = enumerate_strategies(model, system, num_gpus, workload)
+    _, space = search_space(model, system, workload, num_gpus)  # the space the search runs
     evaluator = BulkEvaluator.for_space(model, system, workload, space)
     start, cpu = time.perf_counter(), time.process_time()
     evaluator.evaluate_all(space)

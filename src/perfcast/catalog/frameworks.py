@@ -119,6 +119,9 @@ class TrainingFrameworkProfile(BaseModel):
         default=(), description="CUDA-graph scope (informational; not modelled).")
     pipeline_split: tuple[SourcedValue[PipelineSplit], ...] = Field(
         default=(), description="Default split of layers over pipeline stages (informational).")
+    fp8_recipes_accepted: tuple[SourcedValue[tuple[FP8Recipe, ...]], ...] = Field(
+        default=(), description="FP8/FP4 scaling recipes the framework runs, per GPU generation "
+                                "(the search tries these); empty = only its fp8_recipe default.")
     data_parallel_shardings_accepted: tuple[
         SourcedValue[tuple[DataParallelSharding, ...]], ...] = Field(
         default=(), description="Data-parallel sharding options the framework offers (the "

@@ -10,7 +10,8 @@ from perfcast.units import GiB
 
 CSV_STRATEGY_FIELDS = ("tp", "pp", "vpp", "cp", "ep", "etp", "dp", "micro_batch_size",
                        "sequence_parallel", "zero_stage", "fsdp", "distributed_optimizer",
-                       "recompute", "recompute_num_layers", "precision", "tp_comm_overlap")
+                       "recompute", "recompute_num_layers", "precision", "fp8_recipe",
+                       "tp_comm_overlap")
 CSV_METRICS = ("tokens_per_s_per_gpu", "step_time_s", "memory_bytes", "memory_headroom_bytes",
                "mfu", "time_to_train_s", "cost_usd")
 
@@ -63,7 +64,8 @@ def _cells(c: SearchCandidate) -> list[str]:
             str(s.micro_batch_size),
             ("y+overlap" if s.tp_comm_overlap else "y") if s.sequence_parallel else "-",
             _recompute(s),
-            _sharding(s), s.precision, f"{r.tokens_per_s_per_gpu:,.0f}", f"{r.mfu:.3f}",
+            _sharding(s), f"fp8:{s.fp8_recipe}" if s.precision == "fp8" else s.precision,
+            f"{r.tokens_per_s_per_gpu:,.0f}", f"{r.mfu:.3f}",
             f"{r.step_time_s:.3f}", f"{r.memory.peak_bytes / GiB:.1f}"]
 
 

@@ -91,8 +91,9 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
     tps_ok = [t for t in tps if _valid(for_model, num_gpus=t, tp=t)]
     cps_ok = [x for x in cps if _valid(for_workload, num_gpus=x, cp=x)]
     eps_ok = [e for e in eps if _valid(for_model, num_gpus=e, ep=e, etp=1)]
-    precisions = c.allowed("precision", ["bf16"] + (
-        ["fp8"] if c.fp8 and system.gpu.supports("fp8") else []))
+    recipes = rules.low_precision_recipes(system.gpu, options.fp8_recipe) if c.fp8 else []
+    precisions = [(p, r) for p, r in [("bf16", options.fp8_recipe)] + [("fp8", r) for r in recipes]
+                  if c.allows("precision", p) and (p == "bf16" or c.allows("fp8_recipe", r))]
     overlaps = {False: c.allowed("tp_comm_overlap", [False]),
                 True: c.allowed("tp_comm_overlap", c.tp_comm_overlap)}
     sp_modes = [sp for sp in c.allowed("sequence_parallel", [False, True]) if overlaps[sp]]
@@ -137,14 +138,14 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                 continue
             blocks.append(StrategyBlock(
                 num_gpus=n, pp=pp, schedule=schedule, recompute=recompute, sharding=sharding,
-                precision=prec, sequence_parallel=sp, tp_comm_overlap=t.overlap[mask],
+                precision=prec[0], sequence_parallel=sp, tp_comm_overlap=t.overlap[mask],
                 tp=t.tp[mask], cp=t.cp[mask], ep=t.ep[mask], etp=t.etp[mask],
                 micro_batch_size=t.mbs[mask], layer_key=t.keys[prec][mask],
                 vpp=np.array(vs, dtype=np.int64).reshape(1, -1, 1),
                 recompute_num_layers=np.array(
                     _recompute_layers(recompute, max_layers), dtype=np.int64).reshape(1, 1, -1),
                 grad_reduce_dtype=options.grad_reduce_dtype,
-                flash_attention=options.flash_attention, fp8_recipe=options.fp8_recipe,
+                flash_attention=options.flash_attention, fp8_recipe=prec[1],
                 options=options,
             ))
     return StrategySpace(num_gpus=n, blocks=tuple(blocks), layer_keys=tuple(layer_keys),
@@ -176,7 +177,8 @@ class _RowTable:
     etp: np.ndarray
     mbs: np.ndarray
     overlap: np.ndarray
-    keys: dict[str, np.ndarray]
+    keys: dict[tuple[str, str], np.ndarray]
+    """(precision, FP8 recipe) -> layer key index per row."""
     interleaves: np.ndarray
     has_dp: np.ndarray
 
@@ -191,7 +193,7 @@ class _RowTable:
         tp, cp, ep, etp, mbs, overlap = (table[:, i].reshape(-1, 1, 1) for i in range(6))
         dp = n // (tp * pp * cp)
         keys = {prec: np.array([layer_keys.setdefault(
-            LayerKey(*map(int, row[:5]), sp, prec, bool(row[5])), len(layer_keys))
+            LayerKey(*map(int, row[:5]), sp, prec[0], bool(row[5]), prec[1]), len(layer_keys))
             for row in chosen], dtype=np.int64).reshape(-1, 1, 1) for prec in precisions}
         return cls(tp=tp, cp=cp, ep=ep, etp=etp, mbs=mbs, overlap=overlap.astype(bool),
                    keys=keys,

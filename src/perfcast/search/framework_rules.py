@@ -11,6 +11,8 @@ adds its own rules, read from its profile (``catalog/data/frameworks/training/*.
 * which data-parallel sharding modes it has (``data_parallel_shardings_accepted``:
   Megatron-Core has the distributed optimizer and Megatron-FSDP but no ZeRO-2; torchtitan and
   FSDP loops have FSDP full / grad-op sharding but no distributed optimizer);
+* which FP8/FP4 recipes it runs on the GPU's generation (``fp8_recipes_accepted``; else only
+  its default recipe), kept to the formats the GPU's tensor cores have;
 * the interleaved 1F1B schedule runs micro-batches in groups of pp (Megatron-Core
   ``microbatch_group_size_per_vp_stage`` defaults to the pipeline size, MLM:MPC L431,
   L567-568; ``schedule.orders.schedule_plan`` refuses any other count), so the micro-batches
@@ -59,14 +61,26 @@ class LayoutRules:
     """Accepted splits of the layers over pp x vpp chunks; empty = no pipeline parallelism."""
     shardings: tuple[DataParallelSharding, ...] | None = None
     """Data-parallel sharding modes the framework has; None = no restriction known."""
+    fp8_recipes: tuple[str, ...] = ()
+    """FP8/FP4 recipes it runs on the search's GPU generation; empty = its default only."""
 
     @classmethod
-    def of(cls, framework: ResolvedFramework) -> LayoutRules:
+    def of(cls, framework: ResolvedFramework, generation: str | None = None) -> LayoutRules:
         profile, version = framework.profile, framework.version
         splits = pick(profile.pipeline_splits_accepted, version)
         shardings = pick(profile.data_parallel_shardings_accepted, version)
+        recipes = pick(profile.fp8_recipes_accepted, version, generation)
         return cls(framework=framework.label, pipeline_splits=splits.value if splits else (),
-                   shardings=shardings.value if shardings else None)
+                   shardings=shardings.value if shardings else None,
+                   fp8_recipes=recipes.value if recipes else ())
+
+    def low_precision_recipes(self, gpu, default_recipe: str) -> list[str]:
+        """Recipes to try on ``gpu`` (a ``GPUSpec``): the framework's for its generation, or
+        its default, kept to those whose GEMM format (``graph.fp8_casts.gemm_format``) the GPU
+        has."""
+        from perfcast.graph.fp8_casts import gemm_format
+
+        return [r for r in (self.fp8_recipes or (default_recipe,)) if gpu.supports(gemm_format(r))]
 
     def allows_sharding(self, sharding: str) -> bool:
         return self.shardings is None or sharding in self.shardings

@@ -26,7 +26,7 @@ from perfcast.search.rank import (
     training_cost_usd,
 )
 from perfcast.search.result import SearchCandidate, SearchResult
-from perfcast.search.space import SearchConstraints
+from perfcast.search.space import SearchConstraints, StrategySpace
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.workload import Workload
@@ -38,6 +38,20 @@ MAX_PARETO_POINTS = 50
 MAX_SEARCH_GPUS = 2 ** 20
 """Largest GPU count searched (1,048,576): about five times the largest GPU clusters built to
 date (xAI Colossus, ~200,000 H100/H200 in 2025); beyond it a count is a typo, not a plan."""
+
+
+def search_space(model: ModelSpec, system: SystemSpec, workload: Workload, num_gpus: int,
+                 constraints: SearchConstraints | None = None,
+                 framework: str = DEFAULT_SEARCH_FRAMEWORK) -> tuple[LayoutRules, StrategySpace]:
+    """The framework's layout rules and every strategy it runs on ``num_gpus`` GPUs of
+    ``system``, with its defaults for the options not searched."""
+    from perfcast.catalog.frameworks import load_framework_profile
+
+    resolved = load_framework_profile(framework)
+    generation = system.gpu.generation
+    rules = LayoutRules.of(resolved, generation)
+    return rules, enumerate_strategies(model, system, num_gpus, workload, constraints, rules,
+                                       framework_options(resolved, generation))
 
 
 def search_strategies(
@@ -61,19 +75,14 @@ def search_strategies(
     ``progress(done, total)`` is called after each evaluated block. ``kernel_backend`` times
     the kernels of both the bulk evaluation and the full forecasts of the reported strategies.
     """
-    from perfcast.catalog.frameworks import load_framework_profile
-
     objective = Objective(objective)
     if objective is Objective.COST and price_per_gpu_hour is None:
         raise InputError("price_per_gpu_hour", None, "is needed for objective 'cost'")
     if num_gpus > MAX_SEARCH_GPUS:
         raise InputError("gpus", num_gpus, f"exceeds the search bound of {MAX_SEARCH_GPUS:,} "
                          f"GPUs (MAX_SEARCH_GPUS)")
-    resolved = load_framework_profile(framework)
-    rules = LayoutRules.of(resolved)
     system = system.with_num_gpus(num_gpus)
-    space = enumerate_strategies(model, system, num_gpus, workload, constraints, rules,
-                                 framework_options(resolved, system.gpu.generation))
+    rules, space = search_space(model, system, workload, num_gpus, constraints, framework)
     total = len(space)
     if total == 0:
         raise InputError("gpus", num_gpus, "no valid strategy under the search constraints")

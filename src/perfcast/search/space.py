@@ -24,7 +24,7 @@ model at pp >= 2 (the largest have ~128 layers), so a larger bound only adds inv
 MAX_SEARCH_MICRO_BATCH = 256
 """Largest micro-batch searched: each one is a candidate row; published runs use 1-16."""
 PinKey = Literal["tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "schedule", "recompute",
-                 "sharding", "precision", "sequence_parallel", "tp_comm_overlap"]
+                 "sharding", "precision", "fp8_recipe", "sequence_parallel", "tp_comm_overlap"]
 """Search dimensions a user can pin (``--fix``) or exclude (``--exclude``)."""
 PIN_ALIASES = {"mbs": "micro_batch_size", "sp": "sequence_parallel", "vp": "vpp"}
 
@@ -84,7 +84,8 @@ class SearchConstraints(BaseModel):
     sharding: tuple[Sharding, ...] = Field(
         default=("none", "distributed_optimizer", "zero2", "fsdp"),
         description="Optimizer/gradient/weight sharding options to try.")
-    fp8: bool = Field(default=True, description="Also try FP8 where the GPU supports it.")
+    fp8: bool = Field(default=True, description="Also try FP8/FP4 recipes the framework runs "
+                                                "and the GPU supports.")
     tp_comm_overlap: tuple[bool, ...] = Field(
         default=(False, True),
         description="TP comm overlap settings to try where sequence parallelism is on (Megatron "
@@ -130,7 +131,7 @@ class StrategyBlock:
     etp: np.ndarray
     micro_batch_size: np.ndarray
     layer_key: np.ndarray
-    """Index of (tp, cp, ep, etp, micro-batch, sp, precision, TP overlap) into
+    """Index of (tp, cp, ep, etp, micro-batch, sp, precision, TP overlap, recipe) into
     ``StrategySpace.layer_keys``."""
     vpp: np.ndarray
     recompute_num_layers: np.ndarray
@@ -216,6 +217,8 @@ class LayerKey:
     sequence_parallel: bool
     precision: str
     tp_comm_overlap: bool = False
+    fp8_recipe: str = "tensorwise"
+    """Scaling recipe of FP8 GEMMs (the space's default recipe when ``precision`` is bf16)."""
 
 
 @dataclass(frozen=True)
