@@ -83,3 +83,15 @@ def test_pin_parse_and_allows():
     assert c.allowed("tp", [1, 2, 4, 8]) == [2, 4]
     assert c.allowed("sequence_parallel", [False, True]) == [True]
     assert c.allows("pp", 16)
+
+
+def test_schedule_simulation_bound_is_one_line_exit_2():
+    from perfcast.schedule.orders import MAX_SIMULATED_STAGE_PASSES
+
+    args = ["schedule", "--schedule", "interleaved", "--virtual-stages", "4", "--stages", "128",
+            "--micro-batches", "4096", "--forward-time", "1", "--backward-time", "2"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and f"{MAX_SIMULATED_STAGE_PASSES:,}" in lines[0]
+    assert 128 * 4096 * 4 > MAX_SIMULATED_STAGE_PASSES
