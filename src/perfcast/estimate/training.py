@@ -25,8 +25,8 @@ from perfcast.graph.flops import model_flops_per_token, recompute_flops_per_toke
 from perfcast.graph.layer import ACT_BYTES
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
 from perfcast.graph.param_sharding import (
-    is_moe_layer,
     layers_per_stage,
+    moe_layers_per_stage,
     stage_layer_ranges,
     stage_params,
 )
@@ -81,9 +81,9 @@ def stage_kinds(model: ModelSpec, pp: int) -> list[int]:
     """For each pipeline stage, the index of its kind in ``distinct_stages`` order."""
     keys: dict[tuple, int] = {}
     out = []
+    moe = moe_layers_per_stage(model, pp)
     for stage, layers in enumerate(stage_layer_ranges(model.num_hidden_layers, pp)):
-        key = (len(layers), sum(1 for i in layers if is_moe_layer(model, i)), stage == 0,
-               stage == pp - 1)
+        key = (len(layers), moe[stage], stage == 0, stage == pp - 1)
         out.append(keys.setdefault(key, len(keys)))
     return out
 

@@ -13,6 +13,7 @@ Megatron-LM placement (Shoeybi et al. 2019; Narayanan et al. 2021 §2):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from perfcast.graph import params as P
 from perfcast.specs.model import ModelSpec
@@ -29,13 +30,28 @@ def layers_per_stage(num_layers: int, pp: int) -> list[int]:
     return counts
 
 
-def stage_layer_ranges(num_layers: int, pp: int) -> list[range]:
-    """Global layer indices held by each stage."""
+@lru_cache(maxsize=1024)
+def stage_layer_ranges(num_layers: int, pp: int) -> tuple[range, ...]:
+    """Global layer indices held by each stage (memoized: immutable ranges)."""
     ranges, start = [], 0
     for count in layers_per_stage(num_layers, pp):
         ranges.append(range(start, start + count))
         start += count
-    return ranges
+    return tuple(ranges)
+
+
+def moe_layers_per_stage(model: ModelSpec, pp: int) -> tuple[int, ...]:
+    """MoE layers on each pipeline stage (``is_moe_layer`` counted over the stage's layers)."""
+    if not model.is_moe:
+        return (0,) * pp
+    return _moe_layers_per_stage(model.num_hidden_layers, pp, model.first_k_dense_layers,
+                                 model.moe_layer_freq)
+
+
+@lru_cache(maxsize=1024)
+def _moe_layers_per_stage(num_layers: int, pp: int, first_k_dense: int, freq: int):
+    return tuple(sum(1 for i in layers if i >= first_k_dense and (i - first_k_dense) % freq == 0)
+                 for layers in stage_layer_ranges(num_layers, pp))
 
 
 def is_moe_layer(model: ModelSpec, layer: int) -> bool:
@@ -81,7 +97,7 @@ def stage_params(model: ModelSpec, strategy: Strategy, stage: int) -> StageParam
     """Parameters held by one GPU of pipeline stage ``stage`` (0-based)."""
     t = strategy.tp
     layers = stage_layer_ranges(model.num_hidden_layers, strategy.pp)[stage]
-    moe_layers = sum(1 for i in layers if is_moe_layer(model, i))
+    moe_layers = moe_layers_per_stage(model, strategy.pp)[stage]
     dense_layers = len(layers) - moe_layers
 
     attn_repl = _attention_replicated(model)

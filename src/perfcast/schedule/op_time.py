@@ -54,14 +54,28 @@ def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
 
 
 def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:
-    """Size of ``group`` and the rank distance between its members (placement order)."""
+    """Size of ``group`` and the rank distance between its members (placement order).
+    Array-friendly; scalar strategies take a memoized path (a step asks for the same few)."""
+    sizes = (strategy.placement_order, strategy.tp, strategy.cp, strategy.dp, strategy.pp,
+             strategy.expert_tp, strategy.ep, strategy.expert_dp)
+    if all(np.ndim(x) == 0 for x in sizes[1:]):
+        return _groups(*sizes)[group]
+    return _group_table(*sizes)[group]
+
+
+@lru_cache(maxsize=4096)
+def _groups(order: str, tp: int, cp: int, dp: int, pp: int, etp: int, ep: int, edp: int):
+    """``_group_table`` memoized for scalar sizes."""
+    return _group_table(order, tp, cp, dp, pp, etp, ep, edp)
+
+
+def _group_table(order, tp, cp, dp, pp, etp, ep, edp) -> dict[Group, tuple]:
+    """(size, stride) of every group: strides are the products of the sizes of the dimensions
+    inside it in ``order`` (``comm.placement.dimension_strides``)."""
     from perfcast.comm.placement import dimension_strides
 
-    order = strategy.placement_order
-    tp, cp, dp, pp = strategy.tp, strategy.cp, strategy.dp, strategy.pp
     dense = dimension_strides(order, {"tp": tp, "cp": cp, "dp": dp, "pp": pp})
-    expert = dimension_strides(order, {"tp": strategy.expert_tp, "ep": strategy.ep,
-                                       "dp": strategy.expert_dp, "pp": pp})
+    expert = dimension_strides(order, {"tp": etp, "ep": ep, "dp": edp, "pp": pp})
     return {
         Group.TP: (tp, dense["tp"]),
         Group.CP: (cp, dense["cp"]),
@@ -69,9 +83,9 @@ def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:
         Group.DP_CP: (dp * cp, np.where(np.asarray(cp) > 1,
                                          np.minimum(dense["dp"], dense["cp"]), dense["dp"])[()]),
         Group.PP: (pp, dense["pp"]),
-        Group.EP: (strategy.ep, expert["ep"]),
-        Group.EDP: (strategy.expert_dp, expert["dp"]),
-    }[group]
+        Group.EP: (ep, expert["ep"]),
+        Group.EDP: (edp, expert["dp"]),
+    }
 
 
 @lru_cache(maxsize=8192)
