@@ -192,3 +192,19 @@ def test_only_the_frameworks_sharding_modes_are_tried(framework, offered):
                                  SearchConstraints(max_vpp=1, max_micro_batch_size=1,
                                                    recompute=("none",)), _rules(framework))
     assert {block.sharding for block in space.blocks} == offered
+
+
+def test_llama3_405b_published_pp16_is_proposed_with_its_split_flags():
+    """Llama 3 405B's published TP 8 x PP 16 on 16,384 H100 (126 layers: the first and last
+    stage one layer short) is a Megatron-Core layout once embedding and loss count as layers."""
+    model = load_model("llama-3.1-405b")
+    system = load_system("dgx-h100", num_gpus=16384)
+    result = search_strategies(
+        model, system, Workload(seq_length=8192, global_batch_size=2048), 16384,
+        constraints=SearchConstraints(tp=8, pp=16, vpp=1, cp=1, micro_batch_size=1,
+                                      recompute=("selective",)), top=2)
+    assert result.best
+    for candidate in result.best:
+        assert candidate.framework_flags == ("--account-for-embedding-in-pipeline-split",
+                                             "--account-for-loss-in-pipeline-split")
+        assert candidate.to_dict()["framework_flags"] == list(candidate.framework_flags)
