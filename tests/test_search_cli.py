@@ -8,8 +8,9 @@ import pytest
 from typer.testing import CliRunner
 
 from perfcast.cli.main import app
+from perfcast.search.pins import Pin
 from perfcast.search.run import MAX_SEARCH_GPUS
-from perfcast.search.space import Pin, SearchConstraints
+from perfcast.search.space import SearchConstraints
 
 SMALL = ["search", "-m", "llama-3-8b", "-g", "8", "--global-batch-size", "16", "--max-vpp", "2",
          "--max-micro-batch-size", "2", "--max-cp", "2", "--top", "3"]
@@ -95,3 +96,23 @@ def test_schedule_simulation_bound_is_one_line_exit_2():
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and f"{MAX_SIMULATED_STAGE_PASSES:,}" in lines[0]
     assert 128 * 4096 * 4 > MAX_SIMULATED_STAGE_PASSES
+
+
+@pytest.mark.parametrize("text, message", [
+    ("sp=maybe", "true or false"),
+    ("tp=0", "positive integer"),
+    ("recompute=fulll", "none, selective, full"),
+    ("fp8_recipe=fp3", "tensorwise"),
+    ("sharding=zero3", "distributed_optimizer"),
+])
+def test_pin_values_are_checked(text, message):
+    from perfcast.errors import InputError
+
+    with pytest.raises(InputError, match=message):
+        Pin.parse(text)
+
+
+def test_pin_values_are_normalized():
+    assert Pin.parse("SP=yes").value == "true"
+    assert Pin.parse("tp_comm_overlap=0").value == "false"
+    assert Pin.parse("tp=08").value == "8"

@@ -61,8 +61,9 @@ def search_command(
     """Enumerate every valid strategy, evaluate them in bulk, show the best and the Pareto front."""
     from perfcast.catalog.models import load_model
     from perfcast.catalog.systems import load_system
+    from perfcast.search.pins import Pin
     from perfcast.search.run import MAX_SEARCH_GPUS, search_strategies
-    from perfcast.search.space import Pin, SearchConstraints
+    from perfcast.search.space import SearchConstraints
     from perfcast.specs.workload import Workload
 
     if gpus > MAX_SEARCH_GPUS:  # before any catalog work

@@ -15,47 +15,17 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from perfcast.search.pins import Pin, pin_text
 from perfcast.specs.strategy import Strategy
 
 Sharding = Literal["none", "distributed_optimizer", "zero2", "fsdp"]
+SHARDING_STAGE: dict[str, int] = {"none": 0, "distributed_optimizer": 1, "zero2": 2, "fsdp": 3}
+"""Effective ZeRO stage of each sharding option (``Strategy.sharding_stage``)."""
 MAX_SEARCH_VPP = 64
 """Most model chunks per pipeline rank searched: beyond the layers per stage of any catalog
 model at pp >= 2 (the largest have ~128 layers), so a larger bound only adds invalid layouts."""
 MAX_SEARCH_MICRO_BATCH = 256
 """Largest micro-batch searched: each one is a candidate row; published runs use 1-16."""
-PinKey = Literal["tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "schedule", "recompute",
-                 "sharding", "precision", "fp8_recipe", "sequence_parallel", "tp_comm_overlap"]
-"""Search dimensions a user can pin (``--fix``) or exclude (``--exclude``)."""
-PIN_ALIASES = {"mbs": "micro_batch_size", "sp": "sequence_parallel", "vp": "vpp"}
-
-
-class Pin(BaseModel):
-    """One ``KEY=VALUE`` of ``--fix`` / ``--exclude`` (the value as written, compared as text)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    key: PinKey = Field(description="Search dimension.")
-    value: str = Field(min_length=1, description="Value, lower case (booleans: true/false).")
-
-    @classmethod
-    def parse(cls, text: str) -> Pin:
-        """``KEY=VALUE`` (``InputError`` naming the text when malformed or the key unknown)."""
-        from perfcast.errors import InputError
-
-        key, sep, value = text.partition("=")
-        key = key.strip().lower().replace("-", "_")
-        key = PIN_ALIASES.get(key, key)
-        if not sep or not value.strip() or key not in PinKey.__args__:
-            raise InputError("pin", text, f"expected KEY=VALUE with KEY one of "
-                             f"{', '.join(PinKey.__args__)}")
-        return cls(key=key, value=value.strip().lower())
-
-
-def pin_text(value) -> str:
-    """A dimension value as pins compare it (``True`` -> ``true``, 8 -> ``8``)."""
-    return str(value).lower()
-SHARDING_STAGE: dict[str, int] = {"none": 0, "distributed_optimizer": 1, "zero2": 2, "fsdp": 3}
-"""Effective ZeRO stage of each sharding option (``Strategy.sharding_stage``)."""
 
 
 class SearchConstraints(BaseModel):
