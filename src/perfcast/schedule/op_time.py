@@ -13,6 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from perfcast.arrays import all_scalars
 from perfcast.graph.fp8_casts import gemm_format, gemm_in_fp8
 from perfcast.graph.ops import (
     LOW_LATENCY_ALGORITHM,
@@ -58,7 +59,7 @@ def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:
     Array-friendly; scalar strategies take a memoized path (a step asks for the same few)."""
     sizes = (strategy.placement_order, strategy.tp, strategy.cp, strategy.dp, strategy.pp,
              strategy.expert_tp, strategy.ep, strategy.expert_dp)
-    if all(np.ndim(x) == 0 for x in sizes[1:]):
+    if all_scalars(*sizes[1:]):
         return _groups(*sizes)[group]
     return _group_table(*sizes)[group]
 
@@ -121,7 +122,7 @@ def comm_op_time_s(op: CommOp, system: SystemSpec, strategy: Strategy):
     if op.algorithm == LOW_LATENCY_ALGORITHM:
         return op.count * low_latency_all_to_all_time_s(op.size_bytes, system, size)
     size_bytes = _dispatch_bytes(op, system, size, stride)
-    if all(np.ndim(x) == 0 for x in (size, stride, size_bytes)):
+    if all_scalars(size, stride, size_bytes):
         if size <= 1:
             return 0.0
         return op.count * _collective_s(op.collective.value, float(size_bytes), system,
