@@ -1,18 +1,19 @@
 """Enumerate every valid training strategy for a model, system, GPU count and workload.
 
 Candidate sizes: tp, pp, cp among the divisors of the GPU count (within the constraints), vpp
-1..max_vpp, ep among the divisors of the expert count, expert tp up to tp, micro-batch
-1..max. Divisibility prunes them before anything is evaluated, with the rules of
+1..max_vpp, ep among the divisors of the GPU count that divide the experts, expert tp among
+the divisors of tp, micro-batch 1..max. Divisibility prunes them before anything is evaluated, with the rules of
 ``specs.compat`` and the ``Strategy`` validator applied to each factor (nothing restated
 here): tp must suit the heads, pp·vpp the layers, ep the experts, cp the sequence, the global
 batch whole micro-batches per DP rank, and ep·etp the tp·cp·dp ranks. Each valid layout is
-then crossed with the execution options: sequence parallelism (tp > 1), FP8 (where the GPU
-has it), ZeRO/FSDP sharding (where there is a DP group to shard over), and recompute none /
-selective / full with every distinct number of recomputed layers per stage.
+then crossed with the execution options: sequence parallelism (tp > 1) with and without TP
+comm overlap, bf16 and each FP8/FP4 recipe, ZeRO/FSDP sharding (where there is a DP group to
+shard over), and recompute none / selective / full with every distinct number of recomputed
+layers per stage. ``--fix`` / ``--exclude`` pins (``search.pins``) narrow every dimension.
 
-The named framework's own rules (``search.framework_rules``) then keep only what it runs: the
-layer splits over pp x vpp chunks it accepts, and interleaved 1F1B only where the micro-batches
-per step are a multiple of pp.
+The named framework's own rules (``search.framework_rules``) keep only what it runs: the layer
+splits over pp x vpp chunks it accepts, its sharding modes and FP8 recipes, and interleaved
+1F1B only where the micro-batches per step are a multiple of pp.
 """
 
 from __future__ import annotations
