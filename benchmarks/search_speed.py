@@ -50,6 +50,9 @@ def main(case: str = "dense") -> None:
     # numpy runs this element-wise work on one core: CPU seconds of this process = core-seconds
     # (wall seconds overstate it on a shared machine).
     print(f"strategies_per_s_per_core: {len(space) / bulk_cpu_s:.0f}")
+    print(f"distinct_strategies_per_s_per_core: "
+          f"{space.distinct_without_recompute_layers / bulk_cpu_s:.0f}  "
+          f"(recompute layer counts counted once)")
 
     start, cpu = time.perf_counter(), time.process_time()
     result = search_strategies(model, system, workload, num_gpus, top=1)
