@@ -34,14 +34,16 @@ def _space(name, gpus, seq, gbs, **constraints):
 
 def test_enumeration_count_by_hand():
     # Llama-3-8B (32 layers) on 2 GPUs, global batch 2: layouts (tp, pp) = (1, 1) dp 2,
-    # (2, 1) dp 1 with or without SP, (1, 2) dp 1; (2, 2) needs 4 GPUs: 1 invalid of 4.
-    # Recompute none (1) or full with 1..31 or all layers of the stage (32; pp 2: 16 + 1).
+    # (2, 1) dp 1 without SP, with SP, with SP and TP comm overlap, (1, 2) dp 1; (2, 2) needs
+    # 4 GPUs: 1 invalid of 4. Recompute none (1) or full with 1..31 or all layers of the stage
+    # (32; pp 2: 16 + 1).
     *_, space = _space("llama-3-8b", 2, 4096, 2, recompute=("none", "full"), **TINY)
     assert space.invalid == 1
-    assert len(space) == 33 + 2 * 33 + 17
+    assert len(space) == 33 + 3 * 33 + 17
+    assert space.recompute_layer_variants == len(space) - (2 + 3 * 2 + 2)
     *_, space = _space("llama-3-8b", 2, 4096, 2, recompute=("none",),
                        **{**TINY, "sharding": ("none", "fsdp")})
-    assert len(space) == 4 + 1  # FSDP only where there is a DP group: (1, 1)
+    assert len(space) == 5 + 1  # FSDP only where there is a DP group: (1, 1)
 
 
 def _rows(space):

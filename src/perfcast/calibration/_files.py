@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from perfcast.errors import InputError, format_validation_error
+from perfcast.yaml_load import MalformedYaml, safe_load
 
 CALIBRATION_DIR = Path(__file__).parent
 """Shipped calibration files: ``kernel_roofline.yaml``, ``comm_alpha_beta.yaml``."""
@@ -22,8 +22,8 @@ def load_yaml_model(cls: type[ModelT], path: Path) -> ModelT:
     Raises ``InputError`` naming the file for unreadable, malformed or invalid content.
     """
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        data = safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, MalformedYaml) as exc:
         raise InputError("calibration file", str(path), f"cannot read: {exc}") from exc
     if not isinstance(data, dict):
         raise InputError("calibration file", str(path), "top level is not a mapping")

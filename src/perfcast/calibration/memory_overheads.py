@@ -5,8 +5,9 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
+
+from perfcast.yaml_load import safe_load
 
 
 class MemoryOverheads(BaseModel):
@@ -31,4 +32,4 @@ class MemoryOverheads(BaseModel):
 def load_memory_overheads() -> MemoryOverheads:
     """The shipped calibration (cached)."""
     text = resources.files("perfcast.calibration").joinpath("memory_overheads.yaml").read_text()
-    return MemoryOverheads.model_validate(yaml.safe_load(text))
+    return MemoryOverheads.model_validate(safe_load(text))

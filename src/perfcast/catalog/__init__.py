@@ -12,11 +12,25 @@ Data lives in ``catalog/data`` in vendor units with a ``source`` per entry; load
 frozen specs in SI units. Name lookup is shared (``perfcast.catalog.resolve``).
 """
 
-from perfcast.catalog.frameworks import framework_names, load_framework_profile
-from perfcast.catalog.gpus import gpu_names, list_gpus, load_gpu
-from perfcast.catalog.hf_config import model_from_hf_config
-from perfcast.catalog.models import list_models, load_model, model_names
-from perfcast.catalog.systems import list_systems, load_system, system_for_gpu, system_names
+from importlib import import_module
+
+_EXPORTS = {
+    "framework_names": "frameworks", "load_framework_profile": "frameworks",
+    "gpu_names": "gpus", "list_gpus": "gpus", "load_gpu": "gpus",
+    "model_from_hf_config": "hf_config",
+    "list_models": "models", "load_model": "models", "model_names": "models",
+    "list_systems": "systems", "load_system": "systems", "system_for_gpu": "systems",
+    "system_names": "systems",
+}
+"""Exported name -> submodule, imported on first use (PEP 562): ``import perfcast.catalog.models``
+then costs only that module, not every loader (part of a ``perfcast train`` process's time)."""
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(import_module(f"perfcast.catalog.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'perfcast.catalog' has no attribute {name!r}")
+
 
 __all__ = [
     "framework_names",

@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from perfcast.errors import InputError
+from perfcast.yaml_load import MalformedYaml, safe_load
 
 SpecT = TypeVar("SpecT", bound=BaseModel)
 
@@ -34,8 +34,8 @@ def read_mapping(path: Path) -> dict[str, Any]:
         if path.suffix.lower() == ".json":
             data = json.loads(text)
         else:
-            data = yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+            data = safe_load(text)
+    except (json.JSONDecodeError, MalformedYaml) as exc:
         first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InputError("path", str(path), f"malformed {path.suffix[1:]}: {first_line}") from exc
     if not isinstance(data, dict):

@@ -45,6 +45,14 @@ ExpertTensorParallel = Literal["one", "tp"]
 PipelineSplit = Literal["even", "first_last_one_layer_fewer"]
 """How layers are split over pipeline stages by default."""
 MoeDispatcher = Literal["alltoall", "deepep"]
+PipelineSplitAccepted = Literal["even", "embedding_as_layer", "embedding_and_loss_as_layers",
+                                "uneven"]
+"""A split of the layers over pp x vpp model chunks a framework runs: ``even`` (layers a
+multiple of the chunks), ``embedding_as_layer`` / ``embedding_and_loss_as_layers`` (the
+embedding, and the loss, count as one layer each, so the first / last chunk holds one layer
+fewer: Megatron-Core ``--account-for-embedding-in-pipeline-split`` /
+``--account-for-loss-in-pipeline-split``), or ``uneven`` (any split; the framework spreads the
+remainder itself)."""
 
 
 class SourcedValue(BaseModel, Generic[T]):
@@ -111,6 +119,16 @@ class TrainingFrameworkProfile(BaseModel):
         default=(), description="CUDA-graph scope (informational; not modelled).")
     pipeline_split: tuple[SourcedValue[PipelineSplit], ...] = Field(
         default=(), description="Default split of layers over pipeline stages (informational).")
+    fp8_recipes_accepted: tuple[SourcedValue[tuple[FP8Recipe, ...]], ...] = Field(
+        default=(), description="FP8/FP4 scaling recipes the framework runs, per GPU generation "
+                                "(the search tries these); empty = only its fp8_recipe default.")
+    data_parallel_shardings_accepted: tuple[
+        SourcedValue[tuple[DataParallelSharding, ...]], ...] = Field(
+        default=(), description="Data-parallel sharding options the framework offers (the "
+                                "search tries only these); empty = no restriction known.")
+    pipeline_splits_accepted: tuple[SourcedValue[tuple[PipelineSplitAccepted, ...]], ...] = Field(
+        default=(), description="Layer splits over pp x vpp chunks the framework runs (the "
+                                "search proposes only these); empty = no pipeline parallelism.")
 
     @model_validator(mode="after")
     def _check(self) -> TrainingFrameworkProfile:

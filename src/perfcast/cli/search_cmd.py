@@ -55,6 +55,10 @@ def search_command(
     max_vpp: Annotated[int, typer.Option("--max-vpp", help="Most model chunks per pipeline rank.")] = 8,
     max_micro_batch_size: Annotated[int, typer.Option("--max-micro-batch-size", help="Largest micro-batch.")] = 8,
     no_fp8: Annotated[bool, typer.Option("--no-fp8", help="Do not try FP8.")] = False,
+    framework: Annotated[str, typer.Option("--framework", help="Training framework profile NAME[@VERSION] whose rules the layouts obey and whose defaults fill the options not searched.")] = "megatron-core",
+    fix: Annotated[list[str] | None, typer.Option("--fix", help="Pin a dimension: KEY=VALUE (tp, pp, vpp, cp, ep, etp, mbs, schedule, recompute, sharding, precision, sp, tp_comm_overlap); repeatable.")] = None,
+    exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Never try KEY=VALUE (same keys as --fix); repeatable.")] = None,
+    timings: Annotated[bool, typer.Option("--timings", help="Add the wall seconds of the evaluation (varies run to run).")] = False,
     kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
     kernel_table: KernelTableOption = None,
     calibration: CalibrationOption = None,
@@ -66,21 +70,28 @@ def search_command(
     from perfcast.catalog.models import load_model
     from perfcast.catalog.systems import load_system
     from perfcast.cli.build import kernel_backend as make_backend
-    from perfcast.search.run import search_strategies
+    from perfcast.search.pins import Pin
+    from perfcast.search.run import MAX_SEARCH_GPUS, search_strategies
     from perfcast.search.space import SearchConstraints
     from perfcast.specs.workload import Workload
 
+    if gpus > MAX_SEARCH_GPUS:  # before any catalog work
+        from perfcast.errors import InputError
+
+        raise InputError("gpus", gpus, f"exceeds the search bound of {MAX_SEARCH_GPUS:,} GPUs "
+                         f"(MAX_SEARCH_GPUS)")
     constraints = SearchConstraints(
         tp=tp, pp=pp, cp=cp, ep=ep, vpp=vpp, micro_batch_size=micro_batch_size, min_tp=min_tp,
         max_tp=max_tp, min_pp=min_pp, max_pp=max_pp, max_cp=max_cp, max_ep=max_ep,
-        max_vpp=max_vpp, max_micro_batch_size=max_micro_batch_size, fp8=not no_fp8)
+        max_vpp=max_vpp, max_micro_batch_size=max_micro_batch_size, fp8=not no_fp8,
+        fixed=tuple(map(Pin.parse, fix or ())), excluded=tuple(map(Pin.parse, exclude or ())))
     spec_model = load_model(model)
     spec_system = load_system(system, num_gpus=gpus)
     workload = Workload(seq_length=seq_length, global_batch_size=global_batch_size)
     kwargs = dict(constraints=constraints, objective=objective.value, top=top,
                   token_budget=token_budget, price_per_gpu_hour=price_per_gpu_hour,
                   kernel_backend=make_backend(kernel_backend.value, kernel_table),
-                  calibration=load_calibration(calibration))
+                  calibration=load_calibration(calibration), framework=framework)
     if json or csv:
         result = search_strategies(spec_model, spec_system, workload, gpus, **kwargs)
     else:
@@ -88,7 +99,7 @@ def search_command(
     if json:
         from perfcast.report.json_out import to_json
 
-        print(to_json(result.to_dict()))
+        print(to_json(result.to_dict(timings=timings)))
     elif csv:
         from perfcast.report.search_text import search_csv
 
@@ -97,7 +108,7 @@ def search_command(
         from perfcast.report.console import make_console
         from perfcast.report.search_text import render_search
 
-        render_search(result, make_console())
+        render_search(result, make_console(), timings=timings)
 
 
 def _with_progress(search, model, system, workload, gpus, kwargs):

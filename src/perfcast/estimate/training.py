@@ -196,7 +196,8 @@ def estimate_training(
                           calib, passes)
     # The critical GPU: the one with the most work (its own stage m times, except DualPipe).
     work = _device_stage_work(strategy, m)
-    busy = [sum(w * p.total_s for w, p in zip(row, passes, strict=True)) for row in work]
+    totals = [p.total_s for p in passes]
+    busy = [sum(w * t for w, t in zip(row, totals, strict=True)) for row in work]
     critical = max(range(strategy.pp), key=lambda d: busy[d])
 
     def on_critical(field: str, source: int = 0) -> float:

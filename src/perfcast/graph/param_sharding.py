@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from perfcast.graph import params as P
 from perfcast.specs.model import ModelSpec
@@ -31,13 +32,28 @@ def layers_per_stage(num_layers: int, pp: int) -> list[int]:
     return even_stage_counts(num_layers, pp)
 
 
-def stage_layer_ranges(num_layers: int, pp: int) -> list[range]:
-    """Global layer indices held by each stage."""
+@lru_cache(maxsize=1024)
+def stage_layer_ranges(num_layers: int, pp: int) -> tuple[range, ...]:
+    """Global layer indices held by each stage (memoized: immutable ranges)."""
     ranges, start = [], 0
     for count in layers_per_stage(num_layers, pp):
         ranges.append(range(start, start + count))
         start += count
-    return ranges
+    return tuple(ranges)
+
+
+def moe_layers_per_stage(model: ModelSpec, pp: int) -> tuple[int, ...]:
+    """MoE layers on each pipeline stage (``is_moe_layer`` counted over the stage's layers)."""
+    if not model.is_moe:
+        return (0,) * pp
+    return _moe_layers_per_stage(model.num_hidden_layers, pp, model.first_k_dense_layers,
+                                 model.moe_layer_freq)
+
+
+@lru_cache(maxsize=1024)
+def _moe_layers_per_stage(num_layers: int, pp: int, first_k_dense: int, freq: int):
+    return tuple(sum(1 for i in layers if i >= first_k_dense and (i - first_k_dense) % freq == 0)
+                 for layers in stage_layer_ranges(num_layers, pp))
 
 
 def strategy_stage_layers(model: ModelSpec, strategy) -> list[Sequence[int]]:

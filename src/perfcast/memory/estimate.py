@@ -91,19 +91,21 @@ def num_process_groups(strategy: Strategy):
 
 
 def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_length: int,
-                 num_micro_batches, overheads: MemoryOverheads) -> StageMemory:
+                 num_micro_batches, overheads: MemoryOverheads,
+                 layer_activations: tuple | None = None) -> StageMemory:
     """Peak bytes per GPU of pipeline stage ``params.stage``: states, stored activations of
     the in-flight micro-batches, embedding/loss buffers and calibrated allowances.
 
     Array-friendly: ``params`` fields, ``num_micro_batches`` and the strategy's sizes may be
-    numpy arrays (the bulk search); the result's fields are then arrays.
+    numpy arrays (the bulk search); the result's fields are then arrays. ``layer_activations``
+    passes a stage-mix's (per micro-batch, working set) bytes already computed for another stage.
     """
     stage, cal = params.stage, overheads
     s = seq_length / strategy.cp
     b = strategy.micro_batch_size
     opts = activation_options(model, strategy)
     states = state_bytes(params, strategy)
-    per_mb, working = _stage_layer_activations(
+    per_mb, working = layer_activations or _stage_layer_activations(
         model, strategy, params.num_layers, params.num_moe_layers, s, b
     )
     units = inflight_layer_units(strategy.schedule, stage, strategy.pp, strategy.vpp,
@@ -181,11 +183,18 @@ def estimate_memory(
     cal = overheads or load_memory_overheads()
     counts = count_params(model)
     m = num_micro_batches(workload, strategy)
-    stages = tuple(
-        stage_memory(model, strategy, stage_params(model, strategy, stage), workload.seq_length,
-                     m, cal)
-        for stage in range(strategy.pp)
-    )
+    per_mix: dict[tuple[int, int], tuple] = {}  # stages with one layer mix share activations
+
+    def one_stage(stage: int) -> StageMemory:
+        params = stage_params(model, strategy, stage)
+        mix = (params.num_layers, params.num_moe_layers)
+        if mix not in per_mix:
+            per_mix[mix] = _stage_layer_activations(
+                model, strategy, *mix, workload.seq_length / strategy.cp,
+                strategy.micro_batch_size)
+        return stage_memory(model, strategy, params, workload.seq_length, m, cal, per_mix[mix])
+
+    stages = tuple(one_stage(stage) for stage in range(strategy.pp))
     if strategy.schedule == "dualpipe":
         stages = tuple(dualpipe_device_memory(stages[i], stages[strategy.pp - 1 - i], i)
                        for i in range(strategy.pp))

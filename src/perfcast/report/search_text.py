@@ -10,7 +10,8 @@ from perfcast.units import GiB
 
 CSV_STRATEGY_FIELDS = ("tp", "pp", "vpp", "cp", "ep", "etp", "dp", "micro_batch_size",
                        "sequence_parallel", "zero_stage", "fsdp", "distributed_optimizer",
-                       "recompute", "recompute_num_layers", "precision")
+                       "recompute", "recompute_num_layers", "precision", "fp8_recipe",
+                       "tp_comm_overlap")
 CSV_METRICS = ("tokens_per_s_per_gpu", "step_time_s", "memory_bytes", "memory_headroom_bytes",
                "mfu", "time_to_train_s", "cost_usd")
 
@@ -29,14 +30,18 @@ def _recompute(strategy) -> str:
     return strategy.recompute
 
 
-def render_search(result: SearchResult, console) -> None:
-    """Counts, then a table of the best strategies and one of the Pareto front."""
+def render_search(result: SearchResult, console, timings: bool = False) -> None:
+    """Counts, then a table of the best strategies and one of the Pareto front (``timings``
+    adds the wall seconds of the bulk evaluation)."""
     from rich.table import Table
 
+    took = f" in {result.evaluate_s:.2f} s" if timings else ""
     console.print(
         f"[bold]{result.model}[/] on {result.num_gpus} x {result.gpu} ({result.system}), "
-        f"seq {result.seq_length}, global batch {result.global_batch_size}: "
-        f"{result.evaluated:,} evaluated in {result.evaluate_s:.2f} s, "
+        f"seq {result.seq_length}, global batch {result.global_batch_size}, rules of "
+        f"{result.framework}: {result.evaluated:,} evaluated{took} "
+        f"({result.distinct:,} distinct; {result.recompute_layer_variants:,} differ from "
+        f"another only in the recompute layer count), "
         f"{result.feasible:,} fit in memory, {result.infeasible:,} do not, "
         f"{result.invalid:,} invalid layouts pruned")
     for title, rows in ((f"best by {result.objective}", result.best),
@@ -48,13 +53,19 @@ def render_search(result: SearchResult, console) -> None:
         for rank, c in enumerate(rows, 1):
             table.add_row(str(rank), *_cells(c))
         console.print(table)
+    flags = sorted({flag for c in result.best for flag in c.framework_flags})
+    if flags:
+        console.print(f"pipeline split of the best layouts needs: {' '.join(flags)}")
 
 
 def _cells(c: SearchCandidate) -> list[str]:
     s, r = c.report.strategy, c.report
     return [str(s.tp), str(s.pp), str(s.vpp), str(s.cp), str(s.ep), str(s.dp),
-            str(s.micro_batch_size), "y" if s.sequence_parallel else "-", _recompute(s),
-            _sharding(s), s.precision, f"{r.tokens_per_s_per_gpu:,.0f}", f"{r.mfu:.3f}",
+            str(s.micro_batch_size),
+            ("y+overlap" if s.tp_comm_overlap else "y") if s.sequence_parallel else "-",
+            _recompute(s),
+            _sharding(s), f"fp8:{s.fp8_recipe}" if s.precision == "fp8" else s.precision,
+            f"{r.tokens_per_s_per_gpu:,.0f}", f"{r.mfu:.3f}",
             f"{r.step_time_s:.3f}", f"{r.memory.peak_bytes / GiB:.1f}"]
 
 

@@ -13,6 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from perfcast.arrays import all_scalars
 from perfcast.graph.fp8_casts import gemm_format, gemm_in_fp8
 from perfcast.graph.ops import (
     LOW_LATENCY_ALGORITHM,
@@ -77,14 +78,28 @@ def attention_precision(strategy: Strategy) -> Precision:
 
 
 def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:
-    """Size of ``group`` and the rank distance between its members (placement order)."""
+    """Size of ``group`` and the rank distance between its members (placement order).
+    Array-friendly; scalar strategies take a memoized path (a step asks for the same few)."""
+    sizes = (strategy.placement_order, strategy.tp, strategy.cp, strategy.dp, strategy.pp,
+             strategy.expert_tp, strategy.ep, strategy.expert_dp)
+    if all_scalars(*sizes[1:]):
+        return _groups(*sizes)[group]
+    return _group_table(*sizes)[group]
+
+
+@lru_cache(maxsize=4096)
+def _groups(order: str, tp: int, cp: int, dp: int, pp: int, etp: int, ep: int, edp: int):
+    """``_group_table`` memoized for scalar sizes."""
+    return _group_table(order, tp, cp, dp, pp, etp, ep, edp)
+
+
+def _group_table(order, tp, cp, dp, pp, etp, ep, edp) -> dict[Group, tuple]:
+    """(size, stride) of every group: strides are the products of the sizes of the dimensions
+    inside it in ``order`` (``comm.placement.dimension_strides``)."""
     from perfcast.comm.placement import dimension_strides
 
-    order = strategy.placement_order
-    tp, cp, dp, pp = strategy.tp, strategy.cp, strategy.dp, strategy.pp
     dense = dimension_strides(order, {"tp": tp, "cp": cp, "dp": dp, "pp": pp})
-    expert = dimension_strides(order, {"tp": strategy.expert_tp, "ep": strategy.ep,
-                                       "dp": strategy.expert_dp, "pp": pp})
+    expert = dimension_strides(order, {"tp": etp, "ep": ep, "dp": edp, "pp": pp})
     return {
         Group.TP: (tp, dense["tp"]),
         Group.CP: (cp, dense["cp"]),
@@ -92,9 +107,9 @@ def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:
         Group.DP_CP: (dp * cp, np.where(np.asarray(cp) > 1,
                                          np.minimum(dense["dp"], dense["cp"]), dense["dp"])[()]),
         Group.PP: (pp, dense["pp"]),
-        Group.EP: (strategy.ep, expert["ep"]),
-        Group.EDP: (strategy.expert_dp, expert["dp"]),
-    }[group]
+        Group.EP: (ep, expert["ep"]),
+        Group.EDP: (edp, expert["dp"]),
+    }
 
 
 @lru_cache(maxsize=8192)
@@ -130,7 +145,7 @@ def comm_op_time_s(op: CommOp, system: SystemSpec, strategy: Strategy):
     if op.algorithm == LOW_LATENCY_ALGORITHM:
         return op.count * low_latency_all_to_all_time_s(op.size_bytes, system, size)
     size_bytes = _dispatch_bytes(op, system, size, stride)
-    if all(np.ndim(x) == 0 for x in (size, stride, size_bytes)):
+    if all_scalars(size, stride, size_bytes):
         if size <= 1:
             return 0.0
         return op.count * _collective_s(op.collective.value, float(size_bytes), system,

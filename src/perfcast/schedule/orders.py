@@ -32,6 +32,11 @@ from typing import NamedTuple
 from perfcast.errors import InputError
 from perfcast.schedule.timeline import SCHEDULES, EventKind
 
+MAX_SIMULATED_STAGE_PASSES = 2 ** 18
+"""Most stage x micro-batch x chunk cells one event simulation plans (262,144: ~5 s of CPU;
+64 stages x 1,024 micro-batches x 4 chunks). Beyond it a request is a typo or a sweep that
+needs the closed form, not a simulation: a one-line error, not a hang."""
+
 
 @dataclass(frozen=True)
 class Hop:
@@ -137,6 +142,11 @@ def schedule_plan(schedule: str, num_stages: int, num_micro_batches: int,
         raise InputError("schedule", schedule, f"not one of {', '.join(SCHEDULES)}")
     if p < 1 or m < 1 or v < 1:
         raise InputError("stages, micro_batches, virtual_stages", (p, m, v), "must be >= 1")
+    cells = p * m * max(v if schedule == "interleaved" else 1, 2 if schedule in (
+        "zb-v", "dualpipe") else 1)
+    if cells > MAX_SIMULATED_STAGE_PASSES:
+        raise InputError("stages*micro_batches*chunks", cells, f"exceeds the simulation bound "
+                         f"of {MAX_SIMULATED_STAGE_PASSES:,} (MAX_SIMULATED_STAGE_PASSES)")
     if schedule == "interleaved" and m % p != 0:
         raise InputError("micro_batches", m, f"the interleaved schedule needs a multiple of "
                          f"stages={p} (Megatron-LM's order)")

@@ -84,9 +84,10 @@ def layer_tables(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq
         return layer_time(group, system, strategy, backend, overlap)
 
     @functools.cache
-    def without_experts(tp, cp, mbs, sp, precision):
+    def without_experts(tp, cp, mbs, sp, precision, overlap, recipe):
         """Dense layer and embedding/head times: experts (ep, etp) play no part."""
-        strategy = _key_strategy(LayerKey(tp, cp, 1, tp, mbs, sp, precision), space.num_gpus)
+        strategy = _key_strategy(LayerKey(tp, cp, 1, tp, mbs, sp, precision, overlap, recipe),
+                                 space)
         shape = layer_shape(model, strategy, seq_length, False)
         emb, head = embedding_ops(model, shape), head_ops(model, shape)
         extras = [extra_time((emb if first else []) + (head if last else []), system, strategy,
@@ -96,21 +97,27 @@ def layer_tables(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq
     dense, moe, extras = [], [], []
     for key in space.layer_keys:
         layer, extra = without_experts(key.tp, key.cp, key.micro_batch_size,
-                                       key.sequence_parallel, key.precision)
+                                       key.sequence_parallel, key.precision, key.tp_comm_overlap,
+                                       key.fp8_recipe)
         dense.append(layer)
         extras.append(extra)
-        moe.append(timed_layer(_key_strategy(key, space.num_gpus), True) if model.is_moe
+        moe.append(timed_layer(_key_strategy(key, space), True) if model.is_moe
                    else layer)
     extra = {role: _stack(ExtraTime, [e[i] for e in extras]) for i, role in enumerate(roles)}
     extra[(False, False)] = ExtraTime(0.0, 0.0, 0.0)
     return LayerTables(dense=_stack(LayerTime, dense), moe=_stack(LayerTime, moe), extra=extra)
 
 
-def _key_strategy(key: LayerKey, num_gpus: int) -> Strategy:
-    """A valid strategy with the layer key's choices (pp = 1; layer times ignore dp and pp)."""
-    return Strategy(num_gpus=num_gpus, tp=key.tp, cp=key.cp, ep=key.ep, etp=key.etp,
-                    micro_batch_size=key.micro_batch_size,
-                    sequence_parallel=key.sequence_parallel, precision=key.precision)
+def _key_strategy(key: LayerKey, space: StrategySpace) -> Strategy:
+    """A valid strategy with the layer key's choices and the space's shared options (pp = 1,
+    no sharding or recompute: layer times ignore dp, pp and sharding)."""
+    chosen = dict(num_gpus=space.num_gpus, tp=key.tp, pp=1, vpp=1, cp=key.cp, ep=key.ep,
+                  etp=key.etp, micro_batch_size=key.micro_batch_size,
+                  sequence_parallel=key.sequence_parallel, precision=key.precision,
+                  tp_comm_overlap=key.tp_comm_overlap, fp8_recipe=key.fp8_recipe, recompute="none",
+                  recompute_num_layers=None, pipeline_schedule=None, zero_stage=0, fsdp=False,
+                  distributed_optimizer=False)
+    return Strategy(**(space.options.model_dump() | chosen))
 
 
 @dataclass(frozen=True)

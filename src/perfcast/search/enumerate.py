@@ -1,25 +1,33 @@
 """Enumerate every valid training strategy for a model, system, GPU count and workload.
 
 Candidate sizes: tp, pp, cp among the divisors of the GPU count (within the constraints), vpp
-1..max_vpp, ep among the divisors of the expert count, expert tp up to tp, micro-batch
-1..max. Divisibility prunes them before anything is evaluated, with the rules of
+1..max_vpp, ep among the divisors of the GPU count that divide the experts, expert tp among
+the divisors of tp, micro-batch 1..max. Divisibility prunes them before anything is evaluated,
+with the rules of
 ``specs.compat`` and the ``Strategy`` validator applied to each factor (nothing restated
 here): tp must suit the heads, pp·vpp the layers, ep the experts, cp the sequence, the global
 batch whole micro-batches per DP rank, and ep·etp the tp·cp·dp ranks. Each valid layout is
-then crossed with the execution options: sequence parallelism (tp > 1), FP8 (where the GPU
-has it), ZeRO/FSDP sharding (where there is a DP group to shard over), and recompute none /
-selective / full with every distinct number of recomputed layers per stage.
+then crossed with the execution options: sequence parallelism (tp > 1) with and without TP
+comm overlap, bf16 and each FP8/FP4 recipe, ZeRO/FSDP sharding (where there is a DP group to
+shard over), and recompute none / selective / full with every distinct number of recomputed
+layers per stage. ``--fix`` / ``--exclude`` pins (``search.pins``) narrow every dimension.
+
+The named framework's own rules (``search.framework_rules``) keep only what it runs: the layer
+splits over pp x vpp chunks it accepts, its sharding modes and FP8 recipes, and interleaved
+1F1B only where the micro-batches per step are a multiple of pp.
 """
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 import numpy as np
 from pydantic import ValidationError
 
 from perfcast.errors import InputError
 from perfcast.graph.param_sharding import layers_per_stage
+from perfcast.search.framework_rules import LayoutRules, interleaved_micro_batches_ok
 from perfcast.search.space import LayerKey, SearchConstraints, StrategyBlock, StrategySpace
 from perfcast.specs.compat import check_strategy_for_model, check_workload_for_strategy
 from perfcast.specs.hardware import SystemSpec
@@ -38,7 +46,9 @@ def _valid(check, **strategy_fields) -> bool:
 
 
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """Divisors of ``n`` in increasing order (trial division up to sqrt(n))."""
+    small = [d for d in range(1, int(n ** 0.5) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
 
 
 def _bounded(values, fixed, low, high) -> list[int]:
@@ -55,33 +65,51 @@ def _recompute_layers(recompute: str, max_stage_layers: int) -> list[int]:
 
 def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                          workload: Workload,
-                         constraints: SearchConstraints | None = None) -> StrategySpace:
-    """All valid strategies on ``num_gpus`` GPUs, as blocks for the bulk evaluator."""
+                         constraints: SearchConstraints | None = None,
+                         rules: LayoutRules | None = None,
+                         options: Strategy | None = None) -> StrategySpace:
+    """All valid strategies on ``num_gpus`` GPUs that the framework of ``rules`` runs (default
+    ``DEFAULT_SEARCH_FRAMEWORK``), as blocks for the bulk evaluator. ``options`` holds the
+    execution options the search does not enumerate (the framework's defaults)."""
     c = constraints or SearchConstraints()
+    rules = rules or default_rules()
+    options = options or Strategy(num_gpus=1)
     n = num_gpus
     divisors = _divisors(n)
     for_model = lambda s: check_strategy_for_model(model, s)  # noqa: E731
     for_workload = lambda s: check_workload_for_strategy(workload, s)  # noqa: E731
 
-    tps = _bounded(divisors, c.tp, c.min_tp, c.max_tp)
-    pps = _bounded(divisors, c.pp, c.min_pp, c.max_pp)
-    cps = _bounded(divisors, c.cp, 1, c.max_cp)
-    vpps = _bounded(range(1, c.max_vpp + 1), c.vpp, 1, None)
-    eps = _bounded(divisors, c.ep, 1, c.max_ep) if model.is_moe else [1]
-    mbss = _bounded(range(1, c.max_micro_batch_size + 1), c.micro_batch_size, 1, None)
+    tps = c.allowed("tp", _bounded(divisors, c.tp, c.min_tp, c.max_tp))
+    pps = c.allowed("pp", _bounded(divisors if rules.has_pipeline else [1], c.pp, c.min_pp,
+                                   c.max_pp))
+    cps = c.allowed("cp", _bounded(divisors, c.cp, 1, c.max_cp))
+    vpps = c.allowed("vpp", _bounded(range(1, c.max_vpp + 1), c.vpp, 1, None))
+    eps = c.allowed("ep", _bounded(divisors, c.ep, 1, c.max_ep) if model.is_moe else [1])
+    mbss = c.allowed("micro_batch_size", _bounded(range(1, c.max_micro_batch_size + 1),
+                                                  c.micro_batch_size, 1, None))
     raw = len(tps) * len(pps) * len(vpps) * len(cps) * len(eps) * len(mbss)
     raw *= len(tps) if model.is_moe else 1  # expert tp candidates
 
     tps_ok = [t for t in tps if _valid(for_model, num_gpus=t, tp=t)]
     cps_ok = [x for x in cps if _valid(for_workload, num_gpus=x, cp=x)]
     eps_ok = [e for e in eps if _valid(for_model, num_gpus=e, ep=e, etp=1)]
-    precisions = ["bf16"] + (["fp8"] if c.fp8 and system.gpu.supports("fp8") else [])
+    recipes = rules.low_precision_recipes(system.gpu, options.fp8_recipe) if c.fp8 else []
+    precisions = [(p, r) for p, r in [("bf16", options.fp8_recipe)] + [("fp8", r) for r in recipes]
+                  if c.allows("precision", p) and (p == "bf16" or c.allows("fp8_recipe", r))]
+    overlaps = {False: c.allowed("tp_comm_overlap", [False]),
+                True: c.allowed("tp_comm_overlap", c.tp_comm_overlap)}
+    sp_modes = [sp for sp in c.allowed("sequence_parallel", [False, True]) if overlaps[sp]]
+    shardings = c.allowed("sharding", [x for x in c.sharding if rules.allows_sharding(x)])
+    categorical = list(itertools.product(
+        c.allowed("recompute", c.recompute), shardings, precisions, sp_modes))
 
     layer_keys: dict[LayerKey, int] = {}
     blocks: list[StrategyBlock] = []
     valid_layouts = 0
     for pp in pps:
-        vpp_ok = [v for v in vpps if _valid(for_model, num_gpus=pp, pp=pp, vpp=v)]
+        vpp_ok = [v for v in vpps if rules.pipeline_split(model.num_hidden_layers, pp, v)
+                  is not None and _valid(for_model, num_gpus=pp, pp=pp, vpp=v,
+                                         **rules.split_fields(model.num_hidden_layers, pp, v))]
         rows = []
         for tp, cp in itertools.product(tps_ok, cps_ok):
             if n % (tp * pp * cp):
@@ -89,44 +117,97 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
             dp = n // (tp * pp * cp)
             mbs_ok = [b for b in mbss
                       if _valid(for_workload, num_gpus=dp, micro_batch_size=b)]
-            etps = [e for e in tps if e <= tp and tp % e == 0] if model.is_moe else [tp]
+            etps = c.allowed("etp", _divisors(tp)) if model.is_moe else [tp]
             for ep, etp in itertools.product(eps_ok, etps):
                 if not _valid(lambda s: None, num_gpus=n, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp):
                     continue
                 rows += [(tp, cp, ep, etp, b) for b in mbs_ok]
         if not rows or not vpp_ok:
             continue
-        valid_layouts += len(rows) * len(vpp_ok)
-        table = np.array(rows, dtype=np.int64)
-        tp_, cp_, ep_, etp_, mbs_ = (table[:, i].reshape(-1, 1, 1) for i in range(5))
-        dp_ = n // (tp_ * pp * cp_)
-        has_dp = (dp_ * cp_ > 1) | ((tp_ * cp_ * dp_) // (ep_ * etp_) > 1)
-        keys = {
-            (sp, prec): np.array([
-                layer_keys.setdefault(LayerKey(*map(int, row), sp, prec), len(layer_keys))
-                if row[0] > 1 or not sp else -1 for row in rows]).reshape(-1, 1, 1)
-            for sp in (False, True) for prec in precisions
-        }
+        valid_layouts += _count_layouts(rows, vpp_ok, pp, n, workload)
         max_layers = max(layers_per_stage(model.num_hidden_layers, pp))
-        schedules = [("1f1b", [1] if 1 in vpp_ok else []),
-                     ("interleaved", [v for v in vpp_ok if v > 1])]
-        for (schedule, vs), recompute, sharding, prec, sp in itertools.product(
-                schedules, c.recompute, c.sharding, precisions, (False, True)):
-            mask = np.ones(len(rows), dtype=bool)
-            if sp:
-                mask &= tp_.ravel() > 1
+        schedules = [(name, vs) for name, vs in (
+            ("1f1b", [1] if 1 in vpp_ok else []),
+            ("interleaved", [v for v in vpp_ok if v > 1])) if c.allows("schedule", name)]
+        tables = {sp: _RowTable.build(rows, sp, overlaps[sp], precisions, pp, n, workload,
+                                      layer_keys) for sp in sp_modes}
+        for (schedule, vs), (recompute, sharding, prec, sp) in itertools.product(
+                schedules, categorical):
+            t = tables[sp]
+            mask = t.interleaves.copy() if schedule == "interleaved" else np.ones(len(t), bool)
             if sharding != "none":
-                mask &= has_dp.ravel()
+                mask &= t.has_dp
             if not vs or not mask.any():
                 continue
             blocks.append(StrategyBlock(
                 num_gpus=n, pp=pp, schedule=schedule, recompute=recompute, sharding=sharding,
-                precision=prec, sequence_parallel=sp,
-                tp=tp_[mask], cp=cp_[mask], ep=ep_[mask], etp=etp_[mask],
-                micro_batch_size=mbs_[mask], layer_key=keys[(sp, prec)][mask],
+                precision=prec[0], sequence_parallel=sp, tp_comm_overlap=t.overlap[mask],
+                tp=t.tp[mask], cp=t.cp[mask], ep=t.ep[mask], etp=t.etp[mask],
+                micro_batch_size=t.mbs[mask], layer_key=t.keys[prec][mask],
                 vpp=np.array(vs, dtype=np.int64).reshape(1, -1, 1),
                 recompute_num_layers=np.array(
                     _recompute_layers(recompute, max_layers), dtype=np.int64).reshape(1, 1, -1),
+                grad_reduce_dtype=options.grad_reduce_dtype,
+                flash_attention=options.flash_attention, fp8_recipe=prec[1],
+                options=options,
             ))
     return StrategySpace(num_gpus=n, blocks=tuple(blocks), layer_keys=tuple(layer_keys),
-                         invalid=raw - valid_layouts)
+                         invalid=raw - valid_layouts, options=options)
+
+
+def _micro_batches(workload: Workload, mbs, dp):
+    return workload.global_batch_size // (mbs * dp)
+
+
+def _count_layouts(rows, vpp_ok, pp: int, n: int, workload: Workload) -> int:
+    """Valid (row, vpp) layouts: every row with vpp 1, interleaved ones where the
+    micro-batches per step are a multiple of pp."""
+    table = np.array(rows, dtype=np.int64)
+    dp = n // (table[:, 0] * pp * table[:, 1])
+    interleaves = interleaved_micro_batches_ok(_micro_batches(workload, table[:, 4], dp), pp)
+    num_interleaved = sum(v > 1 for v in vpp_ok)
+    return len(rows) * (len(vpp_ok) - num_interleaved) + int(interleaves.sum()) * num_interleaved
+
+
+@dataclass(frozen=True)
+class _RowTable:
+    """Size rows (tp, cp, ep, etp, micro-batch) of one pp and one sequence-parallel mode, each
+    repeated per TP comm overlap setting, as (rows, 1, 1) arrays, with their layer keys."""
+
+    tp: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+    etp: np.ndarray
+    mbs: np.ndarray
+    overlap: np.ndarray
+    keys: dict[tuple[str, str], np.ndarray]
+    """(precision, FP8 recipe) -> layer key index per row."""
+    interleaves: np.ndarray
+    has_dp: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.interleaves)
+
+    @classmethod
+    def build(cls, rows, sp: bool, overlaps, precisions, pp: int, n: int, workload: Workload,
+              layer_keys: dict[LayerKey, int]) -> _RowTable:
+        chosen = [(*row, int(o)) for row in rows if row[0] > 1 or not sp for o in overlaps]
+        table = np.array(chosen, dtype=np.int64).reshape(-1, 6)
+        tp, cp, ep, etp, mbs, overlap = (table[:, i].reshape(-1, 1, 1) for i in range(6))
+        dp = n // (tp * pp * cp)
+        keys = {prec: np.array([layer_keys.setdefault(
+            LayerKey(*map(int, row[:5]), sp, prec[0], bool(row[5]), prec[1]), len(layer_keys))
+            for row in chosen], dtype=np.int64).reshape(-1, 1, 1) for prec in precisions}
+        return cls(tp=tp, cp=cp, ep=ep, etp=etp, mbs=mbs, overlap=overlap.astype(bool),
+                   keys=keys,
+                   interleaves=interleaved_micro_batches_ok(
+                       _micro_batches(workload, mbs, dp), pp).ravel(),
+                   has_dp=((dp * cp > 1) | ((tp * cp * dp) // (ep * etp) > 1)).ravel())
+
+
+def default_rules() -> LayoutRules:
+    """Layout rules of ``DEFAULT_SEARCH_FRAMEWORK``."""
+    from perfcast.catalog.frameworks import load_framework_profile
+    from perfcast.search.framework_rules import DEFAULT_SEARCH_FRAMEWORK
+
+    return LayoutRules.of(load_framework_profile(DEFAULT_SEARCH_FRAMEWORK))

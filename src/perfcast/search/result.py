@@ -16,6 +16,8 @@ class SearchCandidate:
     """Time to train the search's token budget on its GPUs."""
     cost_usd: float | None
     """Cost of that time at the given $/GPU-hour (None when no price was given)."""
+    framework_flags: tuple[str, ...] = ()
+    """Framework flags the layout needs beyond the strategy (its pipeline split)."""
 
     @property
     def memory_headroom_bytes(self) -> float:
@@ -35,6 +37,7 @@ class SearchCandidate:
             "num_micro_batches": r.num_micro_batches,
             "time_to_train_s": self.time_to_train_s,
             "cost_usd": self.cost_usd,
+            "framework_flags": list(self.framework_flags),
             "breakdown_s": r.breakdown.to_dict(),
         }
 
@@ -62,14 +65,21 @@ class SearchResult:
     pareto: tuple[SearchCandidate, ...]
     """Feasible strategies no other beats in both tokens/s/GPU and memory headroom."""
     evaluate_s: float
-    """Wall seconds of the bulk evaluation."""
+    """Wall seconds of the bulk evaluation (varies run to run: only in ``to_dict(timings=True)``)."""
+    framework: str = ""
+    """Framework whose rules and defaults the search followed."""
+    distinct: int = 0
+    """Evaluated strategies counted once per recompute layer count."""
+    recompute_layer_variants: int = 0
+    """Evaluated strategies that differ from another only in the recompute layer count."""
 
     @property
     def infeasible(self) -> int:
         return self.evaluated - self.feasible
 
-    def to_dict(self) -> dict:
-        return {
+    def to_dict(self, timings: bool = False) -> dict:
+        """Plain data; deterministic unless ``timings`` adds the wall-clock ``evaluate_s``."""
+        out = {
             "model": self.model,
             "system": self.system,
             "gpu": self.gpu,
@@ -82,7 +92,12 @@ class SearchResult:
             "feasible": self.feasible,
             "infeasible": self.infeasible,
             "invalid": self.invalid,
-            "evaluate_s": self.evaluate_s,
+            "framework": self.framework,
+            "distinct": self.distinct,
+            "recompute_layer_variants": self.recompute_layer_variants,
             "best": [c.to_dict() for c in self.best],
             "pareto": [c.to_dict() for c in self.pareto],
         }
+        if timings:
+            out["evaluate_s"] = self.evaluate_s
+        return out

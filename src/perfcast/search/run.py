@@ -13,6 +13,11 @@ from perfcast.estimate.training import estimate_training
 from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackendName
 from perfcast.search.bulk import BulkEvaluator
 from perfcast.search.enumerate import enumerate_strategies
+from perfcast.search.framework_rules import (
+    DEFAULT_SEARCH_FRAMEWORK,
+    LayoutRules,
+    framework_options,
+)
 from perfcast.search.rank import (
     Objective,
     objective_score,
@@ -22,7 +27,7 @@ from perfcast.search.rank import (
     training_cost_usd,
 )
 from perfcast.search.result import SearchCandidate, SearchResult
-from perfcast.search.space import SearchConstraints
+from perfcast.search.space import SearchConstraints, StrategySpace
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.workload import Workload
@@ -31,6 +36,23 @@ DEFAULT_TOKEN_BUDGET = 1e12
 """Tokens to train for the time and cost objectives (1 T tokens) unless given."""
 MAX_PARETO_POINTS = 50
 """Pareto points forecast in full (evenly spaced along the front when it is longer)."""
+MAX_SEARCH_GPUS = 2 ** 20
+"""Largest GPU count searched (1,048,576): about five times the largest GPU clusters built to
+date (xAI Colossus, ~200,000 H100/H200 in 2025); beyond it a count is a typo, not a plan."""
+
+
+def search_space(model: ModelSpec, system: SystemSpec, workload: Workload, num_gpus: int,
+                 constraints: SearchConstraints | None = None,
+                 framework: str = DEFAULT_SEARCH_FRAMEWORK) -> tuple[LayoutRules, StrategySpace]:
+    """The framework's layout rules and every strategy it runs on ``num_gpus`` GPUs of
+    ``system``, with its defaults for the options not searched."""
+    from perfcast.catalog.frameworks import load_framework_profile
+
+    resolved = load_framework_profile(framework)
+    generation = system.gpu.generation
+    rules = LayoutRules.of(resolved, generation)
+    return rules, enumerate_strategies(model, system, num_gpus, workload, constraints, rules,
+                                       framework_options(resolved, generation))
 
 
 def search_strategies(
@@ -46,8 +68,11 @@ def search_strategies(
     progress: Callable[[int, int], None] | None = None,
     kernel_backend: KernelBackendName | str = DEFAULT_KERNEL_BACKEND,
     calibration: Calibration | None = None,
+    framework: str = DEFAULT_SEARCH_FRAMEWORK,
 ) -> SearchResult:
-    """Best strategies for ``model`` on ``num_gpus`` GPUs of ``system`` (no side effects).
+    """Best strategies for ``model`` on ``num_gpus`` GPUs of ``system`` that ``framework``
+    (a profile ``NAME[@VERSION]``) runs, with its defaults for the options not searched (no
+    side effects).
 
     ``progress(done, total)`` is called after each evaluated block. ``kernel_backend`` times
     the kernels of both the bulk evaluation and the full forecasts of the reported strategies;
@@ -56,8 +81,11 @@ def search_strategies(
     objective = Objective(objective)
     if objective is Objective.COST and price_per_gpu_hour is None:
         raise InputError("price_per_gpu_hour", None, "is needed for objective 'cost'")
+    if num_gpus > MAX_SEARCH_GPUS:
+        raise InputError("gpus", num_gpus, f"exceeds the search bound of {MAX_SEARCH_GPUS:,} "
+                         f"GPUs (MAX_SEARCH_GPUS)")
     system = system.with_num_gpus(num_gpus)
-    space = enumerate_strategies(model, system, num_gpus, workload, constraints)
+    rules, space = search_space(model, system, workload, num_gpus, constraints, framework)
     total = len(space)
     if total == 0:
         raise InputError("gpus", num_gpus, "no valid strategy under the search constraints")
@@ -103,13 +131,17 @@ def search_strategies(
         t = float(time_to_train_s(token_budget, report.tokens_per_s_per_gpu, num_gpus))
         cost = (None if price_per_gpu_hour is None
                 else float(training_cost_usd(t, num_gpus, price_per_gpu_hour)))
-        return SearchCandidate(report=report, time_to_train_s=t, cost_usd=cost)
+        flags = rules.split_flags(model.num_hidden_layers, strategy.pp, strategy.vpp)
+        return SearchCandidate(report=report, time_to_train_s=t, cost_usd=cost,
+                               framework_flags=flags)
 
     return SearchResult(
         model=model.name, system=system.name, gpu=system.gpu.name, num_gpus=num_gpus,
         seq_length=workload.seq_length, global_batch_size=workload.global_batch_size,
         objective=objective.value, token_budget=token_budget, evaluated=total,
-        feasible=feasible, invalid=space.invalid,
+        feasible=feasible, invalid=space.invalid, framework=rules.framework,
+        distinct=space.distinct_without_recompute_layers,
+        recompute_layer_variants=space.recompute_layer_variants,
         best=tuple(candidate(b, i) for b, i in best),
         pareto=tuple(candidate(b, i) for b, i in pareto), evaluate_s=evaluate_s,
     )

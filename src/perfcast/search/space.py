@@ -15,11 +15,17 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from perfcast.search.pins import Pin, pin_text
 from perfcast.specs.strategy import Strategy
 
 Sharding = Literal["none", "distributed_optimizer", "zero2", "fsdp"]
 SHARDING_STAGE: dict[str, int] = {"none": 0, "distributed_optimizer": 1, "zero2": 2, "fsdp": 3}
 """Effective ZeRO stage of each sharding option (``Strategy.sharding_stage``)."""
+MAX_SEARCH_VPP = 64
+"""Most model chunks per pipeline rank searched: beyond the layers per stage of any catalog
+model at pp >= 2 (the largest have ~128 layers), so a larger bound only adds invalid layouts."""
+MAX_SEARCH_MICRO_BATCH = 256
+"""Largest micro-batch searched: each one is a candidate row; published runs use 1-16."""
 
 
 class SearchConstraints(BaseModel):
@@ -39,14 +45,35 @@ class SearchConstraints(BaseModel):
     max_pp: int | None = Field(default=None, gt=0)
     max_cp: int | None = Field(default=16, gt=0, description="Largest context-parallel size.")
     max_ep: int | None = Field(default=None, gt=0)
-    max_vpp: int = Field(default=8, gt=0, description="Most model chunks per pipeline rank.")
-    max_micro_batch_size: int = Field(default=8, gt=0, description="Largest micro-batch.")
+    max_vpp: int = Field(default=8, gt=0, le=MAX_SEARCH_VPP,
+                         description="Most model chunks per pipeline rank.")
+    max_micro_batch_size: int = Field(default=8, gt=0, le=MAX_SEARCH_MICRO_BATCH,
+                                      description="Largest micro-batch.")
     recompute: tuple[str, ...] = Field(
         default=("none", "selective", "full"), description="Recompute granularities to try.")
     sharding: tuple[Sharding, ...] = Field(
         default=("none", "distributed_optimizer", "zero2", "fsdp"),
         description="Optimizer/gradient/weight sharding options to try.")
-    fp8: bool = Field(default=True, description="Also try FP8 where the GPU supports it.")
+    fp8: bool = Field(default=True, description="Also try FP8/FP4 recipes the framework runs "
+                                                "and the GPU supports.")
+    tp_comm_overlap: tuple[bool, ...] = Field(
+        default=(False, True),
+        description="TP comm overlap settings to try where sequence parallelism is on (Megatron "
+                    "--tp-comm-overlap asserts --sequence-parallel, frameworks.md 1.2).")
+    fixed: tuple[Pin, ...] = Field(default=(), description="Dimensions pinned to one value.")
+    excluded: tuple[Pin, ...] = Field(default=(), description="Dimension values never tried.")
+
+    def allows(self, key: str, value) -> bool:
+        """Whether dimension ``key`` may take ``value`` under the pins."""
+        text = pin_text(value)
+        if any(p.key == key and p.value == text for p in self.excluded):
+            return False
+        pinned = [p.value for p in self.fixed if p.key == key]
+        return not pinned or text in pinned
+
+    def allowed(self, key: str, values) -> list:
+        """The ``values`` of dimension ``key`` the pins allow, in order."""
+        return [v for v in values if self.allows(key, v)]
 
 
 _DEFAULT_OPTIONS = Strategy(num_gpus=1)
@@ -66,13 +93,16 @@ class StrategyBlock:
     sharding: Sharding
     precision: str
     sequence_parallel: bool
+    tp_comm_overlap: np.ndarray
+    """TP comm overlap per row (bool; only layer times depend on it, through ``layer_key``)."""
     tp: np.ndarray
     cp: np.ndarray
     ep: np.ndarray
     etp: np.ndarray
     micro_batch_size: np.ndarray
     layer_key: np.ndarray
-    """Index of (tp, cp, ep, etp, micro-batch, sp, precision) into ``StrategySpace.layer_keys``."""
+    """Index of (tp, cp, ep, etp, micro-batch, sp, precision, TP overlap, recipe) into
+    ``StrategySpace.layer_keys``."""
     vpp: np.ndarray
     recompute_num_layers: np.ndarray
     grad_reduce_dtype: str = "fp32"
@@ -134,6 +164,7 @@ class StrategyBlock:
         enumerated = dict(
             num_gpus=self.num_gpus, tp=tp, pp=self.pp, vpp=at("vpp"), cp=at("cp"), ep=at("ep"),
             etp=None if etp == tp else etp, sequence_parallel=self.sequence_parallel,
+            tp_comm_overlap=bool(at("tp_comm_overlap")),
             zero_stage=2 if self.sharding == "zero2" else 0, fsdp=self.sharding == "fsdp",
             distributed_optimizer=self.sharding == "distributed_optimizer",
             recompute=self.recompute, recompute_num_layers=rnl or None,
@@ -155,6 +186,9 @@ class LayerKey:
     micro_batch_size: int
     sequence_parallel: bool
     precision: str
+    tp_comm_overlap: bool = False
+    fp8_recipe: str = "tensorwise"
+    """Scaling recipe of FP8 GEMMs (the space's default recipe when ``precision`` is bf16)."""
 
 
 @dataclass(frozen=True)
@@ -165,7 +199,20 @@ class StrategySpace:
     blocks: tuple[StrategyBlock, ...]
     layer_keys: tuple[LayerKey, ...]
     invalid: int
-    """Candidate layouts (tp, pp, vpp, cp, ep, etp, micro-batch) rejected by divisibility."""
+    """Candidate layouts (tp, pp, vpp, cp, ep, etp, micro-batch) rejected by divisibility or
+    by the framework's rules."""
+    options: Strategy = _DEFAULT_OPTIONS
+    """Non-enumerated options shared by every block (the framework's defaults)."""
 
     def __len__(self) -> int:
         return sum(len(block) for block in self.blocks)
+
+    @property
+    def distinct_without_recompute_layers(self) -> int:
+        """Strategies counted once per recompute layer count: how many differ in anything else."""
+        return sum(len(block) // block.recompute_num_layers.size for block in self.blocks)
+
+    @property
+    def recompute_layer_variants(self) -> int:
+        """Strategies that differ from another only in the number of recomputed layers."""
+        return len(self) - self.distinct_without_recompute_layers

@@ -1,0 +1,69 @@
+"""``--fix KEY=VALUE`` / ``--exclude KEY=VALUE``: pinning or excluding one search dimension.
+
+A value is checked against the dimension's options when it has a fixed set (booleans accept
+true/false, yes/no, on/off, 1/0; sizes must be positive integers), so a typo is a one-line
+error naming the value instead of an empty search.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from perfcast.errors import InputError
+from perfcast.specs.strategy import FP8Recipe
+
+PinKey = Literal["tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "schedule", "recompute",
+                 "sharding", "precision", "fp8_recipe", "sequence_parallel", "tp_comm_overlap"]
+"""Search dimensions a user can pin (``--fix``) or exclude (``--exclude``)."""
+PIN_ALIASES = {"mbs": "micro_batch_size", "sp": "sequence_parallel", "vp": "vpp"}
+SIZE_KEYS = frozenset({"tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size"})
+BOOL_KEYS = frozenset({"sequence_parallel", "tp_comm_overlap"})
+BOOL_WORDS = {"true": "true", "yes": "true", "on": "true", "1": "true",
+              "false": "false", "no": "false", "off": "false", "0": "false"}
+CHOICES: dict[str, tuple[str, ...]] = {
+    "schedule": ("1f1b", "interleaved"),
+    "recompute": ("none", "selective", "full"),
+    "sharding": ("none", "distributed_optimizer", "zero2", "fsdp"),
+    "precision": ("bf16", "fp8"),
+    "fp8_recipe": get_args(FP8Recipe),
+}
+"""Values of the dimensions with a fixed option set (the search's ``Sharding`` and recipes)."""
+
+
+class Pin(BaseModel):
+    """One ``KEY=VALUE`` of ``--fix`` / ``--exclude`` (value normalized, compared as text)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: PinKey = Field(description="Search dimension.")
+    value: str = Field(min_length=1, description="Value, lower case (booleans: true/false).")
+
+    @classmethod
+    def parse(cls, text: str) -> Pin:
+        """``KEY=VALUE`` (``InputError`` naming the text when malformed, the key unknown or
+        the value not one the dimension takes)."""
+        key, sep, value = text.partition("=")
+        key = key.strip().lower().replace("-", "_")
+        key = PIN_ALIASES.get(key, key)
+        value = value.strip().lower()
+        if not sep or not value or key not in get_args(PinKey):
+            raise InputError("pin", text, f"expected KEY=VALUE with KEY one of "
+                             f"{', '.join(get_args(PinKey))}")
+        if key in SIZE_KEYS and not (value.isdigit() and int(value) > 0):
+            raise InputError("pin", text, f"{key} takes a positive integer")
+        if key in SIZE_KEYS:
+            value = str(int(value))
+        if key in BOOL_KEYS:
+            if value not in BOOL_WORDS:
+                raise InputError("pin", text, f"{key} takes true or false")
+            value = BOOL_WORDS[value]
+        if key in CHOICES and value not in CHOICES[key]:
+            raise InputError("pin", text, f"{key} takes one of {', '.join(CHOICES[key])}")
+        return cls(key=key, value=value)
+
+
+def pin_text(value) -> str:
+    """A dimension value as pins compare it (``True`` -> ``true``, 8 -> ``8``)."""
+    return str(value).lower()
