@@ -47,8 +47,12 @@ def train_command(
     """Forecast one training step."""
     from perfcast.cli.build import build_specs
     from perfcast.cli.build import kernel_backend as make_backend
+    from perfcast.cli.paths import check_output_dir, check_output_file
     from perfcast.estimate.training import estimate_training
 
+    check_output_file("trace", trace)
+    check_output_dir("plot", plot)
+    check_output_file("report", report)
     specs = build_specs(args)
     strategy = specs.strategy
     if pipeline_schedule != ScheduleOpt.auto:

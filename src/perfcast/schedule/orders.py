@@ -137,6 +137,12 @@ def schedule_plan(schedule: str, num_stages: int, num_micro_batches: int,
         raise InputError("schedule", schedule, f"not one of {', '.join(SCHEDULES)}")
     if p < 1 or m < 1 or v < 1:
         raise InputError("stages, micro_batches, virtual_stages", (p, m, v), "must be >= 1")
+    if schedule in ("zb-v", "dualpipe") and v not in (1, 2):
+        raise InputError("virtual_stages", v, f"{schedule} places two chunks per stage itself "
+                         "(give 1 or 2)")
+    if schedule == "dualpipe" and p > 1 and p % 2 != 0:
+        raise InputError("stages", p, "dualpipe pairs stage i with stage p-1-i in both directions "
+                         "(DeepSeek-V3 §3.2.1): it needs an even number of stages")
     if schedule == "interleaved" and m % p != 0:
         raise InputError("micro_batches", m, f"the interleaved schedule needs a multiple of "
                          f"stages={p} (Megatron-LM's order)")
