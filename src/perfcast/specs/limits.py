@@ -47,6 +47,8 @@ MAX_PIPELINE_PASS_STAGES = Bound("MAX_PIPELINE_PASS_STAGES", 2_000_000, "passes 
                                  "devices)); beyond this a study takes more than a few seconds")
 MAX_HARDWARE_FACTOR = Bound("MAX_HARDWARE_FACTOR", 1e3, "--vary scales one hardware parameter; "
                             "1000x is beyond any hardware generation step")
+MAX_MESSAGE_BYTES = Bound("MAX_MESSAGE_BYTES", 2.0**50, "1 PiB in one collective, beyond the "
+                          "memory of any GPU group")
 MAX_TIME_S = Bound("MAX_TIME_S", 1e6, "per-pass times of a schedule study (11 days per pass)")
 MAX_MOE_LOAD_IMBALANCE = Bound("MAX_MOE_LOAD_IMBALANCE", 2**12, "the busiest of ep ranks holds at "
                                "most ep x the mean load; ep is at most a few thousand ranks")

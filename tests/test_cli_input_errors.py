@@ -1,0 +1,90 @@
+"""Bad input listed in issue 22: each gives one line naming the field (and its bound), exit 2,
+no traceback, no hang."""
+
+from __future__ import annotations
+
+import pytest
+from cli_fuzz import invoke
+
+from perfcast.errors import InputError
+from perfcast.specs.limits import MAX_GPUS, check_at_most
+
+SCHEDULE = ["schedule", "--schedule", "1f1b", "--stages", "4", "--micro-batches", "8",
+            "--forward-time", "1", "--backward-time", "2"]
+
+CASES = [
+    (["kernels", "gemm", "--m", "64", "--n", "64", "--k", "64", "--dtype", "fp8", "--system",
+      "dgx-a100"], "dtype='fp8'"),
+    (["kernels", "gemm", "--m", "1000000000000", "--n", "1000000000000", "--k",
+      "1000000000000"], "MAX_GEMM_DIM"),
+    (["kernels", "attention", "--heads", "32", "--kv-heads", "5"], "kv_heads=5"),
+    (["sweep", "-m", "llama3-8b", "--gpus", ""], "gpus=''"),
+    (["sweep", "-m", "llama3-8b", "--gpus", "8", "--vary", "peak_flops=-1"], "peak_flops"),
+    (["sweep", "-m", "llama3-8b", "--gpus", "8", "--vary", "bogus=2"], "vary='bogus'"),
+    (["sweep", "-m", "llama3-8b", "--gpus", "8", "--out", "nodir/x.csv"], "out="),
+    (["schedule", "--schedule", "1f1b", "--stages", "4", "--micro-batches", "8",
+      "--forward-time", "0", "--backward-time", "0"], "forward_time"),
+    (["schedule", "--schedule", "1f1b", "--stages", "100000", "--micro-batches", "100000",
+      "--forward-time", "1", "--backward-time", "2"], "MAX_PIPELINE_PASSES"),
+    ([*SCHEDULE[:2], "zb-v", *SCHEDULE[3:], "--virtual-stages", "3"], "virtual_stages=3"),
+    ([*SCHEDULE[:2], "dualpipe", "--stages", "3", *SCHEDULE[5:]], "even number of stages"),
+    (["train", "-m", "llama3-8b", "--gpus", "99999999999999999999999"], "MAX_GPUS"),
+    (["train", "-m", "llama3-8b", "--gpus", "8", "--recompute", "full",
+      "--recompute-num-layers", "100"], "recompute_num_layers=100"),
+    (["train", "-m", "mixtral-8x7b", "--gpus", "8", "--ep", "8", "--moe-load-imbalance", "inf"],
+     "--moe-load-imbalance='inf'"),
+    (["train", "-m", "llama3-8b", "--gpus", "8", "--plot", "c.txt"], "plot='c.txt'"),
+    (["train", "-m", "llama3-8b", "--gpus", "8_0"], "--gpus='8_0'"),
+    (["train", "-m", "llama3-8b", "--gpus", "abc"], "--gpus"),
+    (["search", "-m", "llama3-8b", "--gpus", "8", "--token-budget", "-1"], "token_budget"),
+    (["search", "-m", "llama3-8b", "--gpus", "8", "--price-per-gpu-hour", "-5"],
+     "price_per_gpu_hour"),
+    (["search", "-m", "llama3-8b", "--gpus", "1000000000000"], "MAX_GPUS"),
+    (["search", "-m", "llama3-8b", "--gpus", "8", "--max-micro-batch-size", "2147483648"],
+     "MAX_MICRO_BATCH_SIZE"),
+    (["infer", "-m", "llama3-8b", "--output-len", "2147483648"], "MAX_GENERATED_TOKENS"),
+    (["comm", "all-to-all", "--size-bytes", "2", "--gpus", "8", "--stride",
+      "99999999999999999999999"], "MAX_GPUS"),
+]
+
+
+@pytest.mark.parametrize("argv,named", CASES, ids=[" ".join(c[0])[:60] for c in CASES])
+def test_bad_input_is_one_line_exit_2(argv, named, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    outcome = invoke(argv, limit_s=10.0)
+    assert outcome.problem is None, outcome.problem
+    assert outcome.exit_code == 2, outcome.stdout[-300:]
+    assert named in outcome.stderr, outcome.stderr
+    assert not (tmp_path / "c.txt").exists()
+
+
+def test_usage_errors_are_one_line_not_a_box():
+    outcome = invoke(["train", "-m", "llama3-8b", "--no-such-flag"])
+    assert outcome.exit_code == 2
+    assert outcome.stderr.count("\n") == 1 and "--no-such-flag" in outcome.stderr
+
+
+def test_bound_names_itself():
+    with pytest.raises(InputError, match=r"gpus=2097152: exceeds MAX_GPUS=1,048,576 \(about"):
+        check_at_most("gpus", 2 * MAX_GPUS.value, MAX_GPUS)
+
+
+def test_python_api_refuses_what_the_cli_refuses():
+    from pydantic import ValidationError
+
+    from perfcast.specs.strategy import Strategy
+    from perfcast.specs.workload import Workload
+
+    with pytest.raises(ValidationError, match="num_gpus"):
+        Strategy(num_gpus=10**23)
+    with pytest.raises(ValidationError, match="moe_load_imbalance"):
+        Strategy(num_gpus=8, ep=8, moe_load_imbalance=float("inf"))
+    with pytest.raises(ValidationError, match="seq_length"):
+        Workload(seq_length=2**40, global_batch_size=1)
+
+
+def test_version():
+    from perfcast import __version__
+
+    outcome = invoke(["--version"])
+    assert outcome.exit_code == 0 and outcome.stdout.strip() == f"perfcast {__version__}"
