@@ -4,8 +4,8 @@ no traceback, no hang."""
 from __future__ import annotations
 
 import pytest
-from cli_fuzz import invoke
 
+from cli_fuzz import invoke
 from perfcast.errors import InputError
 from perfcast.specs.limits import MAX_GPUS, check_at_most
 
