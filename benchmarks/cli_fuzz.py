@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 def _run_share(job: tuple[int, int, float]) -> list[tuple]:
     seed, count, limit_s = job
-    from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
 
     from cli_fuzz import command_lines, invoke
 
