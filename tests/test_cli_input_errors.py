@@ -88,3 +88,22 @@ def test_version():
 
     outcome = invoke(["--version"])
     assert outcome.exit_code == 0 and outcome.stdout.strip() == f"perfcast {__version__}"
+
+
+@pytest.mark.parametrize("text,named", [("a,b\n1,2\n", "lacks training.csv columns"),
+                                        ("", "is empty"),
+                                        ("model,gpu_type\n", "no rows")])
+def test_validate_refuses_a_file_off_the_schema(tmp_path, text, named):
+    data = tmp_path / "rows.csv"
+    data.write_text(text)
+    outcome = invoke(["validate", "--data", str(data)])
+    assert outcome.exit_code == 2 and named in outcome.stderr, outcome.stderr
+
+
+def test_shipped_ground_truth_follows_the_shipped_schema():
+    from perfcast.validate.csv_schema import check_csv_schema
+
+    from conftest import shared_path
+
+    assert check_csv_schema(shared_path("ground_truth", "training.csv")) == "training"
+    assert check_csv_schema(shared_path("ground_truth", "inference.csv")) == "inference"

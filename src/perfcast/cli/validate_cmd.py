@@ -39,11 +39,12 @@ def validate_command(
     from perfcast.cli.build import kernel_backend as make_backend
     from perfcast.estimate.training import estimate_training
     from perfcast.validate.compare import validate_training
-    from perfcast.validate.inference_compare import is_inference_file, validate_inference
+    from perfcast.validate.csv_schema import check_csv_schema
+    from perfcast.validate.inference_compare import validate_inference
 
     if not data.is_file():
         raise FileNotFoundError(f"--data {data}: file not found")
-    inference = is_inference_file(data)
+    inference = check_csv_schema(data) == "inference"
     if inference:
         report = validate_inference(data)
     else:
