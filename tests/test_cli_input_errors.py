@@ -107,3 +107,41 @@ def test_shipped_ground_truth_follows_the_shipped_schema():
 
     assert check_csv_schema(shared_path("ground_truth", "training.csv")) == "training"
     assert check_csv_schema(shared_path("ground_truth", "inference.csv")) == "inference"
+
+
+@pytest.mark.parametrize("argv,shown", [(["models", "llama3-8b", "--json"], '"num_hidden_layers": 32'),
+                                        (["systems", "dgx-h100", "--json"], '"kind": "system"'),
+                                        (["systems", "h100-sxm"], "source"),
+                                        (["models", "llama3-8b"], "source")])
+def test_catalog_entry_with_sources(argv, shown):
+    outcome = invoke(argv)
+    assert outcome.exit_code == 0 and shown in outcome.stdout
+    assert "huggingface.co" in outcome.stdout or "hardware_specs.csv" in outcome.stdout
+
+
+def _commands(group, path=()):
+    for name, command in getattr(group, "commands", {}).items():
+        yield from _commands(command, (*path, name))
+    if not getattr(group, "commands", None):
+        yield path, group
+
+
+def test_every_option_has_help():
+    import typer
+
+    from perfcast.cli.main import app
+
+    missing = [(" ".join(path), p.opts[0]) for path, command in _commands(typer.main.get_command(app))
+               for p in command.params
+               if p.param_type_name == "option" and p.opts[0] != "--help" and not p.help]
+    assert missing == []
+
+
+def test_help_shows_no_bool_type():
+    from typer.testing import CliRunner
+
+    from perfcast.cli.main import app
+
+    for command in (["train"], ["infer"], ["search"], ["kernels", "attention"], ["validate"]):
+        text = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "250"}).stdout
+        assert "<bool>" not in text and "--json" in text, command

@@ -10,10 +10,10 @@ import subprocess
 import sys
 
 import pytest
-from test_readme_examples import _commands
 from typer.testing import CliRunner
 
 from perfcast.cli.main import app
+from test_readme_examples import _commands
 
 WALL_CLOCK_KEYS = ("evaluate_s",)
 """Wall-clock timings in ``search --json``; issue 18 (branch search18) moves them under an

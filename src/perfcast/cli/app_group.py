@@ -60,6 +60,27 @@ def check_number_tokens(args: list[str]) -> None:
                                        "number")
 
 
+def _flag_type(self, ctx):
+    """Help shows no type for on/off flags (``--fsdp/--no-fsdp``): typer 0.29 prints
+    ``<bool>``, which reads as if ``--fsdp true`` were accepted."""
+    if getattr(self, "is_flag", False):
+        return None
+    return _display_type_rich(self, ctx)
+
+
+_display_type_rich = typer.core.TyperOption.display_type_rich
+typer.core.TyperOption.display_type_rich = _flag_type
+
+_BOOLEAN_WORDS = ("true", "false", "yes", "no", "on", "off", "1", "0")
+
+
+def _hint(message: str) -> str:
+    if message.startswith("Got unexpected extra argument") and any(
+            f"({w})" in message.lower() for w in _BOOLEAN_WORDS):
+        return f"{message}: on/off options take no value (write --flag or --no-flag)"
+    return message
+
+
 class OneLineErrorGroup(typer.core.TyperGroup):
     """Root group whose usage errors are ``error: <one line>``, exit 2 (help unchanged)."""
 
@@ -78,7 +99,7 @@ class OneLineErrorGroup(typer.core.TyperGroup):
         except click_errors.ClickException as exc:
             if not standalone_mode:
                 raise
-            message = " ".join(exc.format_message().split())
+            message = _hint(" ".join(exc.format_message().split()))
             sys.stderr.write(f"error: {message}\n")
             sys.exit(exc.exit_code if exc.exit_code else EXIT_BAD_INPUT)
         except typer.Abort:

@@ -29,6 +29,8 @@ def handle_input_errors(command):
             message = format_validation_error(exc)
         except (InputError, FileNotFoundError) as exc:
             message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        except BrokenPipeError:
+            raise  # the reader went away (``| head``): typer exits quietly
         except OSError as exc:  # unwritable, too long, a full device: the path and the reason
             where = exc.filename if exc.filename is not None else "file"
             message = f"{where}: {exc.strerror or type(exc).__name__}"

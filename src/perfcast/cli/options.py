@@ -191,7 +191,8 @@ def _explicit_options(ctx: typer.Context | None) -> frozenset[str]:
 
 def run_options(command):
     """Decorator: add the shared options to ``command`` and pass them as ``args: RunArgs``."""
-    own = [p for name, p in inspect.signature(command).parameters.items() if name != "args"]
+    own = [p for name, p in inspect.signature(command, eval_str=True).parameters.items()
+           if name != "args"]
     extra = [
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann)
         for name, ann, default in _OPTIONS
