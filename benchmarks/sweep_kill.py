@@ -31,9 +31,10 @@ def main() -> int:
                                 options.max_delay_s)
             print(f"{suffix}: {r.kills} kills ({r.finished_before_kill} runs ended first) in "
                   f"{time.perf_counter() - start:.0f} s; lost {r.lost}, duplicated "
-                  f"{r.duplicated}, unreadable {r.unreadable}; rows after each kill "
+                  f"{r.duplicated}, unreadable {r.unreadable}; complete rounds {r.complete_rounds}, "
+                  f"incomplete finishes {r.incomplete_finishes}; rows after each run "
                   f"{r.rows_seen}")
-            bad += r.lost + r.duplicated + r.unreadable
+            bad += r.lost + r.duplicated + r.unreadable + r.incomplete_finishes
     return 1 if bad else 0
 
 
