@@ -20,10 +20,12 @@ def memory_command(args: RunArgs) -> None:
 
         print(to_json(specs.with_assumptions(report.to_dict())))
         return
+    from perfcast.cli.train_cmd import _verdict
     from perfcast.report.console import make_console
     from perfcast.report.memory_text import render_memory
 
     console = make_console()
+    console.print(_verdict(specs, specs.strategy, report), highlight=False)
     render_memory(report, console)
     if specs.framework is not None:
         from perfcast.report.assumptions_text import render_assumptions

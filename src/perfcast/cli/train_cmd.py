@@ -73,8 +73,18 @@ def train_command(
     from perfcast.report.training_text import render_training
 
     console = make_console()
+    console.print(_verdict(specs, strategy, result.memory), highlight=False)
     render_training(result, console)
     if specs.framework is not None:
         from perfcast.report.assumptions_text import render_assumptions
 
         render_assumptions(specs.framework, specs.assumptions, console)
+
+
+def _verdict(specs, strategy, memory) -> str:
+    """The fit verdict line (with the cheapest change that fits when it does not)."""
+    from perfcast.memory.fit_advice import cheapest_fitting_change, fit_verdict
+
+    change = None if memory.fits else cheapest_fitting_change(
+        specs.model, specs.system, strategy, specs.workload)
+    return fit_verdict(memory, change)
