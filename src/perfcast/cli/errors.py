@@ -32,7 +32,8 @@ def handle_input_errors(command):
         except BrokenPipeError:
             raise  # the reader went away (``| head``): typer exits quietly
         except OSError as exc:  # unwritable, too long, a full device: the path and the reason
-            where = exc.filename if exc.filename is not None else "file"
+            where = str(exc.filename) if exc.filename is not None else "file"
+            where = where if len(where) <= 80 else f"{where[:60]}...({len(where)} characters)"
             message = f"{where}: {exc.strerror or type(exc).__name__}"
         sys.stderr.write(f"error: {message}\n")
         raise typer.Exit(code=EXIT_BAD_INPUT)
