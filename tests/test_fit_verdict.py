@@ -38,3 +38,13 @@ def test_no_single_change_fits_405b_on_8_gpus():
 def test_train_json_states_the_mfu_basis():
     data = json.loads(invoke(["train", *BASE, "--fsdp", "--json"]).stdout)
     assert "BF16" in data["mfu_basis"] and data["peak_flops"] > 0
+
+
+def test_infer_says_whether_it_fits_and_the_largest_batch():
+    args = ["infer", "-m", "llama-3.1-70b", "--tp", "4", "--input-len", "2048", "--output-len",
+            "256", "--precision", "fp8", "--kv-precision", "fp8"]
+    line = invoke([*args, "--batch-size", "4096"]).stdout.splitlines()[0]
+    assert line.startswith("does NOT fit") and "--batch-size " in line, line
+    batch = line.split("--batch-size ")[1].replace(",", "")
+    after = invoke([*args, "--batch-size", batch]).stdout.splitlines()[0]
+    assert after.startswith("fits: "), after

@@ -159,4 +159,7 @@ def infer_command(
         if plot is not None:
             console.print(f"plot written to {plot}")
     else:
+        from perfcast.memory.fit_advice import inference_fit_verdict
+
+        console.print(inference_fit_verdict(result), highlight=False, soft_wrap=True)
         render_inference(result, console)

@@ -25,7 +25,7 @@ def memory_command(args: RunArgs) -> None:
     from perfcast.report.memory_text import render_memory
 
     console = make_console()
-    console.print(_verdict(specs, specs.strategy, report), highlight=False)
+    console.print(_verdict(specs, specs.strategy, report), highlight=False, soft_wrap=True)
     render_memory(report, console)
     if specs.framework is not None:
         from perfcast.report.assumptions_text import render_assumptions

@@ -73,7 +73,7 @@ def train_command(
     from perfcast.report.training_text import render_training
 
     console = make_console()
-    console.print(_verdict(specs, strategy, result.memory), highlight=False)
+    console.print(_verdict(specs, strategy, result.memory), highlight=False, soft_wrap=True)
     render_training(result, console)
     if specs.framework is not None:
         from perfcast.report.assumptions_text import render_assumptions

@@ -82,3 +82,18 @@ def fit_verdict(report: MemoryReport, change: FitChange | None) -> str:
     if change is None:
         return line + "; no single change of recompute, sharding, micro-batch, TP or PP fits"
     return line + f"; cheapest change that fits: {change.flags} ({change.peak_bytes / gib:,.1f} GiB)"
+
+
+def inference_fit_verdict(report) -> str:
+    """One line for ``perfcast infer``: does the batch fit (weights + KV cache + activations per
+    GPU), and if not, the largest batch that does (``InferenceReport.max_batch_size``)."""
+    gib = 2**30
+    memory = report.memory
+    used, capacity = memory.total_bytes / gib, memory.capacity_bytes / gib
+    if memory.fits:
+        return (f"fits: {used:,.1f} GiB of {capacity:,.1f} GiB per GPU; largest batch that "
+                f"fits: {report.max_batch_size:,}")
+    line = f"does NOT fit: needs {used:,.1f} GiB per GPU, HBM holds {capacity:,.1f} GiB"
+    if report.max_batch_size >= 1:
+        return line + f"; cheapest change that fits: --batch-size {report.max_batch_size:,}"
+    return line + "; even batch 1 does not fit: more --tp/--pp, or lower --weight-precision"
