@@ -140,6 +140,33 @@ def _pairs(options: dict[str, st.SearchStrategy]) -> st.SearchStrategy[list[str]
 
 
 _FLAG = st.none()
+
+
+def fuzz_folder() -> str:
+    """A scratch folder with the files the fuzzer points commands at (made once per process)."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.gettempdir()) / f"perfcast-fuzz-{os.getpid()}"
+    if not folder.exists():
+        folder.mkdir()
+        (folder / "ab.csv").write_text("a,b\n1,2\n")
+        (folder / "empty.csv").write_text("")
+        (folder / "header.csv").write_text("model,gpu_type,num_gpus,tp,pp,seq_len,precision,mfu\n")
+        (folder / "binary.csv").write_bytes(bytes(range(256)))
+        shared = Path(__file__).resolve().parents[2] / "shared" / "ground_truth" / "training.csv"
+        lines = shared.read_text(encoding="utf-8").splitlines()[:4] if shared.exists() else []
+        (folder / "rows.csv").write_text("\n".join(lines) + "\n")
+    return str(folder)
+
+
+_OUT_FILES = st.sampled_from(["/nonexistent/x.json", "/dev/full", "{tmp}", "{tmp}/t.json",
+                              "{tmp}/" + "y" * 300 + ".json"])
+_PLOT_DIRS = st.sampled_from(["/nonexistent/deep/plots", "c.txt", "/dev/null", "{tmp}/ab.csv"])
+_DATA = st.sampled_from(["/nonexistent.csv", "/dev/null", "{tmp}", "{tmp}/ab.csv",
+                         "{tmp}/empty.csv", "{tmp}/header.csv", "{tmp}/binary.csv",
+                         "{tmp}/rows.csv"])
 _RUN = {
     "--gpus": _INTS, "--tp": _INTS, "--pp": _INTS, "--vpp": _INTS, "--cp": _INTS, "--ep": _INTS,
     "--mbs": _INTS, "--gbs": _INTS, "--seq-length": _INTS, "--system": _SYSTEMS,
@@ -152,7 +179,10 @@ _RUN = {
     "--make-vocab-size-divisible-by": _INTS, "--mtp-num-layers": _INTS,
 }
 _TRAIN = {**_RUN, "--pipeline-schedule": st.sampled_from(
-    ["auto", "1f1b", "interleaved", "gpipe", "zb-h1", "zb-v", "dualpipe", "bad"])}
+    ["auto", "1f1b", "interleaved", "gpipe", "zb-h1", "zb-v", "dualpipe", "bad"]),
+    "--trace": _OUT_FILES, "--plot": _PLOT_DIRS, "--report": _OUT_FILES.filter(
+        lambda p: p != "{tmp}/t.json")}
+"""--plot and --report only with paths that must be refused (rendering figures is slow)."""
 _INFER = {
     "--gpus": _INTS, "--tp": _INTS, "--pp": _INTS, "--ep": _INTS, "--system": _SYSTEMS,
     "--batch-size": _INTS, "--input-len": _INTS, "--output-len": _INTS,
@@ -185,7 +215,7 @@ _SMALL_GPUS = st.sampled_from(["1", "8", "16", "0", "-8", "3", "2147483648", "ab
 def command_lines(draw) -> list[str]:
     """One random ``perfcast`` argv (mostly plausible, often wrong)."""
     kind = draw(st.sampled_from(["train", "memory", "infer", "gemm", "attention", "schedule",
-                                 "search", "sweep", "comm", "catalog", "usage"]))
+                                 "search", "sweep", "comm", "catalog", "validate", "usage"]))
     json_flag = ["--json"] if draw(st.booleans()) or kind in ("search", "sweep") else []
     if kind in ("train", "memory"):
         argv = [kind, "-m", draw(_MODELS), *draw(_pairs(_TRAIN if kind == "train" else _RUN))]
@@ -218,10 +248,15 @@ def command_lines(draw) -> list[str]:
         argv = ["comm", draw(st.sampled_from(["all-reduce", "all-gather", "all-to-all", "bogus"])),
                 "--size-bytes", draw(_FLOATS), "--gpus", draw(_INTS), *draw(_pairs(_COMM))]
     elif kind == "catalog":
-        argv = [draw(st.sampled_from(["models", "systems"]))]
+        argv = [draw(st.sampled_from(["models", "systems"])),
+                *draw(st.sampled_from([[], ["llama3-8b"], ["dgx-h100"], ["h100-sxm"], ["nosuch"],
+                                       ["mixtral-8x7b"]]))]
+    elif kind == "validate":
+        argv = ["validate", "--data", draw(_DATA)]
     else:
         argv = draw(st.sampled_from([["train"], ["nosuchcommand"], ["train", "--bogus"],
                                      ["train", "-m"], ["kernels"], ["kernels", "gemm"],
                                      ["--version"], ["train", "--help"],
                                      ["train", "-m", "llama3-8b", "--sequence-parallel", "true"]]))
-    return argv + json_flag
+    tmp = fuzz_folder()
+    return [a.replace("{tmp}", tmp) for a in argv] + json_flag
