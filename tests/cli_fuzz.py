@@ -126,7 +126,9 @@ _FLOATS = st.one_of(
                      "1_0"]),
 )
 _MODELS = st.sampled_from(["llama3-8b", "llama3-8b", "mixtral-8x7b", "gpt3-175b", "nosuchmodel",
-                           "/nonexistent/config.json", "", "x" * 300, "/dev/null"])
+                           "/nonexistent/config.json", "", "x" * 300, "/dev/null", "{tmp}",
+                           "{tmp}/binary.json", "{tmp}/ab.csv", "{tmp}/partial.json",
+                           "{tmp}/bad.yaml"])
 _SYSTEMS = st.sampled_from(["dgx-h100", "dgx-h100", "dgx-a100", "dgx-b200", "nosuch", ""])
 
 
@@ -155,6 +157,9 @@ def fuzz_folder() -> str:
         (folder / "empty.csv").write_text("")
         (folder / "header.csv").write_text("model,gpu_type,num_gpus,tp,pp,seq_len,precision,mfu\n")
         (folder / "binary.csv").write_bytes(bytes(range(256)))
+        (folder / "binary.json").write_bytes(bytes(range(255, 0, -1)))
+        (folder / "partial.json").write_text('{"hidden_size": 4096, "num_hidden_layers": 2}')
+        (folder / "bad.yaml").write_text("hidden_size: [1")
         shared = Path(__file__).resolve().parents[2] / "shared" / "ground_truth" / "training.csv"
         lines = shared.read_text(encoding="utf-8").splitlines()[:4] if shared.exists() else []
         (folder / "rows.csv").write_text("\n".join(lines) + "\n")
