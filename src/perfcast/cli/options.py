@@ -153,7 +153,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("fsdp", bool, typer.Option(False, "--fsdp/--no-fsdp", help="FSDP full sharding (= ZeRO-3).")),
     ("distributed_optimizer", bool, typer.Option(False, "--use-distributed-optimizer/--no-distributed-optimizer", "--distributed-optimizer", help="Shard optimizer states over DP.")),
     ("precision", PrecisionOpt, typer.Option(PrecisionOpt.bf16, "--precision", help="GEMM precision.")),
-    ("fp8", bool, typer.Option(False, "--fp8", help="Same as --precision fp8.")),
+    ("fp8", bool, typer.Option(False, "--fp8/--no-fp8", help="Same as --precision fp8.")),
     ("fp8_recipe", FP8RecipeOpt, typer.Option(FP8RecipeOpt.tensorwise, "--fp8-recipe", help="FP8 scaling recipe (nvfp4: FP4 GEMMs, Blackwell).")),
     ("fp8_fused_casts", bool, typer.Option(True, "--fp8-fused-casts/--no-fp8-fused-casts", help="FP8: fuse input casts into the preceding norm/activation.")),
     ("fp8_weight_cache", bool, typer.Option(True, "--fp8-weight-cache/--no-fp8-weight-cache", help="FP8: cast weights once per step, not per micro-batch.")),
@@ -169,7 +169,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("gpu_clock_mhz", float | None, typer.Option(None, "--gpu-clock-mhz", min=1.0, help="Override the GPU's sustained matrix clock (MHz); scales compute throughput.")),
     ("placement_order", str, typer.Option("tp-cp-ep-dp-pp", "--placement-order", help="Rank order of parallel groups, innermost first (Megatron-LM default).")),
     ("tp_comm_overlap", bool, typer.Option(False, "--tp-comm-overlap/--no-tp-comm-overlap", help="Overlap TP communication with GEMMs.")),
-    ("ep_overlap", bool, typer.Option(False, "--ep-overlap", "--overlap-moe-expert-parallel-comm", help="Overlap EP all-to-all with another micro-batch.")),
+    ("ep_overlap", bool, typer.Option(False, "--ep-overlap/--no-ep-overlap", "--overlap-moe-expert-parallel-comm", help="Overlap EP all-to-all with another micro-batch.")),
     ("framework", str | None, typer.Option(None, "--framework", help="Training framework profile NAME[@VERSION] (megatron-core, megatron-lm, torchtitan, llm-foundry, deepspeed, pytorch-fsdp; aliases such as 'NeMo 25.07', megatron-bridge, 'NeMo AutoModel'): its defaults fill every option not given; the report lists each assumption.")),
     ("json", bool, typer.Option(False, "--json", help="Print one JSON object.")),
 ]
