@@ -145,3 +145,14 @@ def test_help_shows_no_bool_type():
     for command in (["train"], ["infer"], ["search"], ["kernels", "attention"], ["validate"]):
         text = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "250"}).stdout
         assert "<bool>" not in text and "--json" in text, command
+
+
+def test_trace_is_written_atomically_and_full_devices_are_one_line(tmp_path):
+    trace = tmp_path / "step.json"
+    trace.write_text("old")
+    assert invoke(["train", "-m", "llama3-8b", "--gpus", "8", "--fsdp", "--trace", str(trace),
+                   "--json"]).exit_code == 0
+    assert trace.read_text().startswith("{") and sorted(p.name for p in tmp_path.iterdir()) == [
+        "step.json"]
+    full = invoke(["train", "-m", "llama3-8b", "--gpus", "8", "--fsdp", "--trace", "/dev/full"])
+    assert full.exit_code == 2 and "No space left" in full.stderr
