@@ -96,7 +96,8 @@ def attention_command(
     head_dim_v: Annotated[int | None, typer.Option("--head-dim-v", min=1,
                                                    help="V head dim (MLA).")] = None,
     causal: Annotated[bool, typer.Option("--causal/--full", help="Causal mask.")] = True,
-    backward: Annotated[bool, typer.Option("--backward/--forward", help="Backward pass (default forward).")] = False,
+    backward: Annotated[bool, typer.Option("--backward/--forward",
+                                           help="Backward pass (default forward).")] = False,
     attention_kernel: Annotated[AttentionKernelOpt, typer.Option(
         "--attention-kernel", help="Kernel class: auto (the GPU's own), fa2 or triton.")
     ] = AttentionKernelOpt.auto,
