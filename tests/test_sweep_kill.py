@@ -72,3 +72,23 @@ def test_csv_of_another_layout_is_refused(tmp_path):
     out.write_text("a,b\n1,2\n")
     with pytest.raises(InputError, match="different sweep layout"):
         run_sweep(_small_tasks(), out)
+
+
+def test_dask_without_live_workers_gives_up_with_one_line(monkeypatch):
+    class NoWorkers:
+        def scheduler_info(self, n_workers=-1):
+            return {"workers": {}}
+
+    def never(futures, timeout, return_when):
+        raise TimeoutError
+
+    monkeypatch.setattr(sweep_mod, "DASK_NO_WORKER_TIMEOUT_S", 0.05)
+    with pytest.raises(InputError, match="no live Dask worker for 0.05 s; 2 tasks not run"):
+        sweep_mod._collect(NoWorkers(), ["f1", "f2"], lambda row: None, never, poll_s=0.01)
+
+
+def test_dask_unreachable_scheduler_is_one_line(monkeypatch):
+    pytest.importorskip("dask.distributed")
+    monkeypatch.setattr(sweep_mod, "DASK_CONNECT_TIMEOUT_S", 1.0)
+    with pytest.raises(InputError, match="no Dask scheduler answered within 1 s"):
+        run_sweep(_small_tasks()[:1], engine="dask", scheduler="tcp://127.0.0.1:1")
