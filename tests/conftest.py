@@ -12,10 +12,12 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 def shared_path(*parts: str) -> Path:
-    """A path under ../shared, skipping the test when the folder is not there."""
+    """A path under ../shared; the test fails loudly when it is not there (the measured data
+    must sit beside the checkout: ../shared/ground_truth, ../shared/reference)."""
     path = SHARED.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"{path} not available")
+        pytest.fail(f"{path} is missing: perfcast's tests need the shared measured data in "
+                    f"{SHARED} (a folder beside the checkout)", pytrace=False)
     return path
 
 

@@ -185,7 +185,6 @@ UNRESOLVED_GROUND_TRUTH = {
 """Ground-truth model names with no catalog architecture, with the reason."""
 
 
-@pytest.mark.skipif(not GROUND_TRUTH.exists(), reason="ground truth CSVs not available")
 def test_ground_truth_model_names_resolve() -> None:
     """Every model name of training.csv and inference.csv names a catalog model through the
     normalization layer (perfcast.validate.vocabulary_names), or is listed with its reason."""

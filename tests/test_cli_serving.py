@@ -46,7 +46,7 @@ def test_fits_line_comes_first():
     assert result.stdout.splitlines()[0].startswith("fits")
     static = runner.invoke(app, ["infer", "--model", "llama-3.1-405b", "--system", "dgx-h100"])
     assert static.exit_code == 0
-    assert static.stdout.splitlines()[0].startswith("does not fit")
+    assert static.stdout.splitlines()[0].startswith("does NOT fit")
 
 
 def test_405b_on_one_h100_says_does_not_fit():

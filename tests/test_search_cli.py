@@ -87,15 +87,15 @@ def test_pin_parse_and_allows():
 
 
 def test_schedule_simulation_bound_is_one_line_exit_2():
-    from perfcast.schedule.orders import MAX_SIMULATED_STAGE_PASSES
+    from perfcast.specs.limits import MAX_PIPELINE_PASSES
 
     args = ["schedule", "--schedule", "interleaved", "--virtual-stages", "4", "--stages", "128",
             "--micro-batches", "4096", "--forward-time", "1", "--backward-time", "2"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and f"{MAX_SIMULATED_STAGE_PASSES:,}" in lines[0]
-    assert 128 * 4096 * 4 > MAX_SIMULATED_STAGE_PASSES
+    assert len(lines) == 1 and f"{MAX_PIPELINE_PASSES.value:,}" in lines[0]
+    assert 128 * 4096 * 4 > MAX_PIPELINE_PASSES.value
 
 
 @pytest.mark.parametrize("text, message", [

@@ -30,6 +30,8 @@ def read_mapping(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError("path", str(path), f"cannot read file: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError:
+        raise InputError("path", str(path), "is not UTF-8 text (expected JSON or YAML)") from None
     try:
         if path.suffix.lower() == ".json":
             data = json.loads(text)

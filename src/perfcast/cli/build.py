@@ -85,11 +85,13 @@ def build_specs(args: RunArgs) -> RunSpecs:
     from perfcast.catalog.models import load_model
     from perfcast.catalog.systems import load_system
     from perfcast.specs.compat import check_strategy_for_model, check_workload_for_strategy
+    from perfcast.specs.limits import MAX_GPUS, check_at_most
 
     model = load_model(args.model)
     gpus = args.gpus if args.gpus is not None else args.tp * args.pp * args.cp
     if gpus <= 0:
         raise InputError("gpus", gpus, "must be a positive number of GPUs")
+    check_at_most("gpus", gpus, MAX_GPUS)
     system = load_system(args.system, num_gpus=gpus)
     if args.gpu_clock_mhz is not None:
         system = system.model_copy(update={"gpu": system.gpu.with_clock(args.gpu_clock_mhz * 1e6)})

@@ -11,9 +11,18 @@ from perfcast.cli.errors import handle_input_errors
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 
+NameArgument = Annotated[str | None, typer.Argument(
+    help="Show this entry in full, with its sources (default: list all).")]
+
+
 @handle_input_errors
-def models_command(json: JsonFlag = False) -> None:
-    """List catalog models with their parameter counts and sources."""
+def models_command(name: NameArgument = None, json: JsonFlag = False) -> None:
+    """List catalog models with their parameter counts and sources (or show one: NAME)."""
+    if name is not None:
+        from perfcast.cli.catalog_entry import model_entry, render_entry
+
+        render_entry(model_entry(name), json)
+        return
     from perfcast.catalog.models import list_models
     from perfcast.graph.params import count_params
 
@@ -48,8 +57,13 @@ def models_command(json: JsonFlag = False) -> None:
 
 
 @handle_input_errors
-def systems_command(json: JsonFlag = False) -> None:
-    """List catalog systems (and the GPUs they are built from)."""
+def systems_command(name: NameArgument = None, json: JsonFlag = False) -> None:
+    """List catalog systems (and the GPUs they are built from), or show one system or GPU."""
+    if name is not None:
+        from perfcast.cli.catalog_entry import render_entry, system_entry
+
+        render_entry(system_entry(name), json)
+        return
     from perfcast.catalog.gpus import list_gpus
     from perfcast.catalog.systems import list_systems
 

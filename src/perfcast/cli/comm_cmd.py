@@ -46,11 +46,19 @@ def comm_command(
     from perfcast.catalog.systems import load_system
     from perfcast.comm import estimate_collective
     from perfcast.errors import InputError
+    from perfcast.specs.limits import (
+        MAX_GPUS,
+        MAX_MESSAGE_BYTES,
+        check_at_most,
+        check_non_negative,
+        check_positive,
+    )
 
-    if size_bytes < 0:
-        raise InputError("size_bytes", size_bytes, "must be >= 0")
+    check_non_negative("size_bytes", size_bytes, MAX_MESSAGE_BYTES)
+    check_positive("gpus", gpus, MAX_GPUS)
     if stride < 1:
         raise InputError("stride", stride, "must be a positive integer")
+    check_at_most("gpus*stride", gpus * stride, MAX_GPUS)
     spec = load_system(system)
     estimate = estimate_collective(collective.value.replace("-", "_"), size_bytes, spec, gpus,
                                    stride, algorithm.value if algorithm else None)

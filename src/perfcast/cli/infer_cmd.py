@@ -116,10 +116,33 @@ def infer_command(
     from perfcast.calibration.bundle import load_calibration
     from perfcast.catalog.models import load_model
     from perfcast.catalog.systems import load_system
+    from perfcast.cli.paths import check_output_file
+    from perfcast.errors import InputError
     from perfcast.estimate.inference import estimate_inference, inference_curve
     from perfcast.specs.inference import Offload, SpeculativeDecoding
+    from perfcast.specs.limits import (
+        MAX_BATCH_SEQUENCES,
+        MAX_GENERATED_TOKENS,
+        MAX_GPUS,
+        MAX_SEQ_LENGTH,
+        check_at_most,
+        check_positive,
+    )
     from perfcast.specs.strategy import Strategy
 
+    check_output_file("plot", plot)
+    for name, value in (("tp", tp), ("pp", pp), ("ep", ep)):
+        check_positive(name, value, MAX_GPUS)
+    check_positive("batch_size", batch_size, MAX_BATCH_SEQUENCES)
+    check_positive("input_len", input_len, MAX_SEQ_LENGTH)
+    check_positive("output_len", output_len, MAX_GENERATED_TOKENS)
+    check_positive("prefill_chunk", prefill_chunk, MAX_SEQ_LENGTH)
+    check_positive("num_draft_tokens", num_draft_tokens, MAX_GENERATED_TOKENS)
+    check_at_most("input_len+output_len", input_len + output_len, MAX_SEQ_LENGTH)
+    if gpus is not None:
+        check_positive("gpus", gpus, MAX_GPUS)
+    if ep > 1 and tp % ep != 0:
+        raise InputError("ep", ep, f"must divide tp={tp} (experts are split inside the TP group)")
     spec = load_model(model)
     num_gpus = gpus if gpus is not None else tp * pp
     strategy = Strategy(num_gpus=num_gpus, tp=tp, pp=pp, ep=ep, etp=tp // ep if ep > 1 else None,
@@ -163,17 +186,12 @@ def infer_command(
     from perfcast.report.inference_text import render_curve, render_inference
 
     console = make_console()
-    if not (curve or plot is not None):
-        from perfcast.report.serving_text import fit_line
-        from perfcast.units import GiB
-
-        mem = result.memory
-        console.print(fit_line(result.fits, f"{mem.total_bytes / GiB:,.1f} GiB of "
-                               f"{mem.capacity_bytes / GiB:,.1f} GiB per GPU at batch "
-                               f"{result.workload.batch_size}"))
     if curve or plot is not None:
         render_curve(result, console)
         if plot is not None:
             console.print(f"plot written to {plot}")
     else:
+        from perfcast.memory.fit_advice import inference_fit_verdict
+
+        console.print(inference_fit_verdict(result), highlight=False, soft_wrap=True)
         render_inference(result, console)

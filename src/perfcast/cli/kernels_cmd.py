@@ -87,9 +87,13 @@ def gemm_command(
 ) -> None:
     """Time of ``batch`` GEMMs C[m,n] = A[m,k]·B[k,n]."""
     from perfcast.report.kernel_report import gemm_kernel_report
+    from perfcast.specs.limits import MAX_BATCH_SEQUENCES, MAX_GEMM_DIM, check_at_most
 
+    for name, value in (("m", m), ("n", n), ("k", k)):
+        check_at_most(name, value, MAX_GEMM_DIM)
+    check_at_most("batch", batch, MAX_BATCH_SEQUENCES)
     gpu, backend = _gpu_and_backend(system, gpu_clock_mhz, kernel_backend, kernel_table)
-    _emit(gemm_kernel_report(backend, gpu, m, n, k, batch, _precision(dtype),
+    _emit(gemm_kernel_report(backend, gpu, m, n, k, batch, _precision(dtype, gpu),
                              None if gemm_pass is None else gemm_pass.value), json)
 
 
@@ -107,7 +111,8 @@ def attention_command(
     head_dim_v: Annotated[int | None, typer.Option("--head-dim-v", min=1,
                                                    help="V head dim (MLA).")] = None,
     causal: Annotated[bool, typer.Option("--causal/--full", help="Causal mask.")] = True,
-    backward: Annotated[bool, typer.Option("--backward", help="Backward pass.")] = False,
+    backward: Annotated[bool, typer.Option("--backward/--forward",
+                                           help="Backward pass (default forward).")] = False,
     attention_kernel: Annotated[AttentionKernelOpt, typer.Option(
         "--attention-kernel", help="Kernel class: auto (the GPU's own), fa2 or triton.")
     ] = AttentionKernelOpt.auto,
@@ -119,15 +124,34 @@ def attention_command(
     json: JsonFlag = False,
 ) -> None:
     """Time of one flash-attention forward (or backward) pass."""
+    from perfcast.errors import InputError
     from perfcast.report.kernel_report import AttentionShape, attention_kernel_report
+    from perfcast.specs.limits import (
+        MAX_BATCH_SEQUENCES,
+        MAX_HEAD_DIM,
+        MAX_HEADS,
+        MAX_SEQ_LENGTH,
+        check_at_most,
+    )
 
+    check_at_most("batch", batch, MAX_BATCH_SEQUENCES)
+    for name, value, bound in (("heads", heads, MAX_HEADS), ("kv_heads", kv_heads or 1, MAX_HEADS),
+                               ("seq_q", seq_q, MAX_SEQ_LENGTH),
+                               ("seq_kv", seq_kv or 1, MAX_SEQ_LENGTH),
+                               ("head_dim", head_dim, MAX_HEAD_DIM),
+                               ("head_dim_v", head_dim_v or 1, MAX_HEAD_DIM)):
+        check_at_most(name, value, bound)
+    if kv_heads is not None and heads % kv_heads != 0:
+        raise InputError("kv_heads", kv_heads, f"must divide heads={heads} (each K/V head "
+                         "serves a whole group of query heads, GQA)")
     gpu, backend = _gpu_and_backend(system, gpu_clock_mhz, kernel_backend, kernel_table)
     shape = AttentionShape(batch, heads, kv_heads or heads, seq_q, seq_kv or seq_q, head_dim,
                            head_dim_v or head_dim, causal, backward, attention_kernel.value)
-    _emit(attention_kernel_report(backend, gpu, shape, _precision(dtype)), json)
+    _emit(attention_kernel_report(backend, gpu, shape, _precision(dtype, gpu)), json)
 
 
-def _precision(dtype: str):
+def _precision(dtype: str, gpu):
+    """``dtype`` checked against the precisions perfcast knows and those ``gpu`` has."""
     from typing import get_args
 
     from perfcast.errors import InputError
@@ -135,4 +159,6 @@ def _precision(dtype: str):
 
     if dtype not in get_args(Precision):
         raise InputError("dtype", dtype, f"choose from {list(get_args(Precision))}")
+    if not gpu.supports(dtype):
+        raise InputError("dtype", dtype, f"gpu {gpu.name!r} has no {dtype} tensor-core peak")
     return dtype

@@ -6,8 +6,11 @@ Heavy modules (numpy-based estimators, renderers) are imported inside commands s
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from perfcast.cli.app_group import OneLineErrorGroup
 from perfcast.cli.calibrate_cmd import calibrate_command
 from perfcast.cli.catalog_cmd import models_command, systems_command
 from perfcast.cli.comm_cmd import comm_command
@@ -27,7 +30,25 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=OneLineErrorGroup,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from perfcast import __version__
+
+        typer.echo(f"perfcast {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print the perfcast version and exit.")] = False,
+) -> None:
+    """Forecast LLM training and inference performance on GPU clusters without running them."""
 
 app.command("memory", help="Memory per GPU and per pipeline stage; does the run fit?")(
     memory_command

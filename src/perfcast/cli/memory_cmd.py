@@ -43,10 +43,12 @@ def memory_command(
             out["fit_advice"] = advice.to_dict() if advice is not None else None
         print(to_json(out))
         return
+    from perfcast.cli.train_cmd import _verdict
     from perfcast.report.console import make_console
     from perfcast.report.memory_text import render_fit_advice, render_memory
 
     console = make_console()
+    console.print(_verdict(report, advice), highlight=False, soft_wrap=True)
     render_memory(report, console)
     if specs.framework is not None:
         from perfcast.report.assumptions_text import render_assumptions

@@ -203,7 +203,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("exp_avg_sq_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--exp-avg-sq-dtype", help="Adam second-moment dtype (bf16 needs --use-precision-aware-optimizer).")),
     ("fp8_param", bool, typer.Option(False, "--fp8-param-gather", "--fp8-param", help="Keep linear-layer weights in FP8 (needs --fp8 and a sharded optimizer).")),
     ("precision", PrecisionOpt, typer.Option(PrecisionOpt.bf16, "--precision", help="GEMM precision.")),
-    ("fp8", bool, typer.Option(False, "--fp8", help="Same as --precision fp8.")),
+    ("fp8", bool, typer.Option(False, "--fp8/--no-fp8", help="Same as --precision fp8.")),
     ("fp8_recipe", FP8RecipeOpt, typer.Option(FP8RecipeOpt.tensorwise, "--fp8-recipe", help="FP8 scaling recipe (nvfp4: FP4 GEMMs, Blackwell).")),
     ("fp8_fused_casts", bool, typer.Option(True, "--fp8-fused-casts/--no-fp8-fused-casts", help="FP8: fuse input casts into the preceding norm/activation.")),
     ("fp8_weight_cache", bool, typer.Option(True, "--fp8-weight-cache/--no-fp8-weight-cache", help="FP8: cast weights once per step, not per micro-batch.")),
@@ -222,7 +222,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("gpu_clock_mhz", float | None, typer.Option(None, "--gpu-clock-mhz", min=1.0, help="Override the GPU's sustained matrix clock (MHz); scales compute throughput.")),
     ("placement_order", str, typer.Option("tp-cp-ep-dp-pp", "--placement-order", help="Rank order of parallel groups, innermost first (Megatron-LM default).")),
     ("tp_comm_overlap", bool, typer.Option(False, "--tp-comm-overlap/--no-tp-comm-overlap", help="Overlap TP communication with GEMMs.")),
-    ("ep_overlap", bool, typer.Option(False, "--ep-overlap", "--overlap-moe-expert-parallel-comm", help="Overlap EP all-to-all with another micro-batch.")),
+    ("ep_overlap", bool, typer.Option(False, "--ep-overlap/--no-ep-overlap", "--overlap-moe-expert-parallel-comm", help="Overlap EP all-to-all with another micro-batch.")),
     ("framework", str | None, typer.Option(None, "--framework", help="Training framework profile NAME[@VERSION] (megatron-core, megatron-lm, torchtitan, llm-foundry, deepspeed, pytorch-fsdp; aliases such as 'NeMo 25.07', megatron-bridge, 'NeMo AutoModel'): its defaults fill every option not given; the report lists each assumption.")),
     ("cuda_graphs", CudaGraphsOpt, typer.Option(CudaGraphsOpt.none, "--cuda-graphs", help="CUDA-graph scope: none, attention, moe (padded routing, no host sync) or full; captured kernels cost one host launch per region.")),
     ("delay_wgrad_compute", bool, typer.Option(False, "--delay-wgrad-compute", help="Defer weight-gradient GEMMs under the EP all-to-all (needs --overlap-moe-expert-parallel-comm).")),
@@ -246,7 +246,8 @@ def _explicit_options(ctx: typer.Context | None) -> frozenset[str]:
 
 def run_options(command):
     """Decorator: add the shared options to ``command`` and pass them as ``args: RunArgs``."""
-    own = [p for name, p in inspect.signature(command).parameters.items() if name != "args"]
+    own = [p for name, p in inspect.signature(command, eval_str=True).parameters.items()
+           if name != "args"]
     extra = [
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann)
         for name, ann, default in _OPTIONS

@@ -42,7 +42,27 @@ def schedule_command(
     """Simulate one pipeline step: step time, bubble, micro-batches in flight per stage."""
     from perfcast.schedule.simulate import simulate_pipeline
     from perfcast.schedule.timeline import PassTimes
+    from perfcast.specs.limits import (
+        MAX_PIPELINE_PASS_STAGES,
+        MAX_PIPELINE_PASSES,
+        MAX_TIME_S,
+        check_at_most,
+        check_non_negative,
+        check_positive,
+    )
 
+    check_positive("forward_time", forward_time, MAX_TIME_S)
+    check_positive("backward_time", backward_time, MAX_TIME_S)
+    check_non_negative("p2p_time", p2p_time, MAX_TIME_S)
+    chunks = {ScheduleChoice.interleaved: virtual_stages, ScheduleChoice.zb_v: 2,
+              ScheduleChoice.dualpipe: 2}.get(schedule, 1)
+    passes = stages * micro_batches * chunks
+    check_at_most("stages*micro_batches*chunks", passes, MAX_PIPELINE_PASSES)
+    check_at_most("passes*stages", passes * stages, MAX_PIPELINE_PASS_STAGES)
+    if schedule in (ScheduleChoice.gpipe, ScheduleChoice.one_f_one_b,
+                    ScheduleChoice.zb_h1) and virtual_stages != 1:
+        raise InputError("virtual_stages", virtual_stages,
+                         f"--schedule {schedule.value} runs one chunk per stage (give 1)")
     if schedule == ScheduleChoice.interleaved and virtual_stages < 2:
         raise InputError("virtual_stages", virtual_stages, "--schedule interleaved needs >= 2")
     weight = backward_time * weight_grad_fraction

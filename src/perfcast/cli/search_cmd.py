@@ -71,15 +71,38 @@ def search_command(
     from perfcast.catalog.systems import load_system
     from perfcast.cli.build import kernel_backend as make_backend
     from perfcast.search.pins import Pin
-    from perfcast.search.run import MAX_SEARCH_GPUS, search_strategies
+    from perfcast.search.run import search_strategies
     from perfcast.search.space import SearchConstraints
+    from perfcast.specs.limits import (
+        MAX_BATCH_SEQUENCES,
+        MAX_GPUS,
+        MAX_MICRO_BATCH_SIZE,
+        MAX_PARALLEL_SIZE,
+        MAX_PRICE_PER_GPU_HOUR,
+        MAX_SEARCH_MICRO_BATCH_SIZE,
+        MAX_SEQ_LENGTH,
+        MAX_TOKEN_BUDGET,
+        check_non_negative,
+        check_positive,
+    )
     from perfcast.specs.workload import Workload
 
-    if gpus > MAX_SEARCH_GPUS:  # before any catalog work
-        from perfcast.errors import InputError
-
-        raise InputError("gpus", gpus, f"exceeds the search bound of {MAX_SEARCH_GPUS:,} GPUs "
-                         f"(MAX_SEARCH_GPUS)")
+    check_positive("gpus", gpus, MAX_GPUS)
+    check_positive("global_batch_size", global_batch_size, MAX_BATCH_SEQUENCES)
+    check_positive("seq_length", seq_length, MAX_SEQ_LENGTH)
+    check_positive("top", top, MAX_BATCH_SEQUENCES)
+    check_positive("token_budget", token_budget, MAX_TOKEN_BUDGET)
+    if price_per_gpu_hour is not None:
+        check_non_negative("price_per_gpu_hour", price_per_gpu_hour, MAX_PRICE_PER_GPU_HOUR)
+    check_positive("max_micro_batch_size", max_micro_batch_size, MAX_SEARCH_MICRO_BATCH_SIZE)
+    if micro_batch_size is not None:
+        check_positive("micro_batch_size", micro_batch_size, MAX_MICRO_BATCH_SIZE)
+    for name, value in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep), ("vpp", vpp),
+                        ("min_tp", min_tp), ("max_tp", max_tp), ("min_pp", min_pp),
+                        ("max_pp", max_pp), ("max_cp", max_cp), ("max_ep", max_ep),
+                        ("max_vpp", max_vpp)):
+        if value is not None:
+            check_positive(name, value, MAX_PARALLEL_SIZE)
     constraints = SearchConstraints(
         tp=tp, pp=pp, cp=cp, ep=ep, vpp=vpp, micro_batch_size=micro_batch_size, min_tp=min_tp,
         max_tp=max_tp, min_pp=min_pp, max_pp=max_pp, max_cp=max_cp, max_ep=max_ep,

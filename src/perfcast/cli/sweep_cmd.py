@@ -29,16 +29,25 @@ class ScalingOpt(str, Enum):
 
 def _ints(text: str, name: str) -> list[int]:
     from perfcast.errors import InputError
+    from perfcast.specs.limits import MAX_GPUS, check_at_most
 
     try:
-        return [int(v) for v in text.split(",") if v]
+        values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise InputError(name, text, "expected comma-separated integers") from None
+    if not values:
+        raise InputError(name, text, "expected at least one integer, e.g. 8,16")
+    for value in values:
+        if value <= 0:
+            raise InputError(name, value, "must be a positive number of GPUs")
+        check_at_most(name, value, MAX_GPUS)
+    return list(dict.fromkeys(values))
 
 
 def _vary(items: list[str]) -> dict[str, list[float]]:
-    """``peak_flops=0.5,1,2`` -> {"peak_flops": [0.5, 1.0, 2.0]}."""
+    """``peak_flops=0.5,1,2`` -> {"peak_flops": [0.5, 1.0, 2.0]} (factors in (0, 1000])."""
     from perfcast.errors import InputError
+    from perfcast.specs.limits import MAX_HARDWARE_FACTOR, check_positive
 
     out = {}
     for item in items:
@@ -49,6 +58,12 @@ def _vary(items: list[str]) -> dict[str, list[float]]:
             raise InputError("vary", item, "expected NAME=F1,F2,...") from None
         if not out[name.strip()]:
             raise InputError("vary", item, "expected NAME=F1,F2,...")
+        from perfcast.search.sweep import HARDWARE_PARAMETERS
+
+        if name.strip() not in HARDWARE_PARAMETERS:
+            raise InputError("vary", name.strip(), f"choose from {sorted(HARDWARE_PARAMETERS)}")
+        for factor in out[name.strip()]:
+            check_positive(f"vary {name.strip()}", factor, MAX_HARDWARE_FACTOR)
     return out
 
 
@@ -73,12 +88,24 @@ def sweep_command(
     json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON object.")] = False,
 ) -> None:
     """Search the best strategy at every point; write a table and plots."""
+    from perfcast.cli.paths import check_output_dir, check_output_file
     from perfcast.errors import InputError
     from perfcast.search.space import SearchConstraints
     from perfcast.search.sweep import run_sweep, sweep_tasks
+    from perfcast.specs.limits import (
+        MAX_BATCH_SEQUENCES,
+        MAX_PARALLEL_SIZE,
+        MAX_SEQ_LENGTH,
+        check_positive,
+    )
 
     if out is not None and out.suffix not in (".csv", ".parquet"):
         raise InputError("out", str(out), "must end in .csv or .parquet")
+    check_output_file("out", out)
+    check_output_dir("plot", plot)
+    check_positive("global_batch_size", global_batch_size, MAX_BATCH_SEQUENCES)
+    check_positive("seq_length", seq_length, MAX_SEQ_LENGTH)
+    check_positive("max_cp", max_cp, MAX_PARALLEL_SIZE)
     if calibration is not None:
         from perfcast.calibration.bundle import load_calibration
 

@@ -50,8 +50,12 @@ def train_command(
     from perfcast.calibration.bundle import load_calibration
     from perfcast.cli.build import build_specs
     from perfcast.cli.build import kernel_backend as make_backend
+    from perfcast.cli.paths import check_output_dir, check_output_file
     from perfcast.estimate.training import estimate_training
 
+    check_output_file("trace", trace)
+    check_output_dir("plot", plot)
+    check_output_file("report", report)
     specs = build_specs(args)
     strategy = specs.strategy
     if pipeline_schedule != ScheduleOpt.auto:
@@ -82,6 +86,7 @@ def train_command(
     from perfcast.report.training_text import render_training
 
     console = make_console()
+    console.print(_verdict(result.memory, advice), highlight=False, soft_wrap=True)
     render_training(result, console)
     if specs.framework is not None:
         from perfcast.report.assumptions_text import render_assumptions
@@ -89,3 +94,10 @@ def train_command(
         render_assumptions(specs.framework, specs.assumptions, console)
     if not result.memory.fits:
         render_fit_advice(advice, console)
+
+
+def _verdict(memory, advice) -> str:
+    """The fit verdict line (with the cheapest change that fits when it does not)."""
+    from perfcast.memory.fit_advice import fit_verdict
+
+    return fit_verdict(memory, advice)

@@ -59,12 +59,13 @@ def validate_command(
     from perfcast.estimate.inference import estimate_inference
     from perfcast.estimate.training import estimate_training
     from perfcast.validate.compare import validate_training
-    from perfcast.validate.inference_compare import is_inference_file, validate_inference
+    from perfcast.validate.csv_schema import check_csv_schema
+    from perfcast.validate.inference_compare import validate_inference
 
     if not data.is_file():
         raise FileNotFoundError(f"--data {data}: file not found")
     cal = load_calibration(calibration)
-    inference = is_inference_file(data)
+    inference = check_csv_schema(data) == "inference"
     backend = make_backend(kernel_backend.value, kernel_table)
     if inference:
         report = validate_inference(data, partial(estimate_inference, calibration=cal))

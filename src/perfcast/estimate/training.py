@@ -18,7 +18,11 @@ from perfcast.calibration.bundle import Calibration, load_calibration
 from perfcast.calibration.host_launch import HostLaunchCalibration
 from perfcast.calibration.training_overheads import TrainingOverhead, TrainingOverheads
 from perfcast.estimate.training_report import StepBreakdown, TrainingReport
-from perfcast.graph.flops import model_flops_per_token, recompute_flops_per_token
+from perfcast.graph.flops import (
+    dropped_token_flops_per_token,
+    model_flops_per_token,
+    recompute_flops_per_token,
+)
 from perfcast.graph.layer import ACT_BYTES
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
 from perfcast.graph.param_sharding import (
@@ -223,7 +227,8 @@ def estimate_training(
     )
     step = parts.step_time_s
     interval = _interval(cal, model, system, strategy, workload.tokens_per_step / float(step))
-    model_flops = model_flops_per_token(model, s)
+    model_flops = (model_flops_per_token(model, s)
+                   - dropped_token_flops_per_token(model, strategy.moe_capacity_factor))
     hardware_flops = model_flops + recompute_flops_per_token(
         model, s, strategy.recompute, _recomputed_fraction(model, strategy))
     return TrainingReport(

@@ -114,6 +114,7 @@ class TrainingReport:
             "tflops_per_gpu": self.tflops_per_gpu,
             "mfu": self.mfu,
             "hfu": self.hfu,
+            "mfu_basis": MFU_BASIS,
             "model_flops_per_token": self.model_flops_per_token,
             "flops_formula": "6*N_active_matmul + causal attention (3 passes), per token",
             "peak_flops": self.peak_flops,
@@ -128,6 +129,12 @@ class TrainingReport:
             "interval": self.interval.to_dict() if self.interval else None,
             "assumptions": list(self.assumptions),
         }
+
+
+MFU_BASIS = "dense BF16 peak of the GPU (peak_flops), whatever the GEMM precision"
+"""What ``mfu`` and ``hfu`` are fractions of: the dense (no-sparsity) BF16 tensor-core peak, the
+convention of Megatron-LM, NeMo and torchtitan reports (an FP8 run is still measured against
+BF16; ground_truth/README.md)."""
 
 
 def strategy_dict(strategy) -> dict:

@@ -13,7 +13,7 @@ Recomputation is excluded from model FLOPs (it is counted in hardware FLOPs / HF
 
 from __future__ import annotations
 
-from perfcast.graph.params import count_params, embedding_params
+from perfcast.graph.params import count_params, embedding_params, routed_expert_params
 from perfcast.specs.model import ModelSpec
 
 
@@ -54,6 +54,22 @@ def attention_flops_per_token(model: ModelSpec, seq_length, causal: bool = True)
 def model_flops_per_token(model: ModelSpec, seq_length, causal: bool = True):
     """Training FLOPs per token: 6·N_matmul + causal attention (see module docstring)."""
     return 6 * matmul_params(model) + attention_flops_per_token(model, seq_length, causal)
+
+
+def dropped_token_flops_per_token(model: ModelSpec, capacity_factor: float | None):
+    """Training FLOPs per token of routed-expert work that a capacity factor below 1 drops.
+
+    With expert capacity c·(balanced load) and c < 1, every expert processes at most c of the
+    mean number of routed tokens, so at least (1 − c) of the top-k assignments are dropped and
+    pass the expert by the residual connection (Fedus et al. 2021, Switch Transformer §2.2;
+    Lepikhin et al. 2021, GShard §2.2). Their 6·k·N_expert FLOPs per token per MoE layer are
+    not done and are not model FLOPs: 6·L_moe·k·N_expert·max(0, 1 − c). Zero when dropless.
+    """
+    if capacity_factor is None or not model.is_moe:
+        return 0.0
+    dropped = max(0.0, 1.0 - capacity_factor)
+    return (6.0 * model.num_moe_layers * model.num_experts_per_tok * routed_expert_params(model)
+            * dropped)
 
 
 def recompute_flops_per_token(model: ModelSpec, seq_length, recompute: str,

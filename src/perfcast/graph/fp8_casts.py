@@ -62,6 +62,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from perfcast.errors import InputError
 from perfcast.graph.ops import GemmOp, MemoryOp, Op, Phase
 from perfcast.specs.dtypes import BYTES_PER_ELEMENT
 
@@ -121,7 +122,7 @@ def cast_bytes(elements, layouts: int, recipe: str, fused: bool):
         return (0 if fused else read) + write
     if recipe in ("rowwise", "rowwise-hp-wgrad"):
         return (layouts - (1 if fused else 0)) * read + write
-    raise ValueError(f"fp8_recipe={recipe!r} has no cast model")
+    raise InputError("fp8_recipe", recipe, "has no cast model")
 
 
 def quantize_bytes(rows, cols, batch, reduce_dims: tuple[str, ...], recipe: str, fused: bool,

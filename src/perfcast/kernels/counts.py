@@ -25,13 +25,19 @@ dK) against two in the forward pass (Dao, FlashAttention-2, 2023; ``benchmarks/
 benchmark_flash_attention.py``: ``bwd = 2.5 * fwd``)."""
 
 
+def _f64(x: Floats) -> Floats:
+    """``x`` as float64: counts of large shapes overflow int64 (2·m·n·k > 9.2e18 for
+    m = n = k = 2^21), float64 keeps them finite and exact to 2^53."""
+    return np.asarray(x, dtype=np.float64)
+
+
 def gemm_flops(m: Floats, n: Floats, k: Floats, batch: Floats = 1) -> Floats:
     """FLOPs of ``batch`` GEMMs C[m,n] = A[m,k]·B[k,n]: 2·m·n·k·batch.
 
     Each of the m·n outputs is a k-long dot product of k fused multiply-adds, 2 FLOPs each
     (NVIDIA, *Matrix Multiplication Background User's Guide*, §2.1).
     """
-    return 2.0 * np.multiply(np.multiply(m, n), np.multiply(k, batch))
+    return 2.0 * np.multiply(np.multiply(_f64(m), n), np.multiply(_f64(k), batch))
 
 
 def gemm_bytes(
@@ -46,6 +52,7 @@ def gemm_bytes(
     """
     s_in = bytes_per_element(precision)
     s_out = max(s_in, OUTPUT_BYTES_MIN)
+    m, k = _f64(m), _f64(k)
     per_gemm = (np.multiply(m, k) + np.multiply(k, n)) * s_in + np.multiply(m, n) * s_out
     return np.multiply(batch, per_gemm)
 
@@ -89,7 +96,7 @@ def attention_forward_flops(
     exponentials are not counted (FlashAttention-2 benchmark convention, Dao 2023).
     f_causal = ``causal_factor`` (``causal_fraction`` if ``causal``, else 1; bool or bool array).
     """
-    pairs = np.multiply(np.multiply(batch, num_heads), np.multiply(seq_q, seq_kv))
+    pairs = np.multiply(np.multiply(_f64(batch), num_heads), np.multiply(_f64(seq_q), seq_kv))
     return 2.0 * pairs * np.add(head_dim_qk, head_dim_v) * causal_factor(seq_q, seq_kv, causal)
 
 
@@ -128,8 +135,8 @@ def attention_bytes(
     O (b·h·sq·d_v). Backward reads Q, K, V, O, dO and writes dQ, dK, dV: twice the forward
     traffic (Dao et al., FlashAttention, 2022, Algorithm 4). Element size from ``precision``.
     """
-    q_and_o = np.multiply(np.multiply(batch, num_heads), seq_q) * np.add(head_dim_qk, head_dim_v)
-    k_and_v = np.multiply(np.multiply(batch, num_kv_heads), seq_kv) * np.add(
+    q_and_o = np.multiply(np.multiply(_f64(batch), num_heads), seq_q) * np.add(head_dim_qk, head_dim_v)
+    k_and_v = np.multiply(np.multiply(_f64(batch), num_kv_heads), seq_kv) * np.add(
         head_dim_qk, head_dim_v
     )
     forward = (q_and_o + k_and_v) * bytes_per_element(precision)

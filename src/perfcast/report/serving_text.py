@@ -13,7 +13,7 @@ def _ms(seconds: float) -> str:
 def fit_line(fits: bool, detail: str) -> str:
     """The first line of every serving forecast."""
     return f"[bold green]fits[/bold green]: {detail}" if fits else \
-        f"[bold red]does not fit[/bold red]: {detail}"
+        f"[bold red]does NOT fit[/bold red]: {detail}"
 
 
 def render_serving(report: ServingReport, console) -> None:

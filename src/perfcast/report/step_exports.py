@@ -32,7 +32,9 @@ def write_step_exports(report: TrainingReport, model, system, workload, trace: P
 
         svgs = {name: figure_svg(fig) for name, fig in figures.items()}
         Path(html_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(html_path).write_text(training_html(report, timeline, svgs), encoding="utf-8")
+        from perfcast.report.atomic import write_text_atomic
+
+        write_text_atomic(html_path, training_html(report, timeline, svgs))
         written.append(Path(html_path))
     if plot_dir is not None:
         written += write_plots(figures, plot_dir)

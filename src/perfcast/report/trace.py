@@ -113,4 +113,6 @@ def write_chrome_trace(report: TrainingReport, timeline: PipelineTimeline, path)
     from pathlib import Path
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(chrome_trace(report, timeline)))
+    from perfcast.report.atomic import write_text_atomic
+
+    write_text_atomic(path, json.dumps(chrome_trace(report, timeline)))

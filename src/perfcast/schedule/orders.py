@@ -31,8 +31,8 @@ from typing import NamedTuple
 
 from perfcast.errors import InputError
 from perfcast.schedule.timeline import SCHEDULES, EventKind
+from perfcast.specs.limits import MAX_SIMULATED_STAGE_PASSES
 
-MAX_SIMULATED_STAGE_PASSES = 2 ** 18
 """Most stage x micro-batch x chunk cells one event simulation plans (262,144: ~5 s of CPU;
 64 stages x 1,024 micro-batches x 4 chunks). Beyond it a request is a typo or a sweep that
 needs the closed form, not a simulation: a one-line error, not a hang."""
@@ -144,9 +144,16 @@ def schedule_plan(schedule: str, num_stages: int, num_micro_batches: int,
         raise InputError("stages, micro_batches, virtual_stages", (p, m, v), "must be >= 1")
     cells = p * m * max(v if schedule == "interleaved" else 1, 2 if schedule in (
         "zb-v", "dualpipe") else 1)
-    if cells > MAX_SIMULATED_STAGE_PASSES:
+    if cells > MAX_SIMULATED_STAGE_PASSES.value:
         raise InputError("stages*micro_batches*chunks", cells, f"exceeds the simulation bound "
-                         f"of {MAX_SIMULATED_STAGE_PASSES:,} (MAX_SIMULATED_STAGE_PASSES)")
+                         f"of {MAX_SIMULATED_STAGE_PASSES.value:,} (MAX_SIMULATED_STAGE_PASSES: "
+                         f"{MAX_SIMULATED_STAGE_PASSES.reason})")
+    if schedule in ("zb-v", "dualpipe") and v not in (1, 2):
+        raise InputError("virtual_stages", v, f"{schedule} places two chunks per stage itself "
+                         "(give 1 or 2)")
+    if schedule == "dualpipe" and p > 1 and p % 2 != 0:
+        raise InputError("stages", p, "dualpipe pairs stage i with stage p-1-i in both directions "
+                         "(DeepSeek-V3 §3.2.1): it needs an even number of stages")
     if schedule == "interleaved" and m % p != 0:
         raise InputError("micro_batches", m, f"the interleaved schedule needs a multiple of "
                          f"stages={p} (Megatron-LM's order)")

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
+from perfcast.errors import InputError
 from perfcast.schedule.orders import B, F, PassRef, SchedulePlan, W, schedule_plan
 from perfcast.schedule.timeline import (
     EventKind,
@@ -232,7 +233,8 @@ def run_plan(plan: SchedulePlan, stage_times: Sequence[PassTimes], p2p_s: float 
              ) -> PipelineTimeline:
     """Simulate ``plan`` with per-stage pass times (one micro-batch, whole stage)."""
     if len(stage_times) != plan.num_stages:
-        raise ValueError(f"{len(stage_times)} stage times for {plan.num_stages} stages")
+        raise InputError("stage_times", len(stage_times), f"needs one per stage "
+                         f"({plan.num_stages} stages)")
     engine = _Engine(plan, stage_times, p2p_s)
     engine.run()
     end_s = max(dev.free_at for dev in engine.devices)

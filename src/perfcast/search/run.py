@@ -29,6 +29,7 @@ from perfcast.search.rank import (
 from perfcast.search.result import SearchCandidate, SearchResult
 from perfcast.search.space import SearchConstraints, StrategySpace
 from perfcast.specs.hardware import SystemSpec
+from perfcast.specs.limits import MAX_GPUS
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.workload import Workload
 
@@ -36,7 +37,7 @@ DEFAULT_TOKEN_BUDGET = 1e12
 """Tokens to train for the time and cost objectives (1 T tokens) unless given."""
 MAX_PARETO_POINTS = 50
 """Pareto points forecast in full (evenly spaced along the front when it is longer)."""
-MAX_SEARCH_GPUS = 2 ** 20
+MAX_SEARCH_GPUS = MAX_GPUS.value
 """Largest GPU count searched (1,048,576): about five times the largest GPU clusters built to
 date (xAI Colossus, ~200,000 H100/H200 in 2025); beyond it a count is a typo, not a plan."""
 

@@ -16,6 +16,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from perfcast.search.pins import Pin, pin_text
+from perfcast.specs.limits import MAX_SEARCH_MICRO_BATCH_SIZE
 from perfcast.specs.strategy import Strategy
 
 Sharding = Literal["none", "distributed_optimizer", "zero2", "fsdp"]
@@ -24,7 +25,7 @@ SHARDING_STAGE: dict[str, int] = {"none": 0, "distributed_optimizer": 1, "zero2"
 MAX_SEARCH_VPP = 64
 """Most model chunks per pipeline rank searched: beyond the layers per stage of any catalog
 model at pp >= 2 (the largest have ~128 layers), so a larger bound only adds invalid layouts."""
-MAX_SEARCH_MICRO_BATCH = 256
+MAX_SEARCH_MICRO_BATCH = MAX_SEARCH_MICRO_BATCH_SIZE.value
 """Largest micro-batch searched: each one is a candidate row; published runs use 1-16."""
 
 

@@ -1,10 +1,11 @@
 """Sweeps: the best strategy at every point of a design space (GPU counts, systems, hardware).
 
 Each ``SweepTask`` is one search (``search_strategies``), independent of the others, so a
-sweep runs in-process or on Dask with identical rows. Rows are written to the output file
-after each task; re-running with the same file skips tasks whose ``task_id`` is already there
-(resume). Hardware sensitivity scales one catalog parameter at a time around the catalog
-system (one-at-a-time design-space study).
+sweep runs in-process or on Dask with identical rows. Each row is on disk as soon as its task
+finishes, without rewriting earlier rows (``sweep_store``); re-running with the same file
+skips tasks whose ``task_id`` is already there (resume), and duplicate tasks run once.
+Hardware sensitivity scales one catalog parameter at a time around the catalog system
+(one-at-a-time design-space study).
 """
 
 from __future__ import annotations
@@ -113,6 +114,25 @@ def sweep_tasks(model: str, systems: Sequence[str], gpu_counts: Sequence[int],
     return tasks
 
 
+STRATEGY_COLUMNS = ("tp", "pp", "vpp", "cp", "ep", "dp", "micro_batch_size", "recompute",
+                    "sequence_parallel", "zero_stage", "fsdp", "distributed_optimizer",
+                    "precision")
+METRIC_COLUMNS = ("tokens_per_s_per_gpu", "step_time_s", "memory_bytes", "mfu")
+
+
+def row_columns() -> tuple[str, ...]:
+    """Every column of a sweep row, in file order (the same for every row: NaN where a point
+    has no feasible strategy)."""
+    from dataclasses import fields
+
+    from perfcast.estimate.training_report import StepBreakdown
+
+    base = ("task_id", "model", "system", "num_gpus", "global_batch_size", "seq_length",
+            "parameter", "factor", "kernel_backend", "evaluated", "feasible")
+    times = tuple(f"time_{f.name}" for f in fields(StepBreakdown))
+    return base + METRIC_COLUMNS + tuple(f"strategy_{k}" for k in STRATEGY_COLUMNS) + times
+
+
 def run_task(task: SweepTask) -> dict:
     """The best strategy at ``task``'s point as one flat row (NaN metrics when none fits)."""
     from perfcast.calibration.bundle import load_calibration
@@ -132,55 +152,45 @@ def run_task(task: SweepTask) -> dict:
            "seq_length": task.seq_length, "parameter": task.parameter or "",
            "factor": task.factor, "kernel_backend": task.kernels,
            "evaluated": result.evaluated, "feasible": result.feasible}
+    row |= {c: float("nan") for c in row_columns() if c not in row}
     if not result.best:
-        return row | {"tokens_per_s_per_gpu": float("nan"), "step_time_s": float("nan")}
+        return row
     best = result.best[0].to_dict()
-    row |= {k: best[k] for k in ("tokens_per_s_per_gpu", "step_time_s", "memory_bytes", "mfu")}
-    row |= {f"strategy_{k}": v for k, v in best["strategy"].items()
-            if k in ("tp", "pp", "vpp", "cp", "ep", "dp", "micro_batch_size", "recompute",
-                     "sequence_parallel", "zero_stage", "fsdp", "distributed_optimizer",
-                     "precision")}
-    row |= {f"time_{k}_s": v for k, v in best["breakdown_s"].items()}
+    row |= {k: best[k] for k in METRIC_COLUMNS}
+    row |= {f"strategy_{k}": v for k, v in best["strategy"].items() if k in STRATEGY_COLUMNS}
+    row |= {f"time_{k}_s": float(v) for k, v in best["breakdown_s"].items()}
     return row
 
 
 def read_rows(path: Path) -> list[dict]:
-    """Rows already in a sweep output file (none when it does not exist)."""
-    import pandas as pd
+    """Complete rows already in a sweep output file (none when it does not exist)."""
+    from perfcast.search.sweep_store import open_store
 
-    if not path.exists():
-        return []
-    frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
-    return frame.to_dict("records")
-
-
-def write_rows(rows: list[dict], path: Path) -> None:
-    import pandas as pd
-
-    frame = pd.DataFrame(rows)
-    if path.suffix == ".parquet":
-        frame.to_parquet(path, index=False)
-    else:
-        frame.to_csv(path, index=False)
+    return open_store(path, row_columns()).load()
 
 
 def run_sweep(tasks: Sequence[SweepTask], out: Path | None = None, engine: str = "local",
               scheduler: str | None = None, workers: int | None = None,
               progress: Callable[[int, int], None] | None = None) -> list[dict]:
-    """Run ``tasks`` (skipping those already in ``out``), writing ``out`` after each task.
+    """Run ``tasks`` once each (skipping those already in ``out``), each row stored durably
+    as it finishes (``sweep_store``).
 
     Returns every row in task order. ``engine='dask'`` maps tasks on a Dask cluster: the one at
     ``scheduler``, or a local one with ``workers`` processes.
     """
-    done = read_rows(out) if out is not None else []
+    from perfcast.search.sweep_store import open_store
+
+    tasks = list({t.task_id: t for t in tasks}.values())
+    store = open_store(out, row_columns()) if out is not None else None
+    done = store.load() if store is not None else []
     finished = {row["task_id"] for row in done}
     todo = [t for t in tasks if t.task_id not in finished]
     rows = list(done)
 
     def record(row: dict) -> None:
+        if store is not None:
+            store.append(row)
         rows.append(row)
-        if out is not None:
-            write_rows(rows, out)
         if progress is not None:
             progress(len(rows), len(tasks))
 
@@ -193,29 +203,65 @@ def run_sweep(tasks: Sequence[SweepTask], out: Path | None = None, engine: str =
         raise InputError("engine", engine, "choose 'local' or 'dask'")
     order = {t.task_id: i for i, t in enumerate(tasks)}
     rows.sort(key=lambda r: order.get(r["task_id"], len(order)))
-    if out is not None:
-        write_rows(rows, out)
+    if store is not None:
+        store.finish(rows)
     return rows
 
 
 DASK_MISSING = "Dask is not installed: pip install 'perfcast[dask]'"
 
 
+DASK_CONNECT_TIMEOUT_S = 10.0
+"""Seconds to reach a Dask scheduler before giving up with a one-line error."""
+DASK_NO_WORKER_TIMEOUT_S = 60.0
+"""Seconds a sweep waits with no live Dask worker (none started, or all died) before giving up;
+a long task on a live worker never times out."""
+
+
 def _run_dask(tasks, record, scheduler: str | None, workers: int | None) -> None:
     try:
-        from dask.distributed import Client, LocalCluster, as_completed
+        from dask.distributed import Client, LocalCluster, wait
     except ImportError:
         raise InputError("engine", "dask", DASK_MISSING) from None
     if scheduler:
-        client, cluster = Client(scheduler), None
+        try:
+            client, cluster = Client(scheduler, timeout=f"{DASK_CONNECT_TIMEOUT_S}s"), None
+        except (OSError, TimeoutError) as exc:
+            raise InputError("scheduler", scheduler, f"no Dask scheduler answered within "
+                             f"{DASK_CONNECT_TIMEOUT_S:g} s ({type(exc).__name__})") from None
     else:
         cluster = LocalCluster(n_workers=workers or 1, threads_per_worker=1,
                                processes=bool(workers and workers > 1))
         client = Client(cluster)
     try:
-        for future in as_completed(client.map(run_task, tasks, pure=False)):
-            record(future.result())
+        _collect(client, client.map(run_task, tasks, pure=False), record, wait)
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _collect(client, futures, record, wait, poll_s: float = 1.0) -> None:
+    """Record each future's row as it completes; give up after ``DASK_NO_WORKER_TIMEOUT_S``
+    with no live worker."""
+    import time
+
+    pending, idle_since = set(futures), None
+    while pending:
+        try:
+            done, pending = wait(list(pending), timeout=poll_s, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            done = set()
+        for future in done:
+            record(future.result())
+        if done:
+            idle_since = None
+            continue
+        if client.scheduler_info(n_workers=-1).get("workers"):
+            idle_since = None
+        elif idle_since is None:
+            idle_since = time.monotonic()
+        elif time.monotonic() - idle_since > DASK_NO_WORKER_TIMEOUT_S:
+            raise InputError("engine", "dask", f"no live Dask worker for "
+                             f"{DASK_NO_WORKER_TIMEOUT_S:g} s; {len(pending)} tasks not run "
+                             "(rows finished so far are kept in --out)")

@@ -42,6 +42,13 @@ def check_strategy_for_model(model: ModelSpec, strategy: Strategy) -> None:
             f"{model.num_hidden_layers} of model {model.name!r} (give --pipeline-layout or "
             "first/last stage layers for a split with empty chunks)"
         )
+    most_layers = -(-model.num_hidden_layers // strategy.pp)
+    if strategy.recompute_num_layers is not None and strategy.recompute_num_layers > most_layers:
+        raise InputError(
+            "recompute_num_layers", strategy.recompute_num_layers,
+            f"exceeds the {most_layers} layers per pipeline stage of model {model.name!r} "
+            f"({model.num_hidden_layers} layers over pp={strategy.pp})"
+        )
     if model.is_moe:
         if model.num_experts % strategy.ep != 0:
             raise InputError(

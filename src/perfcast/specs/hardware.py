@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from perfcast.errors import InputError
+
 Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8"]
 Vendor = Literal["nvidia", "amd", "google", "intel"]
 Generation = Literal[
@@ -99,7 +101,7 @@ class GPUSpec(BaseModel):
             "int8": self.peak_int8_ops,
         }[precision]
         if value is None:
-            raise ValueError(f"gpu {self.name!r} has no {precision} peak (precision={precision!r})")
+            raise InputError("precision", precision, f"gpu {self.name!r} has no {precision} peak")
         return value
 
     @property

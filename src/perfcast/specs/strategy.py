@@ -11,6 +11,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from perfcast.specs.limits import (
+    MAX_GPUS,
+    MAX_MICRO_BATCH_SIZE,
+    MAX_MOE_LOAD_IMBALANCE,
+    MAX_PARALLEL_SIZE,
+)
 from perfcast.specs.pipeline_layout import parse_pipeline_layout
 
 Recompute = Literal["none", "selective", "full"]
@@ -46,14 +52,19 @@ class Strategy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    num_gpus: int = Field(gt=0, description="GPUs used by the run.")
-    tp: int = Field(default=1, gt=0, description="Tensor-parallel size (--tensor-model-parallel-size).")
-    pp: int = Field(default=1, gt=0, description="Pipeline-parallel size (--pipeline-model-parallel-size).")
-    vpp: int = Field(default=1, gt=0, description="Model chunks per pipeline rank (interleaved 1F1B).")
-    cp: int = Field(default=1, gt=0, description="Context-parallel size (--context-parallel-size).")
-    ep: int = Field(default=1, gt=0, description="Expert-parallel size (--expert-model-parallel-size).")
+    num_gpus: int = Field(gt=0, le=MAX_GPUS.value, description="GPUs used by the run.")
+    tp: int = Field(default=1, gt=0, le=MAX_PARALLEL_SIZE.value,
+                    description="Tensor-parallel size (--tensor-model-parallel-size).")
+    pp: int = Field(default=1, gt=0, le=MAX_PARALLEL_SIZE.value,
+                    description="Pipeline-parallel size (--pipeline-model-parallel-size).")
+    vpp: int = Field(default=1, gt=0, le=MAX_PARALLEL_SIZE.value,
+                     description="Model chunks per pipeline rank (interleaved 1F1B).")
+    cp: int = Field(default=1, gt=0, le=MAX_PARALLEL_SIZE.value,
+                    description="Context-parallel size (--context-parallel-size).")
+    ep: int = Field(default=1, gt=0, le=MAX_PARALLEL_SIZE.value,
+                    description="Expert-parallel size (--expert-model-parallel-size).")
     etp: int | None = Field(
-        default=None, gt=0,
+        default=None, gt=0, le=MAX_PARALLEL_SIZE.value,
         description="Expert tensor-parallel size (--expert-tensor-parallel-size); None = tp "
                     "(Megatron-Core's default).",
     )
@@ -131,7 +142,8 @@ class Strategy(BaseModel):
         default=None, gt=0,
         description="With full recompute: layers per pipeline stage recomputed; None = all.",
     )
-    micro_batch_size: int = Field(default=1, gt=0, description="Sequences per micro-batch b.")
+    micro_batch_size: int = Field(default=1, gt=0, le=MAX_MICRO_BATCH_SIZE.value,
+                                  description="Sequences per micro-batch b.")
     precision: TrainPrecision = Field(default="bf16", description="Compute precision of GEMMs.")
     fp8_recipe: FP8Recipe = Field(default="tensorwise", description="FP8 scaling recipe.")
     fp8_fused_casts: bool = Field(
@@ -177,7 +189,7 @@ class Strategy(BaseModel):
                     "the normal kernels; not for training).",
     )
     moe_load_imbalance: float = Field(
-        default=1.0, ge=1.0,
+        default=1.0, ge=1.0, le=MAX_MOE_LOAD_IMBALANCE.value, allow_inf_nan=False,
         description="Routed tokens at the busiest expert-parallel rank over the mean (1 = balanced).",
     )
     moe_grouped_gemm: bool = Field(
@@ -185,7 +197,7 @@ class Strategy(BaseModel):
         description="Local experts run as one grouped GEMM (--moe-grouped-gemm); else one GEMM each.",
     )
     moe_capacity_factor: float | None = Field(
-        default=None, gt=0,
+        default=None, gt=0, le=MAX_MOE_LOAD_IMBALANCE.value, allow_inf_nan=False,
         description="Expert capacity over the balanced load (--moe-expert-capacity-factor); "
                     "tokens beyond it are dropped. None = dropless.",
     )

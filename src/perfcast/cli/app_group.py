@@ -1,0 +1,112 @@
+"""The root command group: every usage error is one line on stderr with exit code 2.
+
+Click (through typer) prints a usage line, a hint and a boxed message for a bad flag value;
+``OneLineErrorGroup`` prints ``error: <message>`` instead, like the commands do for
+``InputError`` (``perfcast.cli.errors``). Before parsing it also refuses number tokens that
+Python would read but a person would not mean: ``8_0`` (``int('8_0') == 80``) and non-finite
+floats (``inf``, ``nan``, ``1e999``), naming the option they were given to.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+
+import typer
+import typer.core
+from typer._click import exceptions as click_errors  # typer vendors its own click
+
+from perfcast.cli.errors import EXIT_BAD_INPUT
+
+_NUMBER_WITH_UNDERSCORE = re.compile(r"^[+-]?[0-9][0-9_]*(\.[0-9_]*)?([eE][+-]?[0-9_]+)?$")
+_NON_FINITE = re.compile(r"^[+-]?(inf|infinity|nan)$", re.IGNORECASE)
+
+
+def _option_of(args: list[str], index: int) -> str:
+    """The option a value token at ``index`` belongs to ('--gpus'), or 'argument'."""
+    token = args[index]
+    if token.startswith("--") and "=" in token:
+        return token.split("=", 1)[0]
+    if index > 0 and args[index - 1].startswith("-"):
+        return args[index - 1]
+    return "argument"
+
+
+def _value_of(token: str) -> str:
+    return token.split("=", 1)[1] if token.startswith("--") and "=" in token else token
+
+
+def _is_non_finite(text: str) -> bool:
+    if _NON_FINITE.match(text):
+        return True
+    try:
+        return not math.isfinite(float(text))
+    except (ValueError, OverflowError):
+        return False
+
+
+def check_number_tokens(args: list[str]) -> None:
+    """Raise ``click_errors.UsageError`` for '8_0'-style numbers and non-finite floats, each element
+    of a comma-separated list included."""
+    for index, token in enumerate(args):
+        for part in _value_of(token).split(","):
+            part = part.strip()
+            if "_" in part and _NUMBER_WITH_UNDERSCORE.match(part):
+                raise click_errors.UsageError(f"{_option_of(args, index)}={part!r}: underscores in "
+                                       "numbers are not accepted (write 80, not 8_0)")
+            if _is_non_finite(part.partition("=")[2] or part):
+                raise click_errors.UsageError(f"{_option_of(args, index)}={part!r}: must be a finite "
+                                       "number")
+
+
+def _flag_type(self, ctx):
+    """Help shows no type for on/off flags (``--fsdp/--no-fsdp``): typer 0.29 prints
+    ``<bool>``, which reads as if ``--fsdp true`` were accepted."""
+    if getattr(self, "is_flag", False):
+        return None
+    return _display_type_rich(self, ctx)
+
+
+_display_type_rich = typer.core.TyperOption.display_type_rich
+typer.core.TyperOption.display_type_rich = _flag_type
+
+_BOOLEAN_WORDS = ("true", "false", "yes", "no", "on", "off", "1", "0")
+
+
+def _hint(message: str) -> str:
+    if message.startswith("Got unexpected extra argument") and any(
+            f"({w})" in message.lower() for w in _BOOLEAN_WORDS):
+        return f"{message}: on/off options take no value (write --flag or --no-flag)"
+    return message
+
+
+class OneLineErrorGroup(typer.core.TyperGroup):
+    """Root group whose usage errors are ``error: <one line>``, exit 2 (help unchanged)."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             **extra):
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            check_number_tokens(argv)
+            result = super().main(args=argv, prog_name=prog_name, complete_var=complete_var,
+                                  standalone_mode=False, **extra)
+        except click_errors.NoArgsIsHelpError as exc:
+            if not standalone_mode:
+                raise
+            typer.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+            sys.exit(0)
+        except click_errors.ClickException as exc:
+            if not standalone_mode:
+                raise
+            message = _hint(" ".join(exc.format_message().split()))
+            sys.stderr.write(f"error: {message}\n")
+            sys.exit(exc.exit_code if exc.exit_code else EXIT_BAD_INPUT)
+        except typer.Abort:
+            if not standalone_mode:
+                raise
+            sys.stderr.write("error: aborted\n")
+            sys.exit(1)
+        if not standalone_mode:
+            return result
+        sys.exit(result if isinstance(result, int) else 0)
