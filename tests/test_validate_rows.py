@@ -73,6 +73,9 @@ REMAINING_SKIP_REASONS = Counter({
     "no global batch: global_batch_seqs, global_batch_tokens and micro_batch*dp*grad_accum are "
     "all missing": 5,
     "seq_len is empty": 2,
+    # missing information: a power-capped GPU whose cap is not stated (torchao B200 rows)
+    "gpu_type='…': states a power limit without its value: the sustained clock cannot be "
+    "forecast": 5,
     # quality C: a batch ramp, not one value (DeepSeek-V3 campaign average)
     "global_batch_seqs='…': not a count": 1,
     # no operator model for hybrid linear-attention layers (Qwen3-Next)
@@ -98,8 +101,8 @@ def test_every_row_parses_or_skips_with_a_reason():
     for reason, count in reasons.most_common():
         print(f"  {count:3d}  {reason}")
     assert (len(results), len(graded)) == (416, 387)
-    assert len(results) - len(skipped) == 384
-    assert parsed_ab == 379
+    assert len(results) - len(skipped) == 379
+    assert parsed_ab == 374
     assert reasons == REMAINING_SKIP_REASONS
 
 

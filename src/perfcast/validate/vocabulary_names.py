@@ -54,10 +54,12 @@ class HardwareText:
 
 _PARENS = re.compile(r"\(([^()]*)\)")
 _MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*(?:GB|GiB|gb)\b")
-_POWER = re.compile(r"(\d+(?:\.\d+)?)\s*W\b")
+_POWER = re.compile(r"(\d+(?:\.\d+)?)\s*W\b", re.IGNORECASE)
 _VENDOR = re.compile(r"\b(?:nvidia|amd|instinct|intel|google|habana)\b", re.IGNORECASE)
 _NOISE = re.compile(
     r"\b(?:hbm\d?e?|gpus?|x\d+|\d+x|power[- ]limited|power limit|tdp)\b", re.IGNORECASE)
+_POWER_LIMITED = re.compile(r"power[- ]limit(?:ed)?", re.IGNORECASE)
+"""A power cap named without a wattage ("B200 (power-limited; limit not stated)")."""
 _FORM = re.compile(r"\b(?:sxm\d?|pcie|oam|nvl)\b", re.IGNORECASE)
 
 
@@ -93,6 +95,11 @@ def read_gpu_type(text: str | None, column: str = "gpu_type") -> HardwareText | 
                for part in re.split(r"[,;]", group) if part.strip()]
     memory = _MEMORY.search(value)
     power = _POWER.search(value)
+    if power is None and _POWER_LIMITED.search(value):
+        # A capped board runs a lower sustained clock (catalog/power.py); without the cap the
+        # forecast would borrow the rated clock, so the row lacks information, not a default.
+        raise VocabularyError(column, value, "states a power limit without its value: the "
+                              "sustained clock cannot be forecast")
     memory_GB = float(memory.group(1)) if memory else None
     base = _PARENS.sub(" ", value)
     base = _words(_NOISE.sub(" ", _MEMORY.sub(" ", _POWER.sub(" ", _VENDOR.sub(" ", base)))))
