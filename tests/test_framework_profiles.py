@@ -271,7 +271,8 @@ def _strategy(row):
 
 def test_torchtitan_rows_on_blackwell_and_cdna3_are_forecast_with_sdpa_kernel():
     rows = _rows()
-    for row_id in [str(i) for i in range(521, 530)] + ["532", "538"]:
+    # 521-524 MI300X, 532 B200, 538 GB200 (525-529 state a power cap without its value: skipped)
+    for row_id in [str(i) for i in range(521, 525)] + ["532", "538"]:
         parsed = _strategy(rows[row_id])
         assert parsed.strategy.attention_kernel == "auto"
         assert any("SDPA" in note for note in parsed.notes)
