@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from typing import Annotated
 
 import typer
@@ -27,8 +29,7 @@ def memory_command(
     if pipeline_schedule != ScheduleOpt.auto:
         strategy = specs.strategy.model_validate(
             {**specs.strategy.model_dump(), "pipeline_schedule": pipeline_schedule.value})
-        specs = type(specs)(model=specs.model, system=specs.system, strategy=strategy,
-                            workload=specs.workload)
+        specs = replace(specs, strategy=strategy)  # keeps the framework and its assumptions
     report = estimate_memory(specs.model, specs.system, specs.strategy, specs.workload)
     advice = None
     if not report.fits:
