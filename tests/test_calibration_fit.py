@@ -32,10 +32,10 @@ from cv_data import serving_rows, serving_table, training_data
 
 runner = CliRunner()
 TRAINING_TABLE_MAX_DEVIATION = 5e-4
-"""Measured 2.0e-4 (1.0e-7 before host time; held-out rows are always forecast in full): f
-scales the kernel time exactly, but a pass with host time is max(GPU stream, host issue) per segment (schedule.host_time), so a row whose
-segments change side between f = 0 and f = 1 is not exactly linear in f; the grid parameters'
-rows are piecewise linear."""
+"""Measured 2.0e-4 (1.0e-7 before host time); held-out rows are always forecast in full.
+f scales the kernel time exactly, but a pass with host time is max(GPU stream, host issue)
+per segment (schedule.host_time), so a row whose segments change side between f = 0 and
+f = 1 is not exactly linear in f; the grid parameters' rows are piecewise linear."""
 ROUNDING = 0.6 * 10 ** (1 - DIGITS)
 """Relative rounding of a value written with DIGITS significant digits."""
 SERVING_TABLE_MAX_DEVIATION = 0.02
