@@ -98,5 +98,9 @@ def validate_command(
         from perfcast.report.inference_validation_text import render_inference_validation
 
         render_inference_validation(report, Console())
-        return
-    render_validation(report, Console())
+    else:
+        render_validation(report, Console())
+    if cv is not None:
+        from perfcast.report.cross_validation_text import render_cross_validation_footer
+
+        render_cross_validation_footer(cv, report.summary.overall, Console())

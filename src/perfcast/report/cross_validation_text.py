@@ -27,3 +27,16 @@ def render_cross_validation(output: CrossValidationOutput, console) -> None:
     console.print(table)
     console.print("[bold]in-sample[/bold] (the calibration in use, fitted on these rows "
                   "when it is the shipped one):")
+
+
+def render_cross_validation_footer(output: CrossValidationOutput, in_sample, console) -> None:
+    """The last lines of ``validate --cross-validate``: the out-of-sample headline, then the
+    in-sample one labelled as such (``in_sample``: the in-sample ``ErrorStats``)."""
+    overall = dict(output.groups).get("overall")
+    if overall is not None:
+        console.print(f"cross-validated (leave one source out): MAPE {_pct(overall.mape)}, "
+                      f"median {_pct(overall.median_abs_error)}, within 10% "
+                      f"{_pct(overall.within_10pct)} over {overall.count} rows", highlight=False)
+    console.print(f"in-sample (calibration fitted on these rows): MAPE {_pct(in_sample.mape)}, "
+                  f"median {_pct(in_sample.median_abs_error)} over {in_sample.count} rows",
+                  highlight=False)
