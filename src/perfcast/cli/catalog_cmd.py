@@ -35,6 +35,7 @@ def models_command(name: NameArgument = None, json: JsonFlag = False) -> None:
             "params_total": counts.total,
             "params_active": counts.active,
             "layers": model.num_hidden_layers,
+            "num_layers": model.num_hidden_layers,
             "hidden_size": model.hidden_size,
             "source": model.source,
         })

@@ -130,9 +130,12 @@ def sweep_command(
 
         written = plot_sweep(rows, plot)
     if json:
+        from perfcast.estimate.training_report import MFU_BASIS
         from perfcast.report.json_out import to_json
+        from perfcast.search.sweep import json_row
 
-        print(to_json({"rows": rows, "out": str(out) if out else None,
+        print(to_json({"rows": [json_row(r) for r in rows], "mfu_basis": MFU_BASIS,
+                       "out": str(out) if out else None,
                        "plots": [str(p) for p in written]}))
         return
     from perfcast.report.console import make_console

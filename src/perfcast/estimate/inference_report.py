@@ -119,6 +119,7 @@ class InferenceReport:
             "decode_step_breakdown_s": self.decode.to_dict(),
             "fits": self.fits,
             "max_batch_size": self.max_batch_size,
+            "peak_memory_bytes": self.memory.total_bytes,
             "memory": self.memory.to_dict(),
             "speculation": self.speculation.to_dict() if self.speculation else None,
             "kernel_backend": self.kernel_backend,

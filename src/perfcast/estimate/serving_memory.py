@@ -84,6 +84,14 @@ class ServingMemory:
         """At least one sequence of ``context_tokens`` fits beside the weights."""
         return self.max_concurrent_seqs(context_tokens) >= 1
 
+    @property
+    def resident_bytes(self) -> float:
+        """Bytes the engine holds per GPU once started: weights + workspace + runtime + the KV
+        pool it preallocates (vLLM/SGLang reserve the pool up front, so this is also the peak;
+        a negative pool, weights that do not fit, counts as 0)."""
+        return self.weights_bytes + self.workspace_bytes + self.runtime_bytes + \
+            max(self.kv_pool_bytes, 0.0)
+
     def to_dict(self) -> dict:
         GB = 1e9
         return {"capacity_GB": self.capacity_bytes / GB, "weights_GB": self.weights_bytes / GB,

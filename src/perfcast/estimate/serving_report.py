@@ -115,6 +115,7 @@ class ServingReport:
             "total_tokens_per_s_per_gpu": self.total_tokens_per_s / self.num_gpus,
             "requests_per_s": self.requests_per_s,
             "max_concurrent_seqs": self.max_concurrent_seqs,
+            "peak_memory_bytes": self.memory.resident_bytes,
             "memory": self.memory.to_dict(),
             "duration_s": self.duration_s, "num_steps": self.num_steps,
         }

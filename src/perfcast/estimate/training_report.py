@@ -122,6 +122,7 @@ class TrainingReport:
             "critical_stage": self.critical_stage,
             "bubble_fraction": self.bubble_fraction,
             "fits": self.memory.fits,
+            "peak_memory_bytes": self.memory.peak_bytes,
             "memory": self.memory.to_dict(),
             "kernel_backend": self.kernel_backend,
             "kernel_table_fallback_ops": list(self.kernel_table_fallback_ops),

@@ -80,6 +80,7 @@ class MemoryReport:
             "params_active": self.params_active,
             "capacity_bytes": self.capacity_bytes,
             "peak_bytes": self.peak_bytes,
+            "peak_memory_bytes": self.peak_bytes,
             "peak_stage": self.peak_stage,
             "fits": self.fits,
             "num_micro_batches": self.num_micro_batches,

@@ -35,7 +35,11 @@ class KernelReport:
     analytical model's; None for the other backends."""
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Fields as data, plus ``fraction_of_peak`` (``pct_of_peak`` / 100): a fraction, as
+        ``mfu`` is in every other command's JSON."""
+        out = asdict(self)
+        out["fraction_of_peak"] = self.pct_of_peak / 100.0
+        return out
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfcast.estimate.training_report import TrainingReport, strategy_dict
+from perfcast.estimate.training_report import MFU_BASIS, TrainingReport, strategy_dict
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class SearchCandidate:
             "tokens_per_s_per_gpu": r.tokens_per_s_per_gpu,
             "step_time_s": r.step_time_s,
             "memory_bytes": r.memory.peak_bytes,
+            "peak_memory_bytes": r.memory.peak_bytes,
             "memory_headroom_bytes": self.memory_headroom_bytes,
             "fits": r.memory.fits,
             "mfu": r.mfu,
@@ -93,6 +94,7 @@ class SearchResult:
             "infeasible": self.infeasible,
             "invalid": self.invalid,
             "framework": self.framework,
+            "mfu_basis": MFU_BASIS,
             "distinct": self.distinct,
             "recompute_layer_variants": self.recompute_layer_variants,
             "best": [c.to_dict() for c in self.best],

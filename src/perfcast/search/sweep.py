@@ -162,6 +162,18 @@ def run_task(task: SweepTask) -> dict:
     return row
 
 
+def json_row(row: dict) -> dict:
+    """A sweep row for ``--json``: the file columns plus ``peak_memory_bytes``, the key every
+    command's JSON uses for peak memory per GPU (an alias of ``memory_bytes``, kept out of the
+    CSV/Parquet columns so that files written before it still resume)."""
+    out = {}
+    for key, value in row.items():
+        out[key] = value
+        if key == "memory_bytes":
+            out["peak_memory_bytes"] = value
+    return out
+
+
 def read_rows(path: Path) -> list[dict]:
     """Complete rows already in a sweep output file (none when it does not exist)."""
     from perfcast.search.sweep_store import open_store
