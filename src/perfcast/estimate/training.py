@@ -38,7 +38,6 @@ from perfcast.schedule.data_parallel import data_parallel_time
 from perfcast.schedule.kernel_coverage import table_fallback_ops
 from perfcast.schedule.op_time import comm_op_time_s
 from perfcast.schedule.optimizer import optimizer_time_s
-from perfcast.schedule.orders import device_stage_work, schedule_plan
 from perfcast.schedule.pipeline import (
     CLOSED_FORM_SCHEDULES,
     pipeline_time_s,
@@ -312,6 +311,8 @@ def _device_stage_work(strategy: Strategy, m: int) -> tuple[tuple[float, ...], .
     if strategy.schedule != "dualpipe":
         return tuple(tuple(float(m) if d == i else 0.0 for i in range(strategy.pp))
                      for d in range(strategy.pp))
+    from perfcast.schedule.orders import device_stage_work, schedule_plan  # DualPipe only
+
     return device_stage_work(schedule_plan("dualpipe", strategy.pp, m))
 
 
