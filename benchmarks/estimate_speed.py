@@ -1,4 +1,4 @@
-"""Print the warm time of one ``estimate_training`` call (target: <= 5 ms).
+"""Print the warm time of one ``estimate_training`` call (target: <= 1 ms, issue 18).
 
 Llama-3.1-405B on 16,384 H100s: TP 8, PP 16, VPP 1, CP 1, DP 128, 8K sequence, GBS 2048.
 

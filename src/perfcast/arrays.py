@@ -25,4 +25,7 @@ _SCALAR_TYPES = frozenset({int, float, bool, np.float64, np.int64, np.bool_})
 def all_scalars(*values: object) -> bool:
     """True when every value is one number or bool (Python or numpy scalar), not an array:
     the calls a kernel model may memoize."""
-    return all(type(v) in _SCALAR_TYPES or isinstance(v, Real | np.bool_) for v in values)
+    for v in values:  # a loop, not all(genexpr): this runs for every op the estimator times
+        if type(v) not in _SCALAR_TYPES and not isinstance(v, Real | np.bool_):
+            return False
+    return True

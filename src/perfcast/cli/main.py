@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from perfcast.cli.app_group import OneLineErrorGroup
+from perfcast.cli.blas_threads import limit_blas_threads
 from perfcast.cli.calibrate_cmd import calibrate_command
 from perfcast.cli.catalog_cmd import models_command, systems_command
 from perfcast.cli.comm_cmd import comm_command
@@ -81,7 +82,8 @@ app.command("systems", help="List catalog systems and GPUs.")(systems_command)
 
 
 def run() -> None:
-    """Console-script entry point."""
+    """Console-script entry point (one BLAS thread unless the user chose: ``blas_threads``)."""
+    limit_blas_threads()
     app()
 
 

@@ -26,7 +26,7 @@ from perfcast.graph.flops import (
 from perfcast.graph.layer import ACT_BYTES
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
 from perfcast.graph.param_sharding import (
-    is_moe_layer,
+    count_moe_layers,
     stage_params,
     strategy_stage_layers,
 )
@@ -38,7 +38,6 @@ from perfcast.schedule.data_parallel import data_parallel_time
 from perfcast.schedule.kernel_coverage import table_fallback_ops
 from perfcast.schedule.op_time import comm_op_time_s
 from perfcast.schedule.optimizer import optimizer_time_s
-from perfcast.schedule.orders import device_stage_work, schedule_plan
 from perfcast.schedule.pipeline import (
     CLOSED_FORM_SCHEDULES,
     pipeline_time_s,
@@ -85,7 +84,7 @@ def stage_kinds(model: ModelSpec, strategy: Strategy) -> list[int]:
     out = []
     pp = strategy.pp
     for stage, layers in enumerate(strategy_stage_layers(model, strategy)):
-        key = (len(layers), sum(1 for i in layers if is_moe_layer(model, i)), stage == 0,
+        key = (len(layers), count_moe_layers(model, layers), stage == 0,
                stage == pp - 1)
         out.append(keys.setdefault(key, len(keys)))
     return out
@@ -97,7 +96,11 @@ def distinct_stages(model: ModelSpec, strategy: Strategy) -> list[tuple[int, int
     Stages with the same layer mix and the same embedding/head role cost the same time and
     hold the same states; the first of a kind holds the most in-flight micro-batches.
     """
-    kinds = stage_kinds(model, strategy)
+    return _distinct(stage_kinds(model, strategy))
+
+
+def _distinct(kinds: list[int]) -> list[tuple[int, int]]:
+    """(first stage index, number of stages) of each kind in ``stage_kinds`` output."""
     return [(kinds.index(k), kinds.count(k)) for k in range(max(kinds) + 1)]
 
 
@@ -179,7 +182,8 @@ def estimate_training(
     backend = cal.with_kernels(get_backend(kernel_backend))
     m = num_micro_batches(workload, strategy)
     s = workload.seq_length
-    kinds = distinct_stages(model, strategy)
+    stage_kind = stage_kinds(model, strategy)
+    kinds = _distinct(stage_kind)
     stages, graphs = [], []
     for stage, _ in kinds:
         params = stage_params(model, strategy, stage)
@@ -192,22 +196,24 @@ def estimate_training(
                 offloaded, system, times.forward_s, times.backward_compute_s))
         stages.append((times, data_parallel_time(params, times, system, strategy, comm_overlap),
                        params))
-    per_stage = [stages[k] for k in stage_kinds(model, strategy)]
+    per_stage = [stages[k] for k in stage_kind]
     passes = tuple(times.passes(dp.exposed_per_micro_batch_s) for times, dp, _ in per_stage)
     overheads = cal.training_overheads
     calib = overheads.for_generation(system.gpu.generation)
     parts = assemble_step(model, system, strategy, s, m, stages, [n for _, n in kinds], backend,
                           calib, passes)
     # The critical GPU: the one with the most work (its own stage m times, except DualPipe).
-    work = _device_stage_work(strategy, m)
+    # Each device's (stage, micro-batches) with work: zero terms add exactly nothing.
+    work = [[(i, w) for i, w in enumerate(row) if w]
+            for row in _device_stage_work(strategy, m)]
     totals = [p.total_s for p in passes]
-    busy = [sum(w * t for w, t in zip(row, totals, strict=True)) for row in work]
+    busy = [sum(w * totals[i] for i, w in row) for row in work]
     critical = max(range(strategy.pp), key=lambda d: busy[d])
 
     def on_critical(field: str, source: int = 0) -> float:
         """A StageTime (source 0) or DataParallelTime (1) field, summed over the critical
         device's micro-batches of each stage."""
-        return sum(w * getattr(per_stage[i][source], field) for i, w in enumerate(work[critical]))
+        return sum(w * getattr(per_stage[i][source], field) for i, w in work[critical])
 
     breakdown = StepBreakdown(
         compute_gemm_s=on_critical("gemm_s"),
@@ -305,6 +311,8 @@ def _device_stage_work(strategy: Strategy, m: int) -> tuple[tuple[float, ...], .
     if strategy.schedule != "dualpipe":
         return tuple(tuple(float(m) if d == i else 0.0 for i in range(strategy.pp))
                      for d in range(strategy.pp))
+    from perfcast.schedule.orders import device_stage_work, schedule_plan  # DualPipe only
+
     return device_stage_work(schedule_plan("dualpipe", strategy.pp, m))
 
 

@@ -71,6 +71,14 @@ def is_moe_layer(model: ModelSpec, layer: int) -> bool:
     return (layer - model.first_k_dense_layers) % model.moe_layer_freq == 0
 
 
+def count_moe_layers(model: ModelSpec, layers: Sequence[int]) -> int:
+    """How many of the global layer indices ``layers`` have an MoE MLP (``is_moe_layer``);
+    0 at once for a dense model (the estimator's hot path counts every stage's layers)."""
+    if not model.is_moe:
+        return 0
+    return sum(1 for i in layers if is_moe_layer(model, i))
+
+
 def _attention_replicated(model: ModelSpec) -> int:
     """Attention parameters that TP does not split: MLA down-projections and their norms."""
     if not model.is_mla:
@@ -104,10 +112,25 @@ class StageParams:
 
 
 def stage_params(model: ModelSpec, strategy: Strategy, stage: int) -> StageParams:
-    """Parameters held by one GPU of pipeline stage ``stage`` (0-based)."""
+    """Parameters held by one GPU of pipeline stage ``stage`` (0-based).
+
+    Memoized for a frozen ``Strategy`` (a pure function of hashable, immutable inputs; the
+    estimator asks for the same stage from the memory and the time paths); the bulk search's
+    array-valued strategy blocks are computed each time."""
+    if type(strategy) is Strategy:
+        return _stage_params_memo(model, strategy, stage)
+    return _stage_params(model, strategy, stage)
+
+
+@lru_cache(maxsize=4096)
+def _stage_params_memo(model: ModelSpec, strategy: Strategy, stage: int) -> StageParams:
+    return _stage_params(model, strategy, stage)
+
+
+def _stage_params(model: ModelSpec, strategy: Strategy, stage: int) -> StageParams:
     t = strategy.tp
     layers = strategy_stage_layers(model, strategy)[stage]
-    moe_layers = sum(1 for i in layers if is_moe_layer(model, i))
+    moe_layers = count_moe_layers(model, layers)
     dense_layers = len(layers) - moe_layers
 
     attn_repl = _attention_replicated(model)

@@ -9,6 +9,7 @@ Multi-token-prediction modules (DeepSeek-V3 MTP) are excluded, as in the publish
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from perfcast.specs.model import ModelSpec
 
@@ -156,8 +157,10 @@ def lm_head_params(model: ModelSpec) -> int:
     return 0 if model.tie_word_embeddings else model.vocab_size * model.hidden_size
 
 
+@lru_cache(maxsize=256)
 def count_params(model: ModelSpec) -> ParamCounts:
-    """Total and active parameter counts of ``model`` (final norm included)."""
+    """Total and active parameter counts of ``model`` (final norm included; memoized: a pure
+    function of the frozen model)."""
     dense = model.num_dense_layers * dense_layer_params(model)
     moe_total = model.num_moe_layers * moe_layer_params(model, model.num_experts)
     moe_active = model.num_moe_layers * moe_layer_params(model, model.num_experts_per_tok)

@@ -8,11 +8,12 @@ embedding lookup on the first stage and the LM head + cross-entropy on the last
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from perfcast.graph.fp8_casts import fp8_cast_ops
 from perfcast.graph.layer import ACT_BYTES, LayerShape, backward_ops, layer_ops
 from perfcast.graph.ops import CommOp, ComputeOp, GemmOp, MemoryOp, Phase
-from perfcast.graph.param_sharding import is_moe_layer, strategy_stage_layers
+from perfcast.graph.param_sharding import count_moe_layers, strategy_stage_layers
 from perfcast.graph.params import allocated_vocab_size
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.strategy import Strategy
@@ -103,9 +104,24 @@ def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool
 
 
 def stage_graph(model: ModelSpec, strategy: Strategy, seq_length: int, stage: int) -> StageGraph:
-    """Ops of pipeline stage ``stage`` for one micro-batch."""
+    """Ops of pipeline stage ``stage`` for one micro-batch.
+
+    Memoized for a frozen ``Strategy`` and an integer sequence length: the graph is a pure,
+    immutable function of them (frozen dataclasses of tuples)."""
+    if type(strategy) is Strategy and type(seq_length) is int:
+        return _stage_graph_memo(model, strategy, seq_length, stage)
+    return _stage_graph(model, strategy, seq_length, stage)
+
+
+@lru_cache(maxsize=1024)
+def _stage_graph_memo(model: ModelSpec, strategy: Strategy, seq_length: int,
+                      stage: int) -> StageGraph:
+    return _stage_graph(model, strategy, seq_length, stage)
+
+
+def _stage_graph(model: ModelSpec, strategy: Strategy, seq_length: int, stage: int) -> StageGraph:
     layers = strategy_stage_layers(model, strategy)[stage]
-    num_moe = sum(1 for i in layers if is_moe_layer(model, i))
+    num_moe = count_moe_layers(model, layers)
     last = stage == strategy.pp - 1
     mtp = strategy.mtp_num_layers if last else 0
     num_moe += mtp if model.is_moe else 0

@@ -9,9 +9,10 @@ catalog (TPU, Gaudi, parts whose clock is not published) is timed by the rooflin
 
 Speed: a training estimate asks for the same few dozen scalar GEMM shapes again and again (and
 the search's layer tables for the same shapes per layer key), so scalar GEMM calls are
-memoized per backend instance on (GPU, shape, precision) and scalar attention calls in
-``analytical_attention``; array calls are evaluated every time. Both run the same formulas,
-so a memoized value equals the array path's element exactly.
+memoized per backend instance on (GPU, shape, precision), scalar memory-bound calls on (GPU,
+bytes), and scalar attention calls in ``analytical_attention``; array calls are evaluated
+every time. Both run the same formulas, so a memoized value equals the array path's element
+exactly.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ class AnalyticalBackend:
         # Per-instance memo of scalar GEMM calls (key: GPU, m, n, k, batch, precision).
         memo = lru_cache(maxsize=analytical_gemm.GEMM_MEMO_SIZE)(self._gemm_time_s)
         object.__setattr__(self, "_gemm_memo", memo)
+        # And of scalar memory-bound calls (key: GPU, bytes): numpy on scalars is slow.
+        memory_memo = lru_cache(maxsize=analytical_gemm.GEMM_MEMO_SIZE)(self._memory_bound_time_s)
+        object.__setattr__(self, "_memory_memo", memory_memo)
 
     def __reduce__(self) -> tuple:
         # Pickle the fields only; the unpickled instance builds a fresh memo.
@@ -152,6 +156,12 @@ class AnalyticalBackend:
                                              launch))
 
     def memory_bound_time_s(self, gpu: GPUSpec, bytes_moved: Floats) -> Floats:
-        """One memory-bound kernel: bytes/(BW·η_hbm) + t_launch, seconds (``memory_bound``)."""
+        """One memory-bound kernel: bytes/(BW·η_hbm) + t_launch, seconds (``memory_bound``);
+        scalar calls memoized per backend instance, like GEMMs (same formula, same value)."""
+        if all_scalars(bytes_moved):
+            return self._memory_memo(gpu, float(bytes_moved))
+        return self._memory_bound_time_s(gpu, bytes_moved)
+
+    def _memory_bound_time_s(self, gpu: GPUSpec, bytes_moved: Floats) -> Floats:
         hbm_eff, launch = self._hbm_and_launch(gpu)
         return memory_bound_kernels_time_s(bytes_moved, gpu.hbm_bandwidth_Bps, hbm_eff, launch)

@@ -92,18 +92,20 @@ def num_process_groups(strategy: Strategy):
 
 def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_length: int,
                  num_micro_batches, overheads: MemoryOverheads,
-                 layer_activations: tuple | None = None) -> StageMemory:
+                 layer_activations: tuple | None = None,
+                 opts: A.ActivationOptions | None = None) -> StageMemory:
     """Peak bytes per GPU of pipeline stage ``params.stage``: states, stored activations of
     the in-flight micro-batches, embedding/loss buffers and calibrated allowances.
 
     Array-friendly: ``params`` fields, ``num_micro_batches`` and the strategy's sizes may be
     numpy arrays (the bulk search); the result's fields are then arrays. ``layer_activations``
-    passes a stage-mix's (per micro-batch, working set) bytes already computed for another stage.
+    passes a stage-mix's (per micro-batch, working set) bytes already computed for another stage,
+    ``opts`` the strategy's ``activation_options`` already built for another stage.
     """
     stage, cal = params.stage, overheads
     s = seq_length / strategy.cp
     b = strategy.micro_batch_size
-    opts = activation_options(model, strategy)
+    opts = activation_options(model, strategy) if opts is None else opts
     states = state_bytes(params, strategy)
     per_mb, working = layer_activations or _stage_layer_activations(
         model, strategy, params.num_layers, params.num_moe_layers, s, b
@@ -184,6 +186,7 @@ def estimate_memory(
     counts = count_params(model)
     m = num_micro_batches(workload, strategy)
     per_mix: dict[tuple[int, int], tuple] = {}  # stages with one layer mix share activations
+    opts = activation_options(model, strategy)
 
     def one_stage(stage: int) -> StageMemory:
         params = stage_params(model, strategy, stage)
@@ -192,7 +195,8 @@ def estimate_memory(
             per_mix[mix] = _stage_layer_activations(
                 model, strategy, *mix, workload.seq_length / strategy.cp,
                 strategy.micro_batch_size)
-        return stage_memory(model, strategy, params, workload.seq_length, m, cal, per_mix[mix])
+        return stage_memory(model, strategy, params, workload.seq_length, m, cal, per_mix[mix],
+                            opts)
 
     stages = tuple(one_stage(stage) for stage in range(strategy.pp))
     if strategy.schedule == "dualpipe":

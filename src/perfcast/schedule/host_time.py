@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
 import numpy as np
 
@@ -49,14 +50,17 @@ _SCOPE_PREFIXES = (
 )
 
 
+@lru_cache(maxsize=1024)
 def op_scope(name: str) -> HostScope:
-    """Scope of the graph op named ``name`` (its backward and FP8-cast ops share the prefix)."""
+    """Scope of the graph op named ``name`` (its backward and FP8-cast ops share the prefix).
+    Memoized: a pure look-up over a few dozen op names, asked for every op of every pass."""
     for scope, prefixes in _SCOPE_PREFIXES:
         if name.startswith(prefixes):
             return scope
     return HostScope.OTHER
 
 
+@lru_cache(maxsize=8)
 def captured_scopes(cuda_graphs: str) -> frozenset[HostScope]:
     """Scopes a ``--cuda-graphs`` choice captures: none, attention, moe, or full (all)."""
     return {

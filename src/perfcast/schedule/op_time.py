@@ -138,11 +138,10 @@ def comm_op_time_s(op: CommOp, system: SystemSpec, strategy: Strategy):
 
     Array-friendly: group sizes and ``op.size_bytes`` may be numpy arrays (the bulk search);
     scalars take the memoized path. A group of one costs 0."""
-    from perfcast.comm import group_collective_time_s
-    from perfcast.comm.dispatch import low_latency_all_to_all_time_s
-
     size, stride = group_size_and_stride(op.group, strategy)
     if op.algorithm == LOW_LATENCY_ALGORITHM:
+        from perfcast.comm.dispatch import low_latency_all_to_all_time_s
+
         return op.count * low_latency_all_to_all_time_s(op.size_bytes, system, size)
     size_bytes = _dispatch_bytes(op, system, size, stride)
     if all_scalars(size, stride, size_bytes):
@@ -150,5 +149,7 @@ def comm_op_time_s(op: CommOp, system: SystemSpec, strategy: Strategy):
             return 0.0
         return op.count * _collective_s(op.collective.value, float(size_bytes), system,
                                         int(size), int(stride), op.algorithm)
+    from perfcast.comm import group_collective_time_s
+
     return op.count * group_collective_time_s(op.collective.value, size_bytes, system, size,
                                               stride, op.algorithm)
