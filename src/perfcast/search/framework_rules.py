@@ -93,20 +93,22 @@ class LayoutRules:
         """The first accepted split of ``num_layers`` over ``pp * vpp`` chunks (None if none).
 
         ``embedding_as_layer``: (L + 1) chunks-divisible, the first chunk one layer short;
-        ``embedding_and_loss_as_layers``: (L + 2) divisible, first and last chunk one short,
-        each chunk keeping at least one layer (MLM:TC L137-143). ``graph.param_sharding.
+        ``embedding_and_loss_as_layers``: (L + 2) divisible, first and last chunk one short
+        (MLM:TC L137-143); a chunk may then hold only the embedding or the loss, as in the
+        published Qwen3-235B PP32 x VPP3 layout (ground truth row 562). ``graph.param_sharding.
         layers_per_stage`` gives the same stage sizes (remainder to the middle stages first).
         """
         chunks = pp * vpp
         if pp == 1:
             return "even" if vpp == 1 else None
-        if not self.has_pipeline or chunks > num_layers:
+        if not self.has_pipeline or chunks > num_layers + max(_EXTRA_LAYERS.values()):
             return None
         for split in self.pipeline_splits:
             if split == "uneven":
-                return split
-            extra = _EXTRA_LAYERS[split]
-            if (num_layers + extra) % chunks == 0 and (num_layers + extra) // chunks > min(extra, 1):
+                if chunks <= num_layers:  # an uneven split still keeps a layer per chunk
+                    return split
+                continue
+            if (num_layers + _EXTRA_LAYERS[split]) % chunks == 0:
                 return split
         return None
 

@@ -31,6 +31,7 @@ from perfcast.search.space import SearchConstraints, StrategySpace
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.limits import MAX_GPUS
 from perfcast.specs.model import ModelSpec
+from perfcast.specs.strategy import Strategy
 from perfcast.specs.workload import Workload
 
 DEFAULT_TOKEN_BUDGET = 1e12
@@ -127,6 +128,9 @@ def search_strategies(
 
     def candidate(b: int, i: int) -> SearchCandidate:
         strategy = space.blocks[b].strategy(int(i))
+        # The re-scored forecast runs the split the framework needs (embedding/loss as layers).
+        strategy = Strategy.model_validate({**strategy.model_dump(), **rules.split_fields(
+            model.num_hidden_layers, strategy.pp, strategy.vpp)})
         report = estimate_training(model, system, strategy, workload,
                                    kernel_backend=kernel_backend, calibration=calibration)
         t = float(time_to_train_s(token_budget, report.tokens_per_s_per_gpu, num_gpus))
