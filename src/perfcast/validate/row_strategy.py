@@ -89,13 +89,6 @@ def _framework(row: Mapping[str, str | None]) -> str:
     return cell_text(row, "framework").lower()
 
 
-def is_megatron_core(row: Mapping[str, str | None]) -> bool:
-    """The row's framework column selects the megatron-core profile (NeMo 2, Megatron-Bridge),
-    whose layers must split evenly over pp·vpp chunks unless embedding/loss are counted."""
-    found = framework_of_text(cell_text(row, "framework"))
-    return found is not None and found.profile.name == "megatron-core"
-
-
 def is_torchtitan(row: Mapping[str, str | None]) -> bool:
     """The row's framework column selects the torchtitan profile."""
     found = framework_of_text(cell_text(row, "framework"))
@@ -242,23 +235,22 @@ def expert_tp(row: Mapping[str, str | None], notes: list[str]) -> int | None:
 
 def pipeline_split(row: Mapping[str, str | None], num_layers: int, sizes: ParallelSizes,
                    notes: list[str]) -> dict[str, Any]:
-    """Megatron-Core asserts an even split of the layers over pp·vpp chunks; when the row's
-    layers do not split but layers + 2 do, the run must have counted the embedding and the loss
-    as layers (``--account-for-embedding/loss-in-pipeline-split``); layers + 1: the loss."""
-    chunks = sizes.pp * sizes.vpp
-    if sizes.pp == 1 or num_layers % chunks == 0 or not is_megatron_core(row):
-        return {}
-    if (num_layers + 2) % chunks == 0:
-        notes.append(f"{num_layers} layers over pp*vpp={chunks}: embedding and loss counted as "
-                     "layers in the pipeline split")
-        return {"account_for_embedding_in_pipeline_split": True,
-                "account_for_loss_in_pipeline_split": True}
-    if (num_layers + 1) % chunks == 0:
-        notes.append(f"{num_layers} layers over pp*vpp={chunks}: loss counted as a layer in the "
-                     "pipeline split")
-        return {"account_for_loss_in_pipeline_split": True}
-    return {}
+    """The embedding/loss accounting a row's layout needs when its layers do not split evenly
+    over pp·vpp chunks: the first split the row's framework profile accepts
+    (``pipeline_splits_accepted``, read by ``search.framework_rules.LayoutRules``, the same
+    rule the search uses); {} for an even split or a framework without such rules."""
+    from perfcast.search.framework_rules import LayoutRules
 
+    found = framework_of_text(cell_text(row, "framework"), cell_text(row, "version_or_date"))
+    if sizes.pp == 1 or found is None:
+        return {}
+    rules = LayoutRules.of(found)
+    split = rules.pipeline_split(num_layers, sizes.pp, sizes.vpp)
+    if split not in ("embedding_as_layer", "embedding_and_loss_as_layers"):
+        return {}
+    notes.append(f"{num_layers} layers over pp*vpp={sizes.pp * sizes.vpp}: "
+                 f"{split.replace('_', ' ')} in the pipeline split ({found.label})")
+    return rules.split_fields(num_layers, sizes.pp, sizes.vpp)
 
 def recompute(
     row: Mapping[str, str | None], layers_per_stage: int, notes: list[str]
