@@ -6,7 +6,10 @@ The end-to-end fits (``perfcast calibrate``) write five files, each read by its 
 * ``comm_overlap.yaml``: SMs held by collectives, TP-overlap and stream-overlap shares;
 * ``attention_kernels.yaml``: derived attention kernel classes (fitted time ratios);
 * ``inference_overheads.yaml``: per-generation serving overheads, pooled ``default``;
-* ``forecast_intervals.yaml``: 80% bands from the cross-validated residuals.
+* ``forecast_intervals.yaml``: 80% bands from the cross-validated residuals;
+
+and, not fitted but sourced priors a user may replace, ``host_launch.yaml`` (host time per
+eager op, graph launch and device-host sync).
 
 ``load_calibration(directory)`` reads each file from ``directory`` when it holds one and the
 shipped file otherwise (a user who fitted only training runs keeps the shipped serving
@@ -36,6 +39,11 @@ from perfcast.calibration.forecast_intervals import (
     ForecastIntervals,
     load_forecast_intervals,
 )
+from perfcast.calibration.host_launch import (
+    HOST_LAUNCH_PATH,
+    HostLaunchCalibration,
+    load_host_launch,
+)
 from perfcast.calibration.inference_overheads import (
     INFERENCE_OVERHEADS_PATH,
     InferenceOverheads,
@@ -54,6 +62,7 @@ FILE_NAMES: Final[dict[str, str]] = {
     "attention_kernels": ATTENTION_KERNELS_PATH.name,
     "inference_overheads": INFERENCE_OVERHEADS_PATH.name,
     "intervals": FORECAST_INTERVALS_PATH.name,
+    "host_launch": HOST_LAUNCH_PATH.name,
 }
 """``Calibration`` field -> file name in a calibration directory."""
 
@@ -87,6 +96,8 @@ class Calibration:
     inference_overheads: InferenceOverheads
     intervals: ForecastIntervals | None = None
     """80% bands from cross-validated residuals (None: forecasts carry no band)."""
+    host_launch: HostLaunchCalibration | None = None
+    """Host launch/sync priors (``host_launch.yaml``; sourced, not fitted). None: shipped."""
     directory: Path | None = None
     """Directory the files came from (None: the shipped calibration)."""
 
@@ -160,5 +171,6 @@ def load_calibration(directory: Path | str | None = None) -> Calibration:
         attention_kernels=load_attention_kernels(_file(directory, "attention_kernels")),
         inference_overheads=load_inference_overheads(_file(directory, "inference_overheads")),
         intervals=load_forecast_intervals(_file(directory, "intervals")),
+        host_launch=load_host_launch(_file(directory, "host_launch")),
         directory=directory,
     )

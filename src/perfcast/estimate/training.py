@@ -15,7 +15,6 @@ import numpy as np
 
 from perfcast.arrays import Floats
 from perfcast.calibration.bundle import Calibration, load_calibration
-from perfcast.calibration.host_launch import HostLaunchCalibration
 from perfcast.calibration.training_overheads import TrainingOverhead, TrainingOverheads
 from perfcast.estimate.training_report import StepBreakdown, TrainingReport
 from perfcast.graph.flops import (
@@ -167,14 +166,12 @@ def estimate_training(
     workload: Workload,
     kernel_backend: KernelBackendName | str | KernelBackend = DEFAULT_KERNEL_BACKEND,
     calibration: Calibration | None = None,
-    host_launch: HostLaunchCalibration | None = None,
 ) -> TrainingReport:
     """Step time, throughput, MFU and a breakdown for one training step (no side effects).
 
     ``calibration`` (``perfcast.calibration.bundle``) replaces the shipped calibration: the
     per-generation overheads, overlap shares and derived attention kernels (a user's
-    ``perfcast calibrate`` output, or a fitting trial); ``host_launch`` the shipped host-launch
-    priors (``calibration/host_launch.yaml``).
+    ``perfcast calibrate`` output, or a fitting trial), host-launch priors included.
     """
     memory = estimate_memory(model, system, strategy, workload)  # also validates the inputs
     cal = calibration or load_calibration()
@@ -188,7 +185,7 @@ def estimate_training(
     for stage, _ in kinds:
         params = stage_params(model, strategy, stage)
         graphs.append(stage_graph(model, strategy, s, stage))
-        times = stage_time(graphs[-1], system, strategy, backend, comm_overlap, host_launch)
+        times = stage_time(graphs[-1], system, strategy, backend, comm_overlap, cal.host_launch)
         if strategy.cpu_offload_activation_layers or strategy.offload_modules:
             offloaded = offloaded_activation_bytes(model, strategy, params.num_layers,
                                                    params.num_moe_layers, s)

@@ -75,13 +75,14 @@ def layer_tables(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq
                  backend, calibration: Calibration | None = None) -> LayerTables:
     """Scalar layer and extra-op times for every ``LayerKey`` of ``space`` (overlap shares
     from ``calibration``, the shipped one when None)."""
-    overlap = (calibration or load_calibration()).comm_overlap
+    cal = calibration or load_calibration()
+    overlap, host = cal.comm_overlap, cal.host_launch
     roles = ((True, False), (False, True), (True, True))
 
     def timed_layer(strategy: Strategy, is_moe: bool) -> LayerTime:
         compute, comm = layer_ops(model, layer_shape(model, strategy, seq_length, is_moe))
         group = LayerGroup(1, is_moe, tuple(compute), tuple(comm))
-        return layer_time(group, system, strategy, backend, overlap)
+        return layer_time(group, system, strategy, backend, overlap, host)
 
     @functools.cache
     def without_experts(tp, cp, mbs, sp, precision, overlap, recipe):
