@@ -14,7 +14,7 @@ def run_serving(model, system, strategy, options: dict, *, concurrency: int | No
                 input_len: int, output_len: int, length_range_ratio: float, engine: str,
                 engine_version: str | None, json: bool) -> None:
     from perfcast.estimate.serving import estimate_serving
-    from perfcast.specs.serving import ServingWorkload
+    from perfcast.specs.serving import serving_workload
 
     modes = [name for name, on in (("--concurrency", concurrency is not None),
                                    ("--request-rate", request_rate is not None),
@@ -27,13 +27,9 @@ def run_serving(model, system, strategy, options: dict, *, concurrency: int | No
                          "speculative decoding is not simulated with --concurrency/--request-rate")
     if options.get("offload") is not None and options["offload"].any:
         raise InputError("offload", True, "offloading is not simulated with --concurrency/--request-rate")
-    mode = "concurrency" if concurrency is not None else \
-        "request_rate" if request_rate is not None else "offline"
-    default_requests = max(10 * (concurrency or 10), 100)
-    workload = ServingWorkload(
-        mode=mode, concurrency=concurrency, request_rate_per_s=request_rate,
-        num_requests=num_requests or default_requests, input_len=input_len,
-        output_len=output_len, length_range_ratio=length_range_ratio)
+    workload = serving_workload(concurrency=concurrency, request_rate=request_rate,
+                                num_requests=num_requests, input_len=input_len,
+                                output_len=output_len, length_range_ratio=length_range_ratio)
     report = estimate_serving(
         model, system, strategy, workload, engine=engine, engine_version=engine_version,
         precision=options["precision"], kv_precision=options["kv_precision"],

@@ -19,13 +19,14 @@ offline) on an engine with continuous batching. Pure.
 from __future__ import annotations
 
 import math
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 
 from perfcast.calibration.inference_overheads import InferenceOverheads, load_inference_overheads
 from perfcast.catalog.serving_engines import EngineConfig, engine_config
 from perfcast.errors import InputError
 from perfcast.estimate.inference import _check, _context
-from perfcast.estimate.serving_memory import serving_memory_paged
+from perfcast.estimate.inference_phases import ServingContext
+from perfcast.estimate.serving_memory import ServingMemory, serving_memory_paged
 from perfcast.estimate.serving_report import LatencyStats, ServingReport, run_statistics
 from perfcast.estimate.serving_sim import simulate
 from perfcast.estimate.serving_step_cost import build_step_cost
@@ -80,6 +81,56 @@ def gqa_exponent(engine: EngineConfig, overheads: InferenceOverheads) -> float:
     return 0.0 if engine.decode_attention_kernel == "grouped" else overheads.gqa_kv_read_exponent
 
 
+@dataclass(frozen=True)
+class ServingSetup:
+    """What a serving forecast of one deployment needs before it simulates: the engine
+    scheduler, the paged-KV memory split, and the per-step cost context (steps 1–3 of the
+    module docstring). ``estimate_serving`` and the deployment search
+    (``serving_search``) both start from it, so they price steps with the same physics."""
+
+    config: EngineConfig
+    """Scheduler of one model replica (attention DP: all tp ranks together)."""
+    memory: ServingMemory
+    ctx: ServingContext
+    """Step-cost context of one replica."""
+
+
+def serving_setup(
+    model: ModelSpec,
+    system: SystemSpec,
+    strategy: Strategy,
+    *,
+    engine: str = "vllm",
+    engine_version: str | None = None,
+    precision: str = "bf16",
+    kv_precision: str | None = None,
+    weight_precision: str | None = None,
+    attention_dp: bool = False,
+    engine_overrides: dict[str, object] | None = None,
+    kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE,
+    overheads: InferenceOverheads | None = None,
+) -> ServingSetup:
+    """Engine config, memory and step-cost context of one deployment (no side effects)."""
+    sixteen = "fp16" if precision == "fp16" else "bf16"
+    prec = InferencePrecision(weights=weight_precision or precision, activations=precision,
+                              kv_cache=kv_precision or sixteen)
+    _check(model, system, strategy, prec, attention_dp)
+    cal = overheads or load_inference_overheads()
+    config = engine_config(engine, system.gpu.hbm_capacity_bytes, engine_version)
+    if engine_overrides:
+        config = override_engine(config, engine_overrides)
+    memory = serving_memory_paged(model, system.gpu.hbm_capacity_bytes, strategy, prec, config,
+                                  attention_dp=attention_dp)
+    if attention_dp:
+        config = attention_dp_scheduler(config, strategy.tp)
+    ctx = _context(model, system, strategy, prec, attention_dp, Offload(),
+                   get_backend(kernel_backend), cal, memory.weights_bytes)
+    ctx = replace(ctx, gqa_kv_read_exponent=gqa_exponent(config, cal))
+    if config.overlap_scheduler:  # host scheduling/sampling hidden behind the GPU step
+        ctx = replace(ctx, overhead=ctx.overhead.model_copy(update={"step_overhead_s": 0.0}))
+    return ServingSetup(config=config, memory=memory, ctx=ctx)
+
+
 def estimate_serving(
     model: ModelSpec,
     system: SystemSpec,
@@ -98,18 +149,12 @@ def estimate_serving(
 ) -> ServingReport:
     """Simulate ``workload`` served by ``engine`` (no side effects; module docstring)."""
     strategy = strategy or Strategy(num_gpus=1)
-    sixteen = "fp16" if precision == "fp16" else "bf16"
-    prec = InferencePrecision(weights=weight_precision or precision, activations=precision,
-                              kv_cache=kv_precision or sixteen)
-    _check(model, system, strategy, prec, attention_dp)
-    cal = overheads or load_inference_overheads()
-    config = engine_config(engine, system.gpu.hbm_capacity_bytes, engine_version)
-    if engine_overrides:
-        config = override_engine(config, engine_overrides)
-    memory = serving_memory_paged(model, system.gpu.hbm_capacity_bytes, strategy, prec, config,
-                                  attention_dp=attention_dp)
-    if attention_dp:
-        config = attention_dp_scheduler(config, strategy.tp)
+    setup = serving_setup(
+        model, system, strategy, engine=engine, engine_version=engine_version,
+        precision=precision, kv_precision=kv_precision, weight_precision=weight_precision,
+        attention_dp=attention_dp, engine_overrides=engine_overrides,
+        kernel_backend=kernel_backend, overheads=overheads)
+    config, memory, ctx = setup.config, setup.memory, setup.ctx
     replicas = strategy.dp
     share = replica_workload(workload, replicas)
     max_seqs = memory.max_concurrent_seqs(workload.context_tokens)
@@ -124,11 +169,6 @@ def estimate_serving(
         return ServingReport(**common, ttft=nan, tpot=nan, itl=nan, e2e_latency=nan,
                              duration_s=float("nan"), output_tokens=0.0, input_tokens=0.0,
                              num_requests=0, num_steps=0)
-    ctx = _context(model, system, strategy, prec, attention_dp, Offload(),
-                   get_backend(kernel_backend), cal, memory.weights_bytes)
-    ctx = replace(ctx, gqa_kv_read_exponent=gqa_exponent(config, cal))
-    if config.overlap_scheduler:  # host scheduling/sampling hidden behind the GPU step
-        ctx = replace(ctx, overhead=ctx.overhead.model_copy(update={"step_overhead_s": 0.0}))
     running = min(max_seqs, share.concurrency or share.num_requests)
     cost = build_step_cost(ctx, config, running, workload.context_tokens)
     run = simulate(share, cost, config, memory.kv_pool_tokens, memory.kv_block_tokens)

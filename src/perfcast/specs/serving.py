@@ -52,3 +52,18 @@ class ServingWorkload(BaseModel):
     def context_tokens(self) -> int:
         """Largest KV length a request reaches."""
         return self.input_len + self.output_len
+
+
+def serving_workload(*, concurrency: int | None, request_rate: float | None,
+                     num_requests: int | None, input_len: int, output_len: int,
+                     length_range_ratio: float = 1.0) -> ServingWorkload:
+    """The ``ServingWorkload`` the flags describe (offline when neither concurrency nor rate is
+    given); ``--num-requests`` defaults to 10 × concurrency, at least 100. ``infer-search``
+    builds its workloads here too, so its numbers are those of ``infer``."""
+    mode = "concurrency" if concurrency is not None else \
+        "request_rate" if request_rate is not None else "offline"
+    default_requests = max(10 * (concurrency or 10), 100)
+    return ServingWorkload(
+        mode=mode, concurrency=concurrency, request_rate_per_s=request_rate,
+        num_requests=num_requests or default_requests, input_len=input_len,
+        output_len=output_len, length_range_ratio=length_range_ratio)
