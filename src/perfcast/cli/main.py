@@ -16,6 +16,7 @@ from perfcast.cli.calibrate_cmd import calibrate_command
 from perfcast.cli.catalog_cmd import models_command, systems_command
 from perfcast.cli.comm_cmd import comm_command
 from perfcast.cli.infer_cmd import infer_command
+from perfcast.cli.infer_search_cmd import infer_search_command
 from perfcast.cli.kernels_cmd import kernels_app
 from perfcast.cli.memory_cmd import memory_command
 from perfcast.cli.profile_cmd import profile_command
@@ -72,6 +73,10 @@ app.command("comm", help="Time, algbw and busbw of one collective; the algorithm
 )
 app.command("search", help="Best parallel strategies: enumerate, evaluate in bulk, rank.")(
     search_command
+)
+app.command("infer-search", help="Best serving deployments (TP/PP/EP/attention-DP, replicas, "
+            "precision, concurrency, disaggregated xPyD) under TTFT/TPOT targets.")(
+    infer_search_command
 )
 app.command("sweep", help="Best strategy over GPU counts, systems and hardware parameters.")(
     sweep_command

@@ -93,16 +93,14 @@ def layout_table(model: ModelSpec, system: SystemSpec, layout: InstanceLayout, i
     graphed = _total_s(replace(ctx, cuda_graphs=True), b, decode, b, False, no_a2a)
     eager = _total_s(replace(ctx, cuda_graphs=False), b, decode, b, False, no_a2a)
     use_graph = (b <= config.cuda_graph_max_batch) | config.mixed_step_graphs
-    eager_ctx = replace(ctx, cuda_graphs=False)
-    one = float(_total_s(eager_ctx, float(input_len),
-                         (AttentionPass(1.0, input_len, input_len, True),), 1.0, True, no_a2a))
     k = max(1, config.token_budget_per_step // input_len)
-    full = float(_total_s(eager_ctx, float(k * input_len),
-                          (AttentionPass(float(k), input_len, input_len, True),), float(k), True,
-                          no_a2a))
+    prompts = np.array([1.0, float(k)])  # one prompt alone; a full token budget of prompts
+    prefill = _total_s(replace(ctx, cuda_graphs=False), prompts * input_len,
+                       (AttentionPass(prompts, input_len, input_len, True),), prompts, True,
+                       no_a2a) * np.ones(2)
     return LayoutTable(layout=layout, max_seqs=max_seqs, levels=b,
-                       decode_s=np.where(use_graph, graphed, eager), prefill_s=one,
-                       prefill_rate_per_s=k / full,
+                       decode_s=np.where(use_graph, graphed, eager),
+                       prefill_s=float(prefill[0]), prefill_rate_per_s=k / float(prefill[1]),
                        wait_steps=2.0 if config.overlap_scheduler else 1.0)
 
 

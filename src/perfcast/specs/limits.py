@@ -60,6 +60,13 @@ MAX_MOE_LOAD_IMBALANCE = Bound("MAX_MOE_LOAD_IMBALANCE", 2**12, "the busiest of 
 MAX_TOKEN_BUDGET = Bound("MAX_TOKEN_BUDGET", 1e18, "1e18 tokens, ~30000x the largest published "
                          "training runs (36T tokens)")
 MAX_PRICE_PER_GPU_HOUR = Bound("MAX_PRICE_PER_GPU_HOUR", 1e6, "dollars per GPU-hour")
+MAX_SERVING_SEARCH_GPUS = Bound("MAX_SERVING_SEARCH_GPUS", 4096, "infer-search pairs every "
+                                "prefill and decode layout over every pool split of the GPUs; "
+                                "serving deployments of one model span at most a few racks")
+MAX_SEARCH_TOP = Bound("MAX_SEARCH_TOP", 10_000, "ranked deployments shown; each is re-scored "
+                       "by a request-stream simulation")
+MAX_TOKEN_RATE = Bound("MAX_TOKEN_RATE", 1e9, "tokens/s per user; no decoder emits a token "
+                       "faster than a nanosecond")
 
 
 def check_at_most(field: str, value: int | float, bound: Bound) -> None:
