@@ -214,13 +214,19 @@ _SEARCH = {"--tp": _INTS, "--pp": _INTS, "--top": _INTS, "--gbs": _INTS, "--seq-
 _COMM = {"--stride": _INTS, "--system": _SYSTEMS,
          "--algorithm": st.sampled_from(["ring", "tree", "bogus"])}
 _SMALL_GPUS = st.sampled_from(["1", "8", "16", "0", "-8", "3", "2147483648", "abc", "8_0"])
+_INFER_SEARCH = {"--system": _SYSTEMS, "--input-len": _INTS, "--output-len": _INTS,
+                 "--ttft-ms": _FLOATS, "--tpot-ms": _FLOATS,
+                 "--min-tokens-per-s-per-user": _FLOATS, "--top": _INTS,
+                 "--engine": st.sampled_from(["vllm", "sglang", "trtllm", "tgi"]),
+                 "--disaggregated": _FLAG, "--no-disaggregated": _FLAG, "--plot": _PLOT_DIRS}
 
 
 @st.composite
 def command_lines(draw) -> list[str]:
     """One random ``perfcast`` argv (mostly plausible, often wrong)."""
     kind = draw(st.sampled_from(["train", "memory", "infer", "gemm", "attention", "schedule",
-                                 "search", "sweep", "comm", "catalog", "validate", "usage"]))
+                                 "search", "sweep", "comm", "catalog", "validate", "usage",
+                                 "infer-search"]))
     json_flag = ["--json"] if draw(st.booleans()) or kind in ("search", "sweep") else []
     if kind in ("train", "memory"):
         argv = [kind, "-m", draw(_MODELS), *draw(_pairs(_TRAIN if kind == "train" else _RUN))]
@@ -240,6 +246,9 @@ def command_lines(draw) -> list[str]:
     elif kind == "search":
         argv = ["search", "-m", draw(_MODELS), "--gpus", draw(_SMALL_GPUS),
                 *draw(_pairs(_SEARCH))]
+    elif kind == "infer-search":
+        argv = ["infer-search", "-m", draw(_MODELS), "--gpus", draw(_SMALL_GPUS),
+                *draw(_pairs(_INFER_SEARCH))]
     elif kind == "sweep":
         gpus = draw(st.sampled_from(["8", "8,8", "", ",", "8,16", "0", "-8", "abc",
                                      "2147483648"]))

@@ -24,6 +24,10 @@ ENGINE_PROFILES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm",
 """Engine profile (``catalog/data/frameworks/serving``) of each ``--engine`` value."""
 
 
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+"""Figure formats ``--plot`` writes (matplotlib picks the format from the suffix)."""
+
+
 def _opt(*names: str, help: str):
     return typer.Option(*names, help=help)
 
@@ -53,6 +57,7 @@ def infer_search_command(
     from perfcast.catalog.models import load_model
     from perfcast.catalog.systems import load_system
     from perfcast.cli.paths import check_output_file
+    from perfcast.errors import InputError
     from perfcast.serving_search import Targets, search_deployments
     from perfcast.specs.limits import (
         MAX_GENERATED_TOKENS,
@@ -66,6 +71,8 @@ def infer_search_command(
     )
 
     check_output_file("plot", plot)
+    if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
+        raise InputError("plot", str(plot), f"give a {'/'.join(PLOT_SUFFIXES)} file name")
     check_positive("gpus", gpus, MAX_SERVING_SEARCH_GPUS)
     check_positive("input_len", input_len, MAX_SEQ_LENGTH)
     check_positive("output_len", output_len, MAX_GENERATED_TOKENS)
