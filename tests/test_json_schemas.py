@@ -43,6 +43,8 @@ INVOCATIONS = {
                          "--head-dim 128 --system dgx-b200 --json",
     "schedule": "schedule --schedule zb-h1 --stages 4 --micro-batches 8 --forward-time 1 "
                 "--backward-time 2 --json",
+    "infer-search": "infer-search --model mixtral-8x7b --system dgx-h100 --gpus 16 "
+                    "--input-len 512 --output-len 256 --tpot-ms 40 --disaggregated --top 3 --json",
     "models": "models --json",
     "systems": "systems --json",
 }

@@ -60,6 +60,17 @@ def _per_layout(tables: list[LayoutTable], name: str) -> np.ndarray:
     return np.array([float(getattr(t, name)) for t in tables])
 
 
+def _decode_at(level_tab: np.ndarray, decode_tab: np.ndarray, rows: np.ndarray,
+               running: np.ndarray) -> np.ndarray:
+    """Decode step of ``running`` sequences on layout ``rows``: linear in log2(b) between the
+    priced levels (powers of two from 1, ``space.concurrency_levels``)."""
+    x = np.log2(np.maximum(running, 1.0))
+    lo = np.minimum(np.floor(x).astype(np.int64), level_tab.shape[1] - 1)
+    hi = np.minimum(lo + 1, level_tab.shape[1] - 1)
+    w = np.clip(x - lo, 0.0, 1.0)
+    return decode_tab[rows, lo] * (1.0 - w) + decode_tab[rows, hi] * w
+
+
 def screen_aggregated(tables: list[LayoutTable], num_gpus: int, output_len: int) -> ScreenedSet:
     """Replicas of every layout that divides ``num_gpus`` and fits, at every level; clients
     beyond the KV pool queue (the running batch is the highest level the pool holds)."""
@@ -69,11 +80,13 @@ def screen_aggregated(tables: list[LayoutTable], num_gpus: int, output_len: int)
     levels = level_tab.shape[1] if len(tables) else 0
     d_idx = np.repeat(usable, levels)
     l_idx = np.tile(np.arange(levels), len(usable))
-    run_idx = np.minimum(l_idx, top[d_idx])
+    clients = level_tab[d_idx, l_idx]
+    running = np.minimum(clients, _per_layout(tables, "max_seqs")[d_idx])
     gpus = gpus_tab[d_idx].astype(float)
-    metrics = closed_loop(_per_layout(tables, "prefill_s")[d_idx], decode_tab[d_idx, run_idx],
-                          level_tab[d_idx, run_idx], level_tab[d_idx, l_idx], output_len,
-                          _per_layout(tables, "wait_steps")[d_idx], gpus)
+    metrics = closed_loop(_per_layout(tables, "prefill_s")[d_idx],
+                          _per_layout(tables, "prefill_rate_per_s")[d_idx],
+                          _decode_at(level_tab, decode_tab, d_idx, running), running, clients,
+                          output_len, _per_layout(tables, "wait_steps")[d_idx], gpus)
     n = len(d_idx)
     return ScreenedSet("aggregated", d_idx, l_idx, num_gpus // gpus_tab[d_idx],
                        np.full(n, -1), np.zeros(n, dtype=np.int64), metrics)

@@ -14,10 +14,14 @@ Orca/vLLM iteration-level scheduling): during one request's life every other run
 is admitted once, so a lifetime holds b prefills and O − 1 decode steps,
 
     e2e = b·t_prefill + (O − 1)·t_decode(b),      X = b / e2e requests/s,
-    TTFT = t_prefill + w·t_decode(b) + (c/b − 1)·e2e,   TPOT = (e2e − t_prefill)/(O − 1),
+    TTFT = max(t_prefill, (b + 1)/(2R)) + w·t_decode(b) + (c/b − 1)·e2e,
+    TPOT = (e2e − t_prefill)/(O − 1),
 
-w = 2 steps of admission wait with an overlap scheduler, 1 without (``serving_sim``); clients
-beyond the KV capacity (c > b) queue for a whole lifetime per round.
+A closed loop that starts all clients at once stays synchronized: the b prompts arrive
+together and are prefilled at the instance's prompt rate R (a full token budget of prompts
+per step), so a prompt waits on average for half of the burst, (b + 1)/(2R). w = 2 steps of
+admission wait with an overlap scheduler, 1 without (``serving_sim``); clients beyond the KV
+capacity (c > b) queue for a whole lifetime per round.
 """
 
 from __future__ import annotations
@@ -104,13 +108,14 @@ def layout_table(model: ModelSpec, system: SystemSpec, layout: InstanceLayout, i
                        wait_steps=2.0 if config.overlap_scheduler else 1.0)
 
 
-def closed_loop(prefill_s, decode_s, running, clients, output_len: int, wait_steps,
-                gpus_per_instance) -> ScreenMetrics:
+def closed_loop(prefill_s, prefill_rate_per_s, decode_s, running, clients, output_len: int,
+                wait_steps, gpus_per_instance) -> ScreenMetrics:
     """Aggregated instances at steady state (module docstring); scalars or arrays."""
     steps = max(output_len - 1, 1)
     e2e = running * prefill_s + (output_len - 1) * decode_s
     queued = np.maximum(clients / running - 1.0, 0.0)
-    ttft = prefill_s + wait_steps * decode_s + queued * e2e
+    burst = np.maximum(prefill_s, 0.5 * (running + 1.0) / prefill_rate_per_s)
+    ttft = burst + wait_steps * decode_s + queued * e2e
     tpot = (e2e - prefill_s) / steps
     per_gpu = running / e2e * output_len / gpus_per_instance
     return ScreenMetrics(ttft_s=np.asarray(ttft, dtype=float), tpot_s=np.asarray(tpot, dtype=float),
