@@ -8,9 +8,10 @@
   (``serving_step_cost.build_step_cost``; TPOT = mean of the first and last step of a request's
   decode, the simulation's trapezoid rule); the decode pool asks for X = y·b/((O − 1)·TPOT)
   prompts per second; the prefill pool is simulated by ``estimate_serving`` as a Poisson stream
-  of X prompts/s producing one token each over x replicas, which gives TTFT (queueing included)
-  and the prompts/s it sustains; the KV transfer (``serving_search.transfer``) adds to TTFT.
-  Throughput = min(X, prefill prompts/s) × O.
+  of X prompts/s producing one token each over x replicas, which gives TTFT (queueing included),
+  and as an offline backlog of the same prompts, which gives the prompts/s it sustains at most;
+  the KV transfer (``serving_search.transfer``) adds to TTFT. Throughput = min(X, sustained
+  prompts/s) × O.
 
 Tokens/s per user = 1 / TPOT (the decode speed one user sees, AIConfigurator's definition).
 """
@@ -119,17 +120,20 @@ def evaluate_disaggregated(model: ModelSpec, system: SystemSpec, dep: Deployment
     demand = dep.instances * b / ((output_len - 1) * tpot)
     pre = dep.prefill
     prefill_gpus = pre.gpus * dep.prefill_instances
-    stream = serving_workload(concurrency=None, request_rate=demand,
-                              num_requests=max(10 * dep.concurrency, 100), input_len=input_len,
-                              output_len=1)
-    report = estimate_serving(model, system.with_num_gpus(prefill_gpus),
-                              pre.strategy(prefill_gpus), stream, engine=engine,
-                              precision=pre.precision, kv_precision=pre.kv_precision,
-                              attention_dp=pre.attention_dp)
+    run = dict(engine=engine, precision=pre.precision, kv_precision=pre.kv_precision,
+               attention_dp=pre.attention_dp)
+    pool = system.with_num_gpus(prefill_gpus)
+    requests = max(10 * dep.concurrency, 100)
+    stream = serving_workload(concurrency=None, request_rate=demand, num_requests=requests,
+                              input_len=input_len, output_len=1)
+    report = estimate_serving(model, pool, pre.strategy(prefill_gpus), stream, **run)
     if not report.fits:
         return _result(dep, False, nan, nan, 0.0, 0.0, targets)
+    backlog = serving_workload(concurrency=None, request_rate=None, num_requests=requests,
+                               input_len=input_len, output_len=1)
+    capacity = estimate_serving(model, pool, pre.strategy(prefill_gpus), backlog, **run)
     transfer = kv_transfer_s(model, system, pre, dec, input_len)
-    served = min(demand, report.requests_per_s)
+    served = min(demand, capacity.requests_per_s)
     return _result(dep, True, report.ttft.mean_s + transfer, tpot, served * output_len,
                    transfer, targets)
 
