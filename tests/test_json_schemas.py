@@ -45,6 +45,8 @@ INVOCATIONS = {
                 "--backward-time 2 --json",
     "infer-search": "infer-search --model mixtral-8x7b --system dgx-h100 --gpus 16 "
                     "--input-len 512 --output-len 256 --tpot-ms 40 --disaggregated --top 3 --json",
+    "sweep-serving": "sweep --serving --model llama3-8b --gpus 2,4 --systems dgx-a100 "
+                     "--input-len 512 --output-len 128 --tpot-ms 30,10 --json",
     "models": "models --json",
     "systems": "systems --json",
 }
@@ -139,6 +141,8 @@ def _schema_name(args: list[str]) -> str:
         return f"kernels-{args[1]}"
     if command == "infer" and ({"--concurrency", "--request-rate"} & set(args)):
         return "infer-serving"
+    if command == "sweep" and "--serving" in args:
+        return "sweep-serving"
     return command
 
 

@@ -86,8 +86,16 @@ def sweep_command(
     kernel_table: KernelTableOption = None,
     calibration: CalibrationOption = None,
     json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON object.")] = False,
+    serving: Annotated[bool, typer.Option("--serving", help="Sweep serving deployments (infer-search) instead of training strategies.")] = False,
+    input_len: Annotated[int, typer.Option("--input-len", help="--serving: prompt tokens per request.")] = 1024,
+    output_len: Annotated[int, typer.Option("--output-len", help="--serving: generated tokens per request.")] = 1024,
+    ttft_ms: Annotated[str | None, typer.Option("--ttft-ms", help="--serving: comma-separated TTFT targets, ms.")] = None,
+    tpot_ms: Annotated[str | None, typer.Option("--tpot-ms", help="--serving: comma-separated TPOT targets, ms.")] = None,
+    min_tokens_per_s_per_user: Annotated[float | None, typer.Option("--min-tokens-per-s-per-user", help="--serving: least tokens/s per user.")] = None,
+    serving_engine: Annotated[str, typer.Option("--serving-engine", help="--serving: vllm, sglang or trtllm.")] = "vllm",
+    disaggregated: Annotated[bool, typer.Option("--disaggregated/--no-disaggregated", help="--serving: also search prefill/decode pools.")] = False,
 ) -> None:
-    """Search the best strategy at every point; write a table and plots."""
+    """Search the best strategy (or, with --serving, deployment) at every point; write a table and plots."""
     from perfcast.cli.paths import check_output_dir, check_output_file
     from perfcast.errors import InputError
     from perfcast.search.space import SearchConstraints
@@ -106,6 +114,16 @@ def sweep_command(
     check_positive("global_batch_size", global_batch_size, MAX_BATCH_SEQUENCES)
     check_positive("seq_length", seq_length, MAX_SEQ_LENGTH)
     check_positive("max_cp", max_cp, MAX_PARALLEL_SIZE)
+    if serving:
+        from perfcast.cli.serving_sweep_run import run_serving_sweep
+
+        run_serving_sweep(
+            model=model, systems=[s.strip() for s in systems.split(",") if s.strip()],
+            gpu_counts=_ints(gpus, "gpus"), input_len=input_len, output_len=output_len,
+            ttft_ms=ttft_ms, tpot_ms=tpot_ms, min_tokens_per_s_per_user=min_tokens_per_s_per_user,
+            serving_engine=serving_engine, disaggregated=disaggregated, out=out, plot=plot,
+            engine=engine.value, scheduler=scheduler, workers=workers, json=json)
+        return
     if calibration is not None:
         from perfcast.calibration.bundle import load_calibration
 

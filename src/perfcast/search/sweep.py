@@ -183,17 +183,22 @@ def read_rows(path: Path) -> list[dict]:
 
 def run_sweep(tasks: Sequence[SweepTask], out: Path | None = None, engine: str = "local",
               scheduler: str | None = None, workers: int | None = None,
-              progress: Callable[[int, int], None] | None = None) -> list[dict]:
+              progress: Callable[[int, int], None] | None = None,
+              run: Callable[[SweepTask], dict] | None = None,
+              columns: tuple[str, ...] | None = None) -> list[dict]:
     """Run ``tasks`` once each (skipping those already in ``out``), each row stored durably
     as it finishes (``sweep_store``).
 
     Returns every row in task order. ``engine='dask'`` maps tasks on a Dask cluster: the one at
-    ``scheduler``, or a local one with ``workers`` processes.
+    ``scheduler``, or a local one with ``workers`` processes. ``run`` turns a task into its row
+    and ``columns`` are the row's columns (default: the training search's ``run_task`` and
+    columns; serving sweeps pass ``serving_search.sweep.run_serving_task`` and its columns).
     """
     from perfcast.search.sweep_store import open_store
 
+    run = run or run_task
     tasks = list({t.task_id: t for t in tasks}.values())
-    store = open_store(out, row_columns()) if out is not None else None
+    store = open_store(out, columns or row_columns()) if out is not None else None
     done = store.load() if store is not None else []
     finished = {row["task_id"] for row in done}
     todo = [t for t in tasks if t.task_id not in finished]
@@ -207,10 +212,10 @@ def run_sweep(tasks: Sequence[SweepTask], out: Path | None = None, engine: str =
             progress(len(rows), len(tasks))
 
     if engine == "dask":
-        _run_dask(todo, record, scheduler, workers)
+        _run_dask(todo, record, scheduler, workers, run)
     elif engine == "local":
         for task in todo:
-            record(run_task(task))
+            record(run(task))
     else:
         raise InputError("engine", engine, "choose 'local' or 'dask'")
     order = {t.task_id: i for i, t in enumerate(tasks)}
@@ -230,7 +235,7 @@ DASK_NO_WORKER_TIMEOUT_S = 60.0
 a long task on a live worker never times out."""
 
 
-def _run_dask(tasks, record, scheduler: str | None, workers: int | None) -> None:
+def _run_dask(tasks, record, scheduler: str | None, workers: int | None, run) -> None:
     try:
         from dask.distributed import Client, LocalCluster, wait
     except ImportError:
@@ -246,7 +251,7 @@ def _run_dask(tasks, record, scheduler: str | None, workers: int | None) -> None
                                processes=bool(workers and workers > 1))
         client = Client(cluster)
     try:
-        _collect(client, client.map(run_task, tasks, pure=False), record, wait)
+        _collect(client, client.map(run, tasks, pure=False), record, wait)
     finally:
         client.close()
         if cluster is not None:
