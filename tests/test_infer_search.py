@@ -174,6 +174,14 @@ def test_deepseek_v3_on_32_h200_disaggregated_reports_both_modes_in_30_s():
     assert (pools["prefill"]["instances"] * pools["prefill"]["tp"] * pools["prefill"]["pp"]
             + pools["decode"]["instances"] * pools["decode"]["tp"] * pools["decode"]["pp"]) == 32
     assert out["evaluated"] > 10_000
+    lay = agg["deployment"]  # attention DP / EP layouts reproduce through infer too
+    args = ["infer", "-m", "deepseek-v3", "-s", "dgx-h200", "--gpus", "32", "--tp",
+            str(lay["tp"]), "--pp", str(lay["pp"]), "--ep", str(lay["ep"]), "--precision",
+            lay["precision"], "--kv-precision", lay["kv_precision"], "--input-len", "1024",
+            "--output-len", "1024", "--concurrency", str(lay["concurrency"]), "--json"]
+    infer = _run(shlex.join(args + (["--attention-dp"] if lay["attention_dp"] else [])))
+    for key in ("ttft_s", "tpot_s", "output_tokens_per_s_per_gpu"):
+        assert agg[key] == pytest.approx(infer[key], rel=1e-9, abs=0), key
     assert {p["deployment"]["mode"] for p in out["pareto_by_mode"]["disaggregated"]} == \
         {"disaggregated"}
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfcast.errors import InputError
-
 from perfcast.cli.infer_search_cmd import ENGINE_PROFILES
+from perfcast.errors import InputError
 
 
 def _targets_ms(text: str | None, name: str) -> list[float | None]:
