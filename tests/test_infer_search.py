@@ -221,3 +221,13 @@ def test_text_report_starts_with_the_verdict_and_prints_the_infer_line():
     assert lines[0].startswith("best: ") and "(TTFT ≤ 200 ms)" in lines[0]
     assert any(line.startswith("reproduce the best aggregated deployment: perfcast infer ")
                and "--engine sglang" in line for line in lines)
+
+
+def test_plot_draws_both_fronts(tmp_path):
+    from perfcast.report.infer_search_plot import plot_fronts
+
+    result = search_deployments(load_model("mixtral-8x7b"), load_system("dgx-h100"), 16, 512,
+                                128, targets=Targets(tpot_s=0.03), disaggregated=True, top=2)
+    assert result.pareto_of("aggregated") and result.pareto_of("disaggregated")
+    out = plot_fronts(result, tmp_path / "fronts.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
