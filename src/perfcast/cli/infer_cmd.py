@@ -38,6 +38,7 @@ class EngineOpt(str, Enum):
     vllm = "vllm"
     sglang = "sglang"
     tensorrt_llm = "tensorrt-llm"
+    nim = "nim"
 
 
 class BatchingOpt(str, Enum):
