@@ -133,7 +133,8 @@ def engine_config(name: str, gpu_memory_bytes: float, version: str | None = None
 _ENGINE_PATTERNS = (("tensorrt-llm", re.compile(r"tensorrt-llm|trt-llm|trtllm", re.I)),
                     ("sglang", re.compile(r"sglang", re.I)),
                     ("vllm", re.compile(r"vllm", re.I)),
-                    ("nim", re.compile(r"\bNIM\b")))
+                    ("nim", re.compile(r"\bNIM\b")),
+                    ("atom", re.compile(r"\bATOM\b")))
 
 
 def engine_from_text(text: str) -> tuple[str, str | None] | None:

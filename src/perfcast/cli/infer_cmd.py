@@ -39,6 +39,7 @@ class EngineOpt(str, Enum):
     sglang = "sglang"
     tensorrt_llm = "tensorrt-llm"
     nim = "nim"
+    atom = "atom"
 
 
 class BatchingOpt(str, Enum):
