@@ -15,11 +15,31 @@ from perfcast.units import GiB
 DEVICES_GiB = (24, 48, 80, 141, 192, 288)
 
 
-def test_three_engines_ship():
-    assert set(engine_names()) == {"vllm", "sglang", "tensorrt-llm"}
+def test_five_engines_ship():
+    assert set(engine_names()) == {"vllm", "sglang", "tensorrt-llm", "nim", "atom"}
 
 
-@pytest.mark.parametrize("engine", ["vllm", "sglang", "tensorrt-llm"])
+def test_atom_prefills_whole_prompts_first():
+    """AMD ATOM's nano-vllm-style scheduler: prefill-only steps of whole prompts (atom.yaml)."""
+    assert engine_from_text("AMD ATOM (commit 2f713064) + AITER") == ("atom", None)
+    atom = engine_config("atom", 288 * GiB)
+    assert (atom.scheduler_policy, atom.chunked_prefill) == ("prefill_first", False)
+
+
+def test_nim_serves_its_fp8_checkpoints_with_an_fp8_kv_cache():
+    """NIM's FP8 profiles are ModelOpt FP8 checkpoints that declare an FP8 KV cache; the other
+    engines' kv dtype 'auto' stays 16-bit for the FP8 checkpoints they load (nim.yaml)."""
+    from perfcast.estimate.serving import default_kv_cache
+
+    assert engine_from_text("NVIDIA NIM llama-3.3-70b-instruct 1.8.0") == ("nim", None)
+    nim = engine_config("nim", 80 * GiB)
+    assert default_kv_cache(nim, "fp8", "fp8") == "fp8"
+    assert default_kv_cache(nim, "bf16", "bf16") == "bf16"
+    for engine in ("vllm", "sglang", "tensorrt-llm"):
+        assert default_kv_cache(engine_config(engine, 80 * GiB), "fp8", "fp8") == "bf16"
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tensorrt-llm", "nim", "atom"])
 @pytest.mark.parametrize("version", [None, "0.4.3", "0.7.3", "0.21.0", "1.3.0"])
 @pytest.mark.parametrize("memory_GiB", DEVICES_GiB)
 def test_every_profile_resolves_with_a_source_per_value(engine, version, memory_GiB):
@@ -75,7 +95,9 @@ def test_unknown_engine_is_an_input_error():
     ("SGLang 0.5.12 [lmsysorg/sglang:v0.5.12-cu130]", ("sglang", "0.5.12")),
     ("TensorRT-LLM 1.3.0rc14 [nvcr.io/...]", ("tensorrt-llm", "1.3.0")),
     ("NVIDIA Dynamo 0.8.1 + TensorRT-LLM (disaggregated)", ("tensorrt-llm", None)),
-    ("AMD ATOM (commit 2f713064) + AITER", None),
+    ("AMD ATOM (commit 2f713064) + AITER", ("atom", None)),
+    ("NVIDIA NIM llama-3.3-70b-instruct 1.8.0 (engine profile not stated)", ("nim", None)),
+    ("LMDeploy 0.7.3 (TurboMind)", None),
 ])
 def test_engine_from_framework_text(text, expected):
     assert engine_from_text(text) == expected

@@ -2,14 +2,18 @@
 offline) against the engine simulation.
 
 No constant of the serving path is fitted on these rows (engine defaults come from the engine
-sources, step costs from the static-batch calibration), so the figures are out-of-sample by
-construction; they are still compared in-sample (no leave-one-source-out split yet). Bounds sit
-a margin above the measured error on 272 rows (2026-11-24, branch serving17b: step-boundary
-admission with overlap schedulers, attention-DP per-rank schedulers, 'DP-attention=off' read
-as off, vLLM V0 defaults before 0.8): TTFT 70.1% (80 rows; 79.3% before), TPOT 26.7% (96;
-28.9%), throughput 61.4% (93; 63.6%) MAPE. The V0 decode CUDA graphs alone add 4 points of
-throughput error, all on the early-2025 DeepSeek-R1 rows (dstack), whose 3-4x slower kernels
-are not modelled.
+sources, step costs from the static-batch calibration), so in-sample and leave-one-source-out
+figures agree within 0.1 point (the calibration refit per fold moves step costs only). Bounds sit
+a margin above the measured error on 272 rows (2026-11-24, branch srv17, CV / in-sample):
+TTFT 47.4% (80 rows; 70.1% before the NIM and ATOM profiles), TPOT 25.8% (96; 26.7%),
+throughput 62.2% (93; 61.4-63.6%) MAPE. The NIM rows ran on vLLM defaults with a 16-bit KV
+cache before: 38 sequences of 5.5k tokens fit on 2xH100 where the measured throughput needs
+~86; NIM's FP8 checkpoints carry an FP8 KV cache (nim.yaml). The ATOM rows ran on vLLM's mixed
+chunked scheduler; ATOM's nano-vllm-style prefill-first whole-prompt scheduler (atom.yaml)
+takes its Qwen3-235B TTFT from 54% to 11% (TPOT 10.7% -> 15.9%: the prefill pauses now in
+TPOT expose a decode step costed ~15% low). The early-2025 DeepSeek-R1 rows (dstack: SGLang
+0.4.3, vLLM 0.7, TensorRT-LLM 0.17) hold most of the throughput error (270% on 15 rows): their
+3-5x slower MLA/MoE kernels are not modelled.
 """
 
 from __future__ import annotations
@@ -26,8 +30,29 @@ from conftest import shared_path
 METRIC_GROUPS = {"ttft": "ttft", "tpot": "tpot", "itl": "tpot",
                  "output_throughput_per_gpu": "throughput", "output_throughput_total": "throughput",
                  "request_throughput": "throughput"}
-MAPE_BOUNDS = {"ttft": 0.75, "tpot": 0.30, "throughput": 0.64}
+MAPE_BOUNDS = {"ttft": 0.51, "tpot": 0.28, "throughput": 0.64}
 """Concurrency/request-rate rows, MAPE per metric (in-sample; see the module docstring)."""
+
+SOURCE_BOUNDS = {
+    ("ttft", "nim-llm-benchmarking-docs-performance-page"): 0.70,
+    ("tpot", "nim-llm-benchmarking-docs-performance-page"): 0.12,
+    ("throughput", "nim-llm-benchmarking-docs-performance-page"): 0.08,
+    ("ttft", "semianalysis-inferencex"): 0.51,
+    ("tpot", "semianalysis-inferencex"): 0.21,
+    ("throughput", "semianalysis-inferencex"): 0.26,
+    ("tpot", "semianalysis-inferencex-blog-b200-nvfp4-vs"): 0.10,
+    ("throughput", "semianalysis-inferencex-blog-b200-nvfp4-vs"): 0.14,
+    ("ttft", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.14,
+    ("tpot", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.18,
+    ("throughput", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.21,
+    ("ttft", "vllm-blog-the-state-of-fp8"): 0.29,
+    ("tpot", "vllm-blog-the-state-of-fp8"): 0.41,
+    ("throughput", "vllm-blog-the-state-of-fp8"): 0.59,
+    ("throughput", "tensorrt-llm-blog-how-to-get-best"): 0.27,
+}
+"""Concurrency/request-rate rows, MAPE per (metric, source): measured 2026-11-24 (branch srv17)
+NIM 62.8/8.8/5.4%, InferenceX 47.5/18.8/23.8%, InferenceX blog -/7.9/11.7%, ATOM recipe
+11.3/15.9/18.7%, vLLM FP8-KV blog 25.6/38.0/56.0%, TensorRT-LLM blog throughput 24.4%."""
 
 SKIP_REASONS = ("disaggregated", "prefill-only", "speculative", "production-traffic",
                 "does not fit", "no catalog system", "not in the catalog")
@@ -54,10 +79,19 @@ def test_concurrency_rows_mape_per_metric(group, bound):
     assert mape <= bound, f"{group}: MAPE {mape:.3f} over {len(rows)} rows"
 
 
+@pytest.mark.parametrize("group, source", sorted(SOURCE_BOUNDS))
+def test_concurrency_rows_mape_per_metric_and_source(group, source):
+    rows = [r for r in _concurrency_rows()
+            if METRIC_GROUPS.get(r.metric) == group and r.source_id == source]
+    assert len(rows) >= 5
+    mape = sum(abs(r.error) for r in rows) / len(rows)
+    assert mape <= SOURCE_BOUNDS[(group, source)], f"{group} {source}: MAPE {mape:.3f}"
+
+
 def test_concurrency_rows_are_forecast_by_an_engine_profile():
     rows = _concurrency_rows()
     assert len(rows) >= 265
-    assert {r.engine for r in rows} == {"vllm", "sglang", "tensorrt-llm"}
+    assert {r.engine for r in rows} == {"vllm", "sglang", "tensorrt-llm", "nim", "atom"}
 
 
 def test_every_serving_skip_names_a_known_reason():

@@ -28,11 +28,12 @@ DecodeAttentionKernel = Literal["grouped", "per_query_head"]
 MemoryBasis = Literal["total", "free"]
 MoEDispatch = Literal["allreduce", "alltoall"]
 KVAdmission = Literal["reserve_full", "on_demand"]
+CheckpointKV = Literal["model", "fp8"]
 
 _SETTINGS = ("scheduler_policy", "chunked_prefill", "token_budget_per_step", "max_running_seqs",
              "kv_block_tokens", "gpu_memory_fraction", "gpu_memory_fraction_basis",
              "cuda_graph_max_batch", "mixed_step_graphs", "decode_attention_kernel",
-             "overlap_scheduler", "moe_dispatch", "kv_admission")
+             "overlap_scheduler", "moe_dispatch", "kv_admission", "fp8_checkpoint_kv_cache")
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,10 @@ class EngineConfig:
     kv_admission: KVAdmission
     """reserve_full: a request is admitted only with pages for its whole length;
     on_demand: with pages for its prompt (pages added as it decodes)."""
+    fp8_checkpoint_kv_cache: CheckpointKV
+    """KV-cache dtype the engine runs with the FP8 checkpoint it serves when none is set:
+    ``model`` = the activations' 16-bit type (kv dtype 'auto', the checkpoint declares no KV
+    quantization); ``fp8`` = the checkpoint declares an FP8 KV cache (NIM's ModelOpt FP8)."""
     sources: tuple[tuple[str, str], ...]
     """(setting, source) of every resolved value."""
 
@@ -127,12 +132,15 @@ def engine_config(name: str, gpu_memory_bytes: float, version: str | None = None
 
 _ENGINE_PATTERNS = (("tensorrt-llm", re.compile(r"tensorrt-llm|trt-llm|trtllm", re.I)),
                     ("sglang", re.compile(r"sglang", re.I)),
-                    ("vllm", re.compile(r"vllm", re.I)))
+                    ("vllm", re.compile(r"vllm", re.I)),
+                    ("nim", re.compile(r"\bNIM\b")),
+                    ("atom", re.compile(r"\bATOM\b")))
 
 
 def engine_from_text(text: str) -> tuple[str, str | None] | None:
     """(engine, version) named in a framework description ('SGLang 0.5.12 [...]',
-    'vLLM v0.21.0', 'NVIDIA Dynamo + TensorRT-LLM ...'), or None for an engine without a profile."""
+    'vLLM v0.21.0', 'NVIDIA Dynamo + TensorRT-LLM ...', 'NVIDIA NIM llama-3.3-70b-instruct
+    1.8.0'), or None for an engine without a profile."""
     for name, pattern in _ENGINE_PATTERNS:
         match = pattern.search(text)
         if match:

@@ -38,6 +38,8 @@ class EngineOpt(str, Enum):
     vllm = "vllm"
     sglang = "sglang"
     tensorrt_llm = "tensorrt-llm"
+    nim = "nim"
+    atom = "atom"
 
 
 class BatchingOpt(str, Enum):

@@ -75,6 +75,15 @@ def attention_dp_scheduler(config: EngineConfig, tp: int) -> EngineConfig:
                    cuda_graph_max_batch=config.cuda_graph_max_batch * tp)
 
 
+def default_kv_cache(engine: EngineConfig, weights: str, activations: str) -> str:
+    """KV-cache dtype when none is given: the engine's kv dtype 'auto' keeps what the checkpoint
+    declares (``EngineConfig.fp8_checkpoint_kv_cache``: FP8 for NIM's ModelOpt FP8 checkpoints),
+    else the 16-bit activation type (frameworks.md §5-7 ``--kv-cache-dtype auto``)."""
+    if weights == "fp8" and engine.fp8_checkpoint_kv_cache == "fp8":
+        return "fp8"
+    return "fp16" if activations == "fp16" else "bf16"
+
+
 def gqa_exponent(engine: EngineConfig, overheads: InferenceOverheads) -> float:
     """KV reads per KV head: once (grouped kernels, x = 0) or per query head (the fitted
     exponent of 2023 masked-MHA kernels, ``inference_overheads.yaml``)."""
@@ -111,14 +120,14 @@ def serving_setup(
     overheads: InferenceOverheads | None = None,
 ) -> ServingSetup:
     """Engine config, memory and step-cost context of one deployment (no side effects)."""
-    sixteen = "fp16" if precision == "fp16" else "bf16"
-    prec = InferencePrecision(weights=weight_precision or precision, activations=precision,
-                              kv_cache=kv_precision or sixteen)
-    _check(model, system, strategy, prec, attention_dp)
-    cal = overheads or load_inference_overheads()
     config = engine_config(engine, system.gpu.hbm_capacity_bytes, engine_version)
     if engine_overrides:
         config = override_engine(config, engine_overrides)
+    weights = weight_precision or precision
+    prec = InferencePrecision(weights=weights, activations=precision,
+                              kv_cache=kv_precision or default_kv_cache(config, weights, precision))
+    _check(model, system, strategy, prec, attention_dp)
+    cal = overheads or load_inference_overheads()
     memory = serving_memory_paged(model, system.gpu.hbm_capacity_bytes, strategy, prec, config,
                                   attention_dp=attention_dp)
     if attention_dp:

@@ -7,8 +7,9 @@ a ``batch-1``/``static`` run of an engine whose serving profile covers the row's
 (``catalog.serving_engines``: vLLM, SGLang, TensorRT-LLM ≥ 0.17 PyTorch backend). Rules (each
 recorded in the case's ``notes``):
 
-* engine and version from ``framework``; an engine without a profile (AMD ATOM, NIM) runs on the
-  vLLM profile, the most common open-source scheduler (noted);
+* engine and version from ``framework`` (NIM: TensorRT-LLM engines with the checkpoint's FP8
+  KV cache; AMD ATOM: a nano-vllm-style prefill-first scheduler); an engine without a profile
+  runs on the vLLM profile, the most common open-source scheduler (noted);
 * statistic: ``MEDIAN`` in the notes → median, else mean; an ITL stored as ``tpot`` compares
   with the simulated ITL; units ``ms``/``s`` converted; throughput ``tokens/s/GPU`` per GPU,
   ``tokens/s`` for the deployment (output tokens), ``req/s`` requests;
