@@ -36,10 +36,12 @@ from perfcast.validate.fit_training import (
     load_training_data,
 )
 from perfcast.validate.inference_compare import is_inference_file
+from perfcast.validate.interval_coverage import choose_prior_sources
 from perfcast.validate.intervals import (
     LEVEL,
-    MIN_RUNS,
+    MIN_SOURCES,
     WIDEN_FACTOR,
+    Residual,
     build_bands,
     residuals_serving,
     residuals_training,
@@ -126,12 +128,22 @@ def calibrate(paths: Sequence[Path], out_dir: Path | None, kernel_backend: str,
 def forecast_intervals(base: Calibration, training_cv: CrossValidation | None,
                        serving_cv: CrossValidation | None,
                        concurrency_ids: frozenset[str]) -> ForecastIntervals:
-    """Bands from the cross-validated residuals; a kind without data keeps ``base``'s bands."""
+    """Bands from the cross-validated residuals, with the prior strength that gives
+    leave-one-source-out coverage closest to the level; a kind without data keeps ``base``'s
+    bands."""
     old = base.intervals
     empty = ResidualBands(groups={})
-    training = (build_bands(residuals_training(training_cv.rows)) if training_cv
+    training = (_bands(residuals_training(training_cv.rows)) if training_cv
                 else old.training if old else empty)
-    serving = (build_bands(residuals_serving(serving_cv.rows, concurrency_ids)) if serving_cv
+    serving = (_bands(residuals_serving(serving_cv.rows, concurrency_ids)) if serving_cv
                else old.serving if old else empty)
-    return ForecastIntervals(level=LEVEL, min_runs=MIN_RUNS, widen_factor=WIDEN_FACTOR,
+    return ForecastIntervals(level=LEVEL, min_sources=MIN_SOURCES, widen_factor=WIDEN_FACTOR,
                              training=training, serving=serving)
+
+
+def _bands(residuals: Sequence[Residual]) -> ResidualBands:
+    """All residuals' bands under the chosen prior, with their held-out coverage."""
+    check = choose_prior_sources(residuals, LEVEL, MIN_SOURCES, WIDEN_FACTOR)
+    bands = build_bands(residuals, LEVEL, check.prior_sources, min_sources=MIN_SOURCES)
+    return bands.model_copy(update={"cv_coverage": check.rows.share,
+                                    "cv_coverage_by_source": check.source_share})
