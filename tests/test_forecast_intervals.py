@@ -163,3 +163,42 @@ def test_infer_json_and_text_carry_the_band():
     assert band["level"] == 0.8
     assert band["low"] < data["output_tokens_per_s_per_gpu"] < band["high"]
     assert "(80%)" in runner.invoke(app, args).stdout
+
+
+def _csv_of_sources(tmp_path, sources: set[str]):
+    import csv
+
+    from conftest import shared_path
+
+    with shared_path("ground_truth", "training.csv").open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        rows = [r for r in reader if r["source_id"] in sources]
+        header = reader.fieldnames
+    path = tmp_path / "runs.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=header)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def test_validate_cross_validate_reports_band_coverage(tmp_path):
+    sources = {"korthikanti2022", "megatron_sc21", "nemo_automodel", "torchao_float8"}
+    path = _csv_of_sources(tmp_path, sources)
+    args = ["validate", "--data", str(path), "--cross-validate", "source"]
+    result = runner.invoke(app, args + ["--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)["summary"]
+    band = summary["cv_band_coverage"]
+    assert band["n"] == summary["cv_num_rows"] and band["without_band"] == 0
+    assert 0.0 <= band["rows"] <= 1.0
+    assert sum(c["n"] for c in band["by_class"].values()) == band["n"]
+    assert "80% bands built without each source hold" in runner.invoke(app, args).stdout
+
+
+def test_one_source_has_no_band_to_check(tmp_path):
+    path = _csv_of_sources(tmp_path, {"korthikanti2022"})
+    args = ["validate", "--data", str(path), "--cross-validate", "source"]
+    summary = json.loads(runner.invoke(app, args + ["--json"]).stdout)["summary"]
+    assert summary["cv_band_coverage"]["without_band"] == summary["cv_num_rows"]
+    assert "no source has enough other sources" in runner.invoke(app, args).stdout

@@ -41,6 +41,8 @@ class CoverageReport:
 
     prior_sources: float
     rows: ShareInside
+    without_band: int
+    """Rows whose fold had no band at all (fewer than ``min_sources`` other sources)."""
     by_source: tuple[ShareInside, ...]
     by_class: tuple[ShareInside, ...]
 
@@ -62,14 +64,16 @@ def coverage(residuals: Sequence[Residual], level: float = LEVEL, prior_sources:
              min_sources: int = MIN_SOURCES, widen_factor: float = WIDEN_FACTOR
              ) -> CoverageReport:
     """Share of rows inside the band built without their source (module docstring); a row
-    with no band at all counts as outside."""
+    with no band at all counts as outside (and in ``without_band``)."""
     per_source: dict[str, list[bool]] = {}
     per_class: dict[str, list[bool]] = {}
+    without_band = 0
     for source in sorted({r.source_id for r in residuals}):
         bands = build_bands(residuals, level, prior_sources, source, min_sources)
         for res in (r for r in residuals if r.source_id == source):
             chosen = bands.choose(res.generation, res.arch, res.scale, min_sources)
             inside = False
+            without_band += chosen is None
             if chosen is not None:
                 low, high = stretched(chosen, widen_factor)
                 inside = low <= res.log_time_ratio <= high
@@ -84,7 +88,7 @@ def coverage(residuals: Sequence[Residual], level: float = LEVEL, prior_sources:
         prior_sources=prior_sources,
         rows=ShareInside("all", sum(s.inside for s in by_source),
                          sum(s.total for s in by_source)),
-        by_source=by_source, by_class=shares(per_class))
+        without_band=without_band, by_source=by_source, by_class=shares(per_class))
 
 
 def choose_prior_sources(residuals: Sequence[Residual], level: float = LEVEL,
