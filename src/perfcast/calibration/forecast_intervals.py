@@ -1,19 +1,27 @@
-"""Loader and schema of ``forecast_intervals.yaml``: 80% bands of a forecast from the
-leave-one-source-out residuals of comparable measured runs.
+"""Loader and schema of ``forecast_intervals.yaml``: 80% bands of a forecast from what a
+held-out source really sees -- the leave-one-source-out residuals of comparable sources.
 
 A residual is r = log(forecast time / measured time) of a held-out row (training: step time,
 i.e. −log(1 + e) for the throughput error e; serving: the row's latency, or the inverse of
-its throughput). For a forecast, the band of the measured value is forecast time · exp(−r)
-between the ``low``/``high`` quantiles (10th/90th percentile for ``level`` 0.8) of the
-residuals of the most specific group with at least ``min_runs`` rows, from
-``generation|arch|scale`` down to ``all``. A generation with no measured run at all gets the
-``all`` band widened by ``widen_factor`` (in log space), and says so (Efron & Tibshirani 1993,
-ch. 17: prediction error from cross-validation; empirical quantiles as the interval).
+its throughput). Most of the error a new source sees is its own systematic offset, so the band
+treats r as a two-level (random-effects) quantity: r = μ + u_source + ε_row with a
+between-source variance τ² and a within-source variance σ² (Gelman et al., *Bayesian Data
+Analysis*, 3rd ed., ch. 5: the predictive for a NEW group has variance τ² + σ²). Each group of
+comparable runs (``generation|arch|scale`` down to ``all``) stores its source-weighted centre
+μ̂, τ², σ² and the finished band in log space (``validate/intervals.py`` builds it): τ² and σ²
+are shrunk towards the ``all`` group's with ``prior_sources`` pseudo-sources (the scaled
+inverse-χ² prior, BDA3 §3.3), and the band is μ̂ ± t_{(1+level)/2, k−1+ν0} ·
+sqrt((τ² + σ²)(1 + 1/k)) for k sources: few comparable sources give a wide band.
+
+A forecast takes the most specific group with at least ``min_sources`` sources. A generation
+with no measured run at all takes the best non-generation group (dense/MoE and scale), widened
+by ``widen_factor`` in log space, and says "no comparable run".
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Final
@@ -27,13 +35,18 @@ FORECAST_INTERVALS_PATH: Final[Path] = CALIBRATION_DIR / "forecast_intervals.yam
 
 
 class ResidualBand(BaseModel):
-    """Quantiles of the log time ratio of one group of held-out runs."""
+    """One group of comparable held-out runs: its random-effects spread and its band."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    n: int = Field(ge=1, description="Held-out runs in the group.")
-    low: float = Field(description="Lower quantile of log(forecast time / measured time).")
-    high: float = Field(description="Upper quantile of log(forecast time / measured time).")
+    n: int = Field(ge=1, description="Held-out runs (rows) in the group.")
+    num_sources: int = Field(ge=1, description="Sources the runs come from.")
+    center: float = Field(description="Mean over sources of each source's mean log ratio.")
+    between_var: float = Field(ge=0, description="Variance of the source means (τ², ddof 1).")
+    within_var: float = Field(ge=0, description="Mean over sources of the within-source "
+                                                "variance of the log ratio (σ²).")
+    low: float = Field(description="Lower band edge of log(forecast time / measured time).")
+    high: float = Field(description="Upper band edge of log(forecast time / measured time).")
 
 
 class ForecastInterval(BaseModel):
@@ -57,9 +70,23 @@ class ForecastInterval(BaseModel):
 
 
 def group_keys(generation: str, arch: str, scale: str) -> tuple[str, ...]:
-    """Lookup order, most specific first."""
+    """Lookup order, most specific first (the first three name the generation)."""
     return (f"{generation}|{arch}|{scale}", f"{generation}|{arch}", f"{generation}",
             f"{arch}|{scale}", arch, "all")
+
+
+GENERATION_KEYS: Final[int] = 3
+"""The first ``GENERATION_KEYS`` entries of ``group_keys`` are specific to a generation."""
+
+
+@dataclass(frozen=True)
+class ChosenBand:
+    """The group a forecast's band comes from."""
+
+    key: str
+    band: ResidualBand
+    widened: bool
+    """True when the generation has no measured run (the band is stretched)."""
 
 
 class ResidualBands(BaseModel):
@@ -67,33 +94,65 @@ class ResidualBands(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    groups: dict[str, ResidualBand]
+    prior_sources: float = Field(
+        default=0.0, ge=0,
+        description="Pseudo-sources ν0 of the 'all' group's τ², σ² that every group's are "
+                    "shrunk towards; chosen by leave-one-source-out coverage.")
+    cv_coverage: float | None = Field(
+        default=None, description="Share of held-out rows inside the band built without "
+                                  "their own source (the check the prior was chosen on).")
+    cv_coverage_by_source: float | None = Field(
+        default=None, description="The same share averaged over sources (each source once).")
+    generations: tuple[str, ...] = Field(
+        default=(), description="GPU generations with at least one measured run.")
+    groups: dict[str, ResidualBand] = Field(
+        description="Group key -> band; only groups with at least min_sources sources.")
+
+    def choose(self, generation: str, arch: str, scale: str,
+               min_sources: int) -> ChosenBand | None:
+        """Most specific group with ≥ ``min_sources`` sources (module docstring)."""
+        keys = group_keys(generation, arch, scale)
+        known = generation in self.generations
+        for key in keys if known else keys[GENERATION_KEYS:]:
+            band = self.groups.get(key)
+            if band is not None and band.num_sources >= min_sources:
+                return ChosenBand(key, band, widened=not known)
+        return None
 
     def interval(self, generation: str, arch: str, scale: str, value: float, is_rate: bool,
-                 level: float, min_runs: int, widen_factor: float) -> ForecastInterval | None:
+                 level: float, min_sources: int,
+                 widen_factor: float) -> ForecastInterval | None:
         """The band of a forecast ``value``: a time (measured = value·exp(−r)) or, with
         ``is_rate``, a throughput (measured = value·exp(r)). None without any group."""
-        known = any(k.split("|")[0] == generation for k in self.groups)
-        widened = not known
-        for key in group_keys(generation, arch, scale):
-            band = self.groups.get(key)
-            if band is not None and band.n >= min_runs and (known or key == "all"):
-                break
-        else:
+        chosen = self.choose(generation, arch, scale, min_sources)
+        if chosen is None:
             return None
-        low_r, high_r = band.low, band.high
-        if widened:
-            mid = (low_r + high_r) / 2
-            low_r, high_r = mid - (mid - low_r) * widen_factor, mid + (high_r - mid) * widen_factor
+        low_r, high_r = stretched(chosen, widen_factor)
         if is_rate:
             low, high = value * math.exp(low_r), value * math.exp(high_r)
         else:
             low, high = value * math.exp(-high_r), value * math.exp(-low_r)
-        basis = f"cv residuals of {band.n} runs ({key})"
-        if widened:
-            basis = (f"no comparable run on {generation} GPUs: cv residuals of all {band.n} runs, "
-                     f"widened {widen_factor:g}x")
-        return ForecastInterval(low=low, high=high, level=level, basis=basis, widened=widened)
+        band = chosen.band
+        basis = (f"cv residuals of {band.n} runs from {band.num_sources} sources "
+                 f"({chosen.key})")
+        if not chosen.widened and chosen.key.split("|")[0] != generation:
+            basis += f"; fewer than {min_sources} sources on {generation}"
+        if chosen.widened:
+            basis = (f"no comparable run on {generation} GPUs: cv residuals of {band.n} runs "
+                     f"from {band.num_sources} sources ({chosen.key}), widened "
+                     f"{widen_factor:g}x")
+        return ForecastInterval(low=low, high=high, level=level, basis=basis,
+                                widened=chosen.widened)
+
+
+def stretched(chosen: ChosenBand, widen_factor: float) -> tuple[float, float]:
+    """Band edges (log ratio) of ``chosen``, stretched ``widen_factor``x about their middle
+    when the generation has no measured run."""
+    low_r, high_r = chosen.band.low, chosen.band.high
+    if not chosen.widened:
+        return low_r, high_r
+    mid = (low_r + high_r) / 2
+    return mid - (mid - low_r) * widen_factor, mid + (high_r - mid) * widen_factor
 
 
 class ForecastIntervals(BaseModel):
@@ -103,7 +162,7 @@ class ForecastIntervals(BaseModel):
 
     fit: FitRecord | None = None
     level: float = Field(gt=0, lt=1, description="Share of measured runs a band should hold.")
-    min_runs: int = Field(ge=1, description="Fewest runs a group needs to give a band.")
+    min_sources: int = Field(ge=2, description="Fewest sources a group needs to give a band.")
     widen_factor: float = Field(ge=1, description="Band stretch without a comparable run.")
     training: ResidualBands
     serving: ResidualBands

@@ -225,7 +225,7 @@ def estimate_inference(
         return report
     return replace(report, interval=bands.serving.interval(
         system.gpu.generation, "any", "any", report.output_tokens_per_s_per_gpu, True,
-        bands.level, bands.min_runs, bands.widen_factor))
+        bands.level, bands.min_sources, bands.widen_factor))
 
 
 def _speculative(ctx: ServingContext, w: InferenceWorkload, spec: SpeculativeDecoding,

@@ -299,7 +299,7 @@ def _interval(cal: Calibration, model: ModelSpec, system: SystemSpec, strategy: 
     scale = "multi-node" if strategy.num_gpus > system.gpus_per_node else "single-node"
     return bands.training.interval(system.gpu.generation, model.arch_type, scale,
                                    tokens_per_s / strategy.num_gpus, True, bands.level,
-                                   bands.min_runs, bands.widen_factor)
+                                   bands.min_sources, bands.widen_factor)
 
 
 def _device_stage_work(strategy: Strategy, m: int) -> tuple[tuple[float, ...], ...]:

@@ -38,5 +38,13 @@ def render_calibration(result: CalibrationResult, console) -> None:
         console.print(f"training leave-one-source-out: MAPE {stats.mape:.1%}, median "
                       f"{stats.median_abs_error:.1%}, within 10% {stats.within_10pct:.0%} "
                       f"({stats.count} rows)")
+    bands = result.intervals
+    for kind in ("training", "serving"):
+        band = getattr(bands, kind) if bands is not None else None
+        if band is not None and band.cv_coverage is not None:
+            console.print(f"{kind} {bands.level:.0%} bands: {band.cv_coverage:.1%} of held-out "
+                          f"rows inside the band built without their source (mean over "
+                          f"sources {band.cv_coverage_by_source:.1%}; prior sources "
+                          f"{band.prior_sources:g})")
     for path in result.written:
         console.print(f"wrote {path}")

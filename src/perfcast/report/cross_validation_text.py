@@ -37,6 +37,14 @@ def render_cross_validation_footer(output: CrossValidationOutput, in_sample, con
         console.print(f"cross-validated (leave one source out): MAPE {_pct(overall.mape)}, "
                       f"median {_pct(overall.median_abs_error)}, within 10% "
                       f"{_pct(overall.within_10pct)} over {overall.count} rows", highlight=False)
+    band = output.band_coverage
+    if band is not None and band.without_band == band.rows.total:
+        console.print("80% bands: no source has enough other sources to build one from",
+                      highlight=False)
+    elif band is not None:
+        console.print(f"80% bands built without each source hold {_pct(band.rows.share)} of its "
+                      f"held-out rows ({band.rows.total} rows; mean over sources "
+                      f"{_pct(band.source_share)})", highlight=False)
     console.print(f"in-sample (calibration fitted on these rows): MAPE {_pct(in_sample.mape)}, "
                   f"median {_pct(in_sample.median_abs_error)} over {in_sample.count} rows",
                   highlight=False)

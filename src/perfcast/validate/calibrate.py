@@ -36,10 +36,12 @@ from perfcast.validate.fit_training import (
     load_training_data,
 )
 from perfcast.validate.inference_compare import is_inference_file
+from perfcast.validate.interval_coverage import choose_prior_sources
 from perfcast.validate.intervals import (
     LEVEL,
-    MIN_RUNS,
+    MIN_SOURCES,
     WIDEN_FACTOR,
+    Residual,
     build_bands,
     residuals_serving,
     residuals_training,
@@ -55,6 +57,8 @@ class CalibrationResult:
     training_cv: CrossValidation | None
     inference: InferenceFit | None
     written: tuple[Path, ...] = field(default=())
+    intervals: ForecastIntervals | None = None
+    """The 80% bands from the held-out residuals, with their held-out coverage."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"written": [str(p) for p in self.written]}
@@ -67,6 +71,10 @@ class CalibrationResult:
                 "fallback_generations": list(fit.fallback_generations),
                 "parameters": {p.name: p.to_dict() for p in fit.parameters},
             }
+        if self.intervals is not None:
+            out["intervals"] = {kind: {k: getattr(getattr(self.intervals, kind), k) for k in
+                                       ("prior_sources", "cv_coverage", "cv_coverage_by_source")}
+                                for kind in ("training", "serving")}
         if self.training_cv is not None:
             out["training"]["cv"] = self.training_cv.summary_dict()
             out["training"]["cv_ranges"] = {
@@ -113,25 +121,40 @@ def calibrate(paths: Sequence[Path], out_dir: Path | None, kernel_backend: str,
             written.append(write_inference_file(
                 inference.calibration.inference_overheads, inference.parameters, out_dir,
                 data_sha256(inference_paths), inference.rows_used))
+    intervals = forecast_intervals(base, cv, serving_cv,
+                                   cases.concurrency_ids if inference_paths else frozenset())
     if out_dir is not None:
-        intervals = forecast_intervals(base, cv, serving_cv,
-                                       cases.concurrency_ids if inference_paths else frozenset())
         written.append(write_intervals_file(
             intervals, out_dir, data_sha256(list(paths)),
             (training.rows_used if training else 0) + (inference.rows_used if inference else 0),
             training.kernel_backend if training else kernel_backend))
-    return CalibrationResult(training, cv, inference, tuple(written))
+    return CalibrationResult(training, cv, inference, tuple(written), intervals)
 
 
 def forecast_intervals(base: Calibration, training_cv: CrossValidation | None,
                        serving_cv: CrossValidation | None,
                        concurrency_ids: frozenset[str]) -> ForecastIntervals:
-    """Bands from the cross-validated residuals; a kind without data keeps ``base``'s bands."""
+    """Bands from the cross-validated residuals, with the prior strength that gives
+    leave-one-source-out coverage closest to the level; a kind without data keeps ``base``'s
+    bands."""
     old = base.intervals
     empty = ResidualBands(groups={})
-    training = (build_bands(residuals_training(training_cv.rows)) if training_cv
-                else old.training if old else empty)
-    serving = (build_bands(residuals_serving(serving_cv.rows, concurrency_ids)) if serving_cv
-               else old.serving if old else empty)
-    return ForecastIntervals(level=LEVEL, min_runs=MIN_RUNS, widen_factor=WIDEN_FACTOR,
+    old_training = old.training if old else empty
+    old_serving = old.serving if old else empty
+    training = (_bands(residuals_training(training_cv.rows), old_training) if training_cv
+                else old_training)
+    serving = (_bands(residuals_serving(serving_cv.rows, concurrency_ids), old_serving)
+               if serving_cv else old_serving)
+    return ForecastIntervals(level=LEVEL, min_sources=MIN_SOURCES, widen_factor=WIDEN_FACTOR,
                              training=training, serving=serving)
+
+
+def _bands(residuals: Sequence[Residual], old: ResidualBands) -> ResidualBands:
+    """All residuals' bands under the chosen prior, with their held-out coverage; ``old``
+    when the data come from fewer than ``MIN_SOURCES`` sources (no band can be built)."""
+    if len({r.source_id for r in residuals}) < MIN_SOURCES:
+        return old
+    check = choose_prior_sources(residuals, LEVEL, MIN_SOURCES, WIDEN_FACTOR)
+    bands = build_bands(residuals, LEVEL, check.prior_sources, min_sources=MIN_SOURCES)
+    return bands.model_copy(update={"cv_coverage": check.rows.share,
+                                    "cv_coverage_by_source": check.source_share})

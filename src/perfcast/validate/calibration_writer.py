@@ -159,12 +159,22 @@ def write_intervals_file(intervals: Any, out_dir: Path, data_sha256: dict[str, s
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / FILE_NAMES["intervals"]
     record = fit_record([], data_sha256, num_rows, kernel_backend)
-    rounded = intervals.model_copy(update={kind: getattr(intervals, kind).model_copy(update={
-        "groups": {k: b.model_copy(update={"low": _round(b.low), "high": _round(b.high)})
-                   for k, b in getattr(intervals, kind).groups.items()}})
-        for kind in ("training", "serving")})
-    path.write_text(_header("forecast_intervals", "80% forecast bands: quantiles of "
-                            "log(forecast time / measured time) of leave-one-source-out\n# "
-                            "forecasts, per group of comparable runs.")
+    rounded = intervals.model_copy(update={kind: _rounded_bands(getattr(intervals, kind))
+                                           for kind in ("training", "serving")})
+    path.write_text(_header("forecast_intervals", "80% forecast bands of a new source: "
+                            "random-effects spread (centre, between- and\n# within-source "
+                            "variance) of log(forecast time / measured time) of leave-one-source-"
+                            "out\n# forecasts, per group of comparable runs; the band per group "
+                            "in log space.")
                     + _dump(rounded, record), encoding="utf-8")
     return path
+
+
+def _rounded_bands(bands: Any) -> Any:
+    """``bands`` with every float written to ``DIGITS`` significant digits."""
+    floats = ("center", "between_var", "within_var", "low", "high")
+    return bands.model_copy(update={
+        "cv_coverage": _sig(bands.cv_coverage),
+        "cv_coverage_by_source": _sig(bands.cv_coverage_by_source),
+        "groups": {k: b.model_copy(update={f: _round(getattr(b, f)) for f in floats})
+                   for k, b in bands.groups.items()}})

@@ -2,24 +2,27 @@
 
 ``residuals_*`` turn held-out rows into log time ratios r = log(forecast time / measured time)
 with their group (GPU generation, dense/MoE, single-/multi-node; serving rows: generation
-only); ``build_bands`` takes the level's quantiles per group; ``coverage`` checks the bands
-out of sample: each row against bands built WITHOUT its own source.
+only); ``build_bands`` estimates per group the source-weighted centre, the between-source and
+the within-source variance, and the predictive band of a NEW source (random-effects model,
+Gelman et al., BDA3 ch. 5; shrinkage towards the ``all`` group with ``prior_sources``
+pseudo-sources, BDA3 §3.3). ``validate/interval_coverage.py`` checks the bands out of sample.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from perfcast.calibration.forecast_intervals import ResidualBand, ResidualBands, group_keys
 from perfcast.validate.inference_rows import METRICS
 
 LEVEL = 0.8
-MIN_RUNS = 8
-"""Fewest held-out runs behind a band (below: the next, less specific group)."""
+MIN_SOURCES = 3
+"""Fewest sources behind a band (below: the next, less specific group)."""
 WIDEN_FACTOR = 1.5
 """Band stretch (log space) for a generation without any measured run."""
 ANY = "any"
@@ -32,6 +35,20 @@ class Residual:
     arch: str
     scale: str
     log_time_ratio: float
+
+
+@dataclass(frozen=True)
+class SourceSpread:
+    """Random-effects moments of one group of residuals."""
+
+    num_sources: int
+    num_rows: int
+    center: float
+    """Mean over sources of each source's mean r."""
+    between_var: float
+    """Variance of the source means (ddof 1; 0 for one source)."""
+    within_var: float
+    """Mean over sources of each source's (population) variance of r."""
 
 
 def _generation(gpu: str) -> str:
@@ -67,33 +84,54 @@ def residuals_serving(rows, exclude_ids: frozenset[str] = frozenset()) -> list[R
     return out
 
 
+def source_spread(by_source: Mapping[str, Sequence[float]]) -> SourceSpread:
+    """Centre, between- and within-source variance of residuals grouped by source (each
+    source weighs once, however many rows it has: a new source is one draw of u_source)."""
+    means = np.array([np.mean(v) for v in by_source.values()])
+    return SourceSpread(
+        num_sources=len(means), num_rows=sum(len(v) for v in by_source.values()),
+        center=float(means.mean()),
+        between_var=float(np.var(means, ddof=1)) if len(means) > 1 else 0.0,
+        within_var=float(np.mean([np.var(v) for v in by_source.values()])))
+
+
+def predictive_band(spread: SourceSpread, prior: SourceSpread, prior_sources: float,
+                    level: float) -> tuple[float, float]:
+    """Band (log ratio) holding ``level`` of a new source's rows: τ² and σ² shrunk towards
+    ``prior``'s with ν0 = ``prior_sources`` pseudo-sources (k sources: (k−1)τ² + ν0τ0² over
+    k−1+ν0), then μ̂ ± t_{(1+level)/2, k−1+ν0} · sqrt((τ² + σ²)(1 + 1/k)) -- the 1/k for the
+    uncertainty of μ̂ (BDA3 §3.2, §5.4). Needs k − 1 + ν0 > 0."""
+    k, nu0 = spread.num_sources, prior_sources
+    dof = k - 1 + nu0
+    between = ((k - 1) * spread.between_var + nu0 * prior.between_var) / dof
+    within = (k * spread.within_var + nu0 * prior.within_var) / (k + nu0)
+    half = float(stats.t.ppf((1 + level) / 2, dof)) * math.sqrt((between + within) * (1 + 1 / k))
+    return spread.center - half, spread.center + half
+
+
 def build_bands(residuals: Sequence[Residual], level: float = LEVEL,
-                exclude_source: str | None = None) -> ResidualBands:
-    """Quantiles ((1 − level)/2, (1 + level)/2) of r per group key."""
-    groups: dict[str, list[float]] = {}
+                prior_sources: float = 0.0, exclude_source: str | None = None,
+                min_sources: int = MIN_SOURCES) -> ResidualBands:
+    """Every group key's spread and band (groups with fewer than ``min_sources`` sources get
+    none: a lookup passes over them). ``exclude_source``: build as if it were unknown."""
+    groups: dict[str, dict[str, list[float]]] = {}
     for res in residuals:
         if res.source_id == exclude_source:
             continue
         for key in group_keys(res.generation, res.arch, res.scale):
-            groups.setdefault(key, []).append(res.log_time_ratio)
-    q = ((1 - level) / 2, (1 + level) / 2)
-    return ResidualBands(groups={
-        key: ResidualBand(n=len(v), low=float(np.quantile(v, q[0])),
-                          high=float(np.quantile(v, q[1])))
-        for key, v in sorted(groups.items())})
-
-
-def coverage(residuals: Sequence[Residual], level: float = LEVEL, min_runs: int = MIN_RUNS,
-             widen_factor: float = WIDEN_FACTOR) -> float:
-    """Share of rows whose measurement falls inside the band built without their source."""
-    inside = total = 0
-    for source in sorted({r.source_id for r in residuals}):
-        bands = build_bands(residuals, level, exclude_source=source)
-        for res in (r for r in residuals if r.source_id == source):
-            band = bands.interval(res.generation, res.arch, res.scale, 1.0, True, level,
-                                  min_runs, widen_factor)
-            if band is None:
-                continue
-            total += 1
-            inside += band.low <= math.exp(res.log_time_ratio) <= band.high
-    return inside / total if total else math.nan
+            groups.setdefault(key, {}).setdefault(res.source_id, []).append(res.log_time_ratio)
+    generations = tuple(sorted({r.generation for r in residuals
+                                if r.source_id != exclude_source}))
+    if "all" not in groups:
+        return ResidualBands(prior_sources=prior_sources, groups={})
+    prior = source_spread(groups["all"])
+    out = {}
+    for key, by_source in sorted(groups.items()):
+        spread = source_spread(by_source)
+        if spread.num_sources < min_sources:
+            continue
+        low, high = predictive_band(spread, prior, prior_sources, level)
+        out[key] = ResidualBand(n=spread.num_rows, num_sources=spread.num_sources,
+                                center=spread.center, between_var=spread.between_var,
+                                within_var=spread.within_var, low=low, high=high)
+    return ResidualBands(prior_sources=prior_sources, generations=generations, groups=out)

@@ -1,0 +1,152 @@
+"""Screen candidate overhead mechanisms by leave-one-source-out CV (issue 21 item 3).
+
+Each candidate replaces or extends the per-generation overhead fraction f of
+``estimate.training.assemble_step`` (step = a + f·k, a and k from the response table of
+``validate/response_table.py``) with terms that stand for a mechanism:
+
+* ``per-step s``: fixed seconds per optimizer step (optimizer launch, grad-norm all-reduce of
+  small tensors, data loader, logging sync) -- feature 1;
+* ``per-micro-batch s``: fixed seconds per micro-batch (host-side schedule work, pipeline
+  hand-offs) -- feature num_micro_batches;
+* ``per-layer-pass s``: inter-kernel gaps that depend on kernel count, not kernel time --
+  feature num_micro_batches · layers per stage;
+* ``framework multiplier``: f times a factor per framework profile (the row's
+  ``framework`` column resolved as ``validate/row_framework.py`` does).
+
+Screening only: the grid parameters (stream-overlap share, Triton attention ratio) stay at
+their all-data fit and held-out rows are predicted from the table, so the numbers sit below
+the full ``perfcast validate --cross-validate source`` ones; compare candidates with each
+other. Loss and bounds as ``fit_training`` (soft-L1, f_scale 0.05; f in [0, 3]).
+
+    python tools/overhead_mechanism_screen.py
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from perfcast.validate.fit_training import (
+    MIN_ROWS_PER_GENERATION,
+    fit_training,
+    load_training_data,
+)
+from perfcast.validate.row_framework import row_framework
+
+DATA = Path(__file__).resolve().parents[2] / "shared/ground_truth/training.csv"
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Per-row arrays of the response table at the fitted grid values."""
+
+    a: np.ndarray
+    k: np.ndarray
+    tokens_per_gpu_step: np.ndarray
+    log_measured: np.ndarray
+    generation: np.ndarray
+    framework: np.ndarray
+    source: np.ndarray
+    fit: np.ndarray
+    dense: np.ndarray
+    features: dict[str, np.ndarray]
+
+
+def load(path: Path = DATA) -> Rows:
+    data = load_training_data([path])
+    fitted = fit_training(data)
+    table = data.table
+    a, k = table.response([fitted.value(p.name) for p in table.parameters])
+    text = {r["row_id"]: r for r in csv.DictReader(path.open(newline="", encoding="utf-8"))}
+    rows = table.data.rows
+    frameworks = []
+    for r in rows:
+        resolved = row_framework(text[r.row_id])
+        frameworks.append(resolved.profile.name if resolved is not None else "none")
+    micro = np.array([r.workload.global_batch_size / (r.strategy.micro_batch_size * r.strategy.dp)
+                      for r in rows], float)
+    layers = np.array([r.model.num_hidden_layers / r.strategy.pp for r in rows], float)
+    return Rows(a, k, table.data.tokens_per_gpu_step, np.log(table.data.measured),
+                np.array(table.data.generation), np.array(frameworks),
+                np.array([r.source_id for r in rows]), data.fit_mask(),
+                np.array([r.model.arch_type == "dense" for r in rows]),
+                {"per-step s": np.ones(len(rows)), "per-micro-batch s": micro,
+                 "per-layer-pass s": micro * layers})
+
+
+def _residual(rows: Rows, extra: np.ndarray, gi: np.ndarray, fi: np.ndarray, ng: int, nf: int,
+              x: np.ndarray) -> np.ndarray:
+    """log(predicted/measured) of every row: f = f_generation · framework factor, step =
+    a + f·k + extra · seconds."""
+    factor = np.where(fi >= 0, x[ng:ng + nf][np.maximum(fi, 0)], 1.0) if nf else 1.0
+    f = x[:ng][gi] * factor
+    step = rows.a + f * rows.k + extra @ x[ng + nf:]
+    return np.log(rows.tokens_per_gpu_step / step) - rows.log_measured
+
+
+def _masked(residual: Callable[[np.ndarray], np.ndarray], mask: np.ndarray,
+            x: np.ndarray) -> np.ndarray:
+    return residual(x)[mask]
+
+
+def _cv(rows: Rows, terms: tuple[str, ...], per_generation: bool,
+        framework_multiplier: bool) -> np.ndarray:
+    """Held-out |error| of every row under one candidate."""
+    extra = np.stack([rows.features[t] for t in terms], 1) if terms else np.zeros((len(rows.a), 0))
+    predicted = np.zeros(len(rows.a))
+    for source in sorted(set(rows.source)):
+        mask = rows.fit & (rows.source != source)
+        gens = sorted(g for g, c in Counter(rows.generation[mask]).items()
+                      if per_generation and c >= MIN_ROWS_PER_GENERATION)
+        fams = sorted(f for f, c in Counter(rows.framework[mask]).items()
+                      if framework_multiplier and c >= MIN_ROWS_PER_GENERATION)
+        gi = np.array([gens.index(g) if g in gens else len(gens) for g in rows.generation])
+        fi = np.array([fams.index(f) if f in fams else -1 for f in rows.framework])
+        ng, nf = len(gens) + 1, len(fams)
+
+        residual = partial(_residual, rows, extra, gi, fi, ng, nf)
+        x0 = np.r_[np.full(ng, 0.2), np.ones(nf), np.zeros(extra.shape[1])]
+        low = np.r_[np.zeros(ng), np.full(nf, 0.1), np.zeros(extra.shape[1])]
+        high = np.r_[np.full(ng, 3.0), np.full(nf, 5.0), np.full(extra.shape[1], 10.0)]
+        fit = least_squares(partial(_masked, residual, mask), x0, bounds=(low, high),
+                            loss="soft_l1", f_scale=0.05, x_scale="jac", diff_step=1e-3)
+        held = rows.source == source
+        predicted[held] = np.exp(residual(fit.x) + rows.log_measured)[held]
+    return np.abs(predicted / np.exp(rows.log_measured) - 1)
+
+
+CANDIDATES: dict[str, Callable[[Rows], np.ndarray]] = {
+    "f per generation (shipped)": lambda r: _cv(r, (), True, False),
+    "pooled f": lambda r: _cv(r, (), False, False),
+    "f per generation + per-step s": lambda r: _cv(r, ("per-step s",), True, False),
+    "pooled f + per-step s": lambda r: _cv(r, ("per-step s",), False, False),
+    "f per generation + per-micro-batch s": lambda r: _cv(r, ("per-micro-batch s",), True,
+                                                          False),
+    "pooled f + per-micro-batch s": lambda r: _cv(r, ("per-micro-batch s",), False, False),
+    "f per generation + per-layer-pass s": lambda r: _cv(r, ("per-layer-pass s",), True, False),
+    "pooled f + per-layer-pass s": lambda r: _cv(r, ("per-layer-pass s",), False, False),
+    "f per generation x framework": lambda r: _cv(r, (), True, True),
+}
+
+
+def main() -> None:
+    rows = load()
+    sources = sorted(set(rows.source))
+    print(f"{len(rows.a)} rows, {len(sources)} sources; screening MAPE (table-based LOSO CV)")
+    for name, run in CANDIDATES.items():
+        err = run(rows)
+        worst = max(sources, key=lambda s: float(err[rows.source == s].mean()))
+        print(f"{name:40} all {err.mean():6.1%}  dense {err[rows.dense].mean():6.1%}  "
+              f"MoE {err[~rows.dense].mean():6.1%}  worst {worst} "
+              f"{err[rows.source == worst].mean():.1%}")
+
+
+if __name__ == "__main__":
+    main()
