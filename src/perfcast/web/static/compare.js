@@ -77,6 +77,7 @@ const Compare = {
     Compare.writeUrl(configs);
     const status = document.getElementById("status");
     const t0 = performance.now();
+    document.body.dataset.state = "busy";
     status.textContent = "computing…";
     const results = await Promise.all(configs.map((c) => Forms.call("train", c)));
     results.forEach((r, i) => {

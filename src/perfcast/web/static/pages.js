@@ -41,6 +41,7 @@ function livePage(command, render, { auto = true, extra } = {}) {
       if (controller) controller.abort();
       controller = new AbortController();
       const t0 = performance.now();
+      document.body.dataset.state = "busy";
       status.textContent = "computing…";
       const ticker = setInterval(() => {
         status.textContent = `computing… ${((performance.now() - t0) / 1000).toFixed(1)} s`;
