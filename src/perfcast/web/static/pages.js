@@ -29,11 +29,13 @@ function cards(items) {
   return div;
 }
 
+const DEBOUNCE_MS = 80;  // wait this long after a keystroke before asking the server
+
 // A page whose result follows the form: every edit re-runs the command (debounced).
 function livePage(command, render, { auto = true, extra } = {}) {
   return async function start(form) {
     const state = Forms.state(command);
-    let controller = null, timer = null;
+    let controller = null, timer = null, changedAt = null;
     const status = document.getElementById("status");
     async function update() {
       const query = Forms.query(state);
@@ -71,13 +73,18 @@ function livePage(command, render, { auto = true, extra } = {}) {
       const ms = performance.now() - t0;
       status.textContent = `computed in ${ms.toFixed(0)} ms`;
       document.body.dataset.renderMs = ms.toFixed(1);
+      if (changedAt !== null) {  // from the keystroke to the drawn result, debounce included
+        document.body.dataset.changeToRenderMs = (performance.now() - changedAt).toFixed(1);
+        changedAt = null;
+      }
       document.body.dataset.state = "done";
       if (extra) extra(view, state);
     }
     Forms.render(form, command, state, () => {
       if (!auto) return Forms.writeUrl(Forms.query(state));
+      changedAt = performance.now();
       clearTimeout(timer);
-      timer = setTimeout(update, 120);
+      timer = setTimeout(update, DEBOUNCE_MS);
     });
     if (!auto) {
       const run = document.createElement("button");
