@@ -131,3 +131,18 @@ def test_help_does_not_import_the_web_framework():
             "print([m for m in ('starlette', 'uvicorn', 'perfcast.web') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_train_trace_is_the_cli_trace_file(client, tmp_path):
+    """The Train page's Gantt reads the Chrome trace ``perfcast train --trace`` writes."""
+    query = {"model": "llama-3-8b", "gpus": "8", "pp": "4", "vpp": "2"}
+    response = client.get("/api/trace/train", query)
+    assert response.status == 200, response.text
+    path = tmp_path / "trace.json"
+    result = runner.invoke(cli_app, ["train", *cli_args("train", query), "--trace", str(path),
+                                     "--json"])
+    assert result.exit_code == 0, result.output
+    assert response.text == path.read_text()
+    assert response.headers["x-perfcast-command"].endswith("--trace trace.json --json")
+    bad = client.get("/api/trace/train", {"model": "llama-3-8b", "gpus": "8", "pp": "x"})
+    assert bad.status == 400 and bad.json()["field"] == "pp"

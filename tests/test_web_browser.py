@@ -122,6 +122,10 @@ def test_train_page(page):
     assert page.text("cli-command").startswith("perfcast train --model llama-3-8b")
     assert json.loads(page.driver.execute_script(
         "return document.getElementById('json-output').textContent")) == cli
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(page.driver, WAIT_S).until(  # the pipeline Gantt from the CLI's --trace
+        lambda d: d.execute_script("return document.querySelectorAll('#gantt svg rect').length > 8"))
     page.screenshot("train")
     page.fill("tp", "3")  # 16 GPUs are not divisible by tp*pp = 6: the CLI's message
     assert page.driver.execute_script("return document.body.dataset.state") == "error"

@@ -7,11 +7,14 @@ file plus plain JS/SVG shipped in ``perfcast/web/static`` (nothing loads from th
 API: ``GET /api/<command>?<page query>`` answers exactly what ``perfcast <command> ... --json``
 prints (``perfcast.web.runner``), with the equivalent command in the ``X-Perfcast-Command``
 header; bad input answers 400 with ``{"error", "field", "command"}`` (the CLI's one-line message
-and the form field it names). ``GET /api/fields`` describes every page's form.
+and the form field it names). ``GET /api/fields`` describes every page's form;
+``GET /api/trace/train?<query>`` is the Chrome-trace JSON ``perfcast train --trace`` writes (the
+Train page's pipeline Gantt).
 """
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -65,10 +68,31 @@ def create_app(calibration: Path | None = None) -> Starlette:
         return Response(outcome.stdout, media_type="application/json",
                         headers={"X-Perfcast-Command": outcome.command_line})
 
+    def trace(request: Request) -> Response:
+        """The Train page's pipeline Gantt: the Chrome-trace file ``perfcast train --trace``
+        writes (to a temporary file of the server's, never a path from the page)."""
+        query = dict(request.query_params)
+        try:
+            args = cli_args("train", query)
+        except InputError as exc:
+            return JSONResponse({"error": str(exc), "field": exc.field, "command": ""},
+                                status_code=400)
+        with tempfile.TemporaryDirectory(prefix="perfcast-serve-") as folder:
+            path = Path(folder) / "trace.json"
+            outcome = run_cli("train", args, (*extra("train"), "--trace", str(path)))
+            if not outcome.ok:
+                return JSONResponse({"error": outcome.message, "field": outcome.field,
+                                     "command": outcome.command_line},
+                                    status_code=400 if outcome.exit_code == 2 else 500)
+            body = path.read_bytes()
+        shown = command_line("train", [*args, *extra("train"), "--trace", "trace.json"])
+        return Response(body, media_type="application/json", headers={"X-Perfcast-Command": shown})
+
     routes = [
         Route("/", index),
         *(Route(f"/{name}", page) for name in PAGES),
         Route("/api/fields", fields),
+        Route("/api/trace/train", trace),
         Route("/api/{command}", api),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]

@@ -65,6 +65,47 @@ const Charts = {
     return svg;
   },
 
+  // Chrome-trace events (ph 'X' spans, ph 'M' names) -> one Gantt row per process/thread.
+  gantt(trace, width = 900) {
+    const names = {}, rows = new Map();
+    for (const e of trace.traceEvents) {
+      if (e.ph === "M" && e.name === "process_name") names[`p${e.pid}`] = e.args.name;
+      if (e.ph === "M" && e.name === "thread_name") names[`t${e.pid}.${e.tid}`] = e.args.name;
+    }
+    const spans = trace.traceEvents.filter((e) => e.ph === "X");
+    for (const e of spans) {
+      const key = `${e.pid}.${e.tid}`;
+      if (!rows.has(key)) rows.set(key, { pid: e.pid, tid: e.tid, spans: [] });
+      rows.get(key).spans.push(e);
+    }
+    const ordered = [...rows.values()].sort((a, b) => a.pid - b.pid || a.tid - b.tid);
+    const end = Math.max(...spans.map((e) => e.ts + e.dur), 1e-9);
+    const left = 190, rowH = 16, cats = {};
+    const svg = Charts.el("svg", { width, height: ordered.length * rowH + 40, role: "img" });
+    const scale = (width - left - 10) / end;
+    ordered.forEach((row, i) => {
+      const y = i * rowH + 2;
+      const label = `${names[`p${row.pid}`] || "pid " + row.pid} · ${names[`t${row.pid}.${row.tid}`] || row.tid}`;
+      svg.append(Charts.el("text", { x: left - 6, y: y + 11, "text-anchor": "end" }, label));
+      for (const e of row.spans) {
+        if (!(e.cat in cats)) cats[e.cat] = Object.keys(cats).length;
+        const rect = Charts.el("rect", { x: left + e.ts * scale, y, width: Math.max(e.dur * scale, 0.5),
+          height: rowH - 3, fill: Charts.palette[cats[e.cat] % Charts.palette.length] });
+        rect.append(Charts.el("title", {}, `${e.name} (${e.cat}): ${Fmt.ms(e.dur / 1e6)}`));
+        svg.append(rect);
+      }
+    });
+    const y = ordered.length * rowH + 8;
+    svg.append(Charts.el("text", { x: left, y: y + 24 }, `0 … ${Fmt.ms(end / 1e6)} (one step)`));
+    let x = left;
+    for (const [cat, j] of Object.entries(cats)) {
+      svg.append(Charts.el("rect", { x, y, width: 10, height: 10, fill: Charts.palette[j % Charts.palette.length] }));
+      svg.append(Charts.el("text", { x: x + 14, y: y + 9 }, cat));
+      x += 24 + 6.5 * cat.length;
+    }
+    return svg;
+  },
+
   // points: [{x, y, label}] -> scatter (line: true joins them in x order); log axes optional.
   xy(points, { xLabel, yLabel, line = false, logX = false, width = 560, height = 260 }) {
     const pad = { l: 64, r: 16, t: 10, b: 40 };

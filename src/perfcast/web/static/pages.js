@@ -132,6 +132,10 @@ function renderTrain(view, d, state) {
             { label: "other", value: s.other_bytes }],
   }));
   view.append(panel("Memory per GPU by pipeline stage (dashed: capacity)", Charts.stacked(rows, Fmt.gib, d.memory.capacity_bytes)));
+  const gantt = document.createElement("div");
+  gantt.id = "gantt";
+  gantt.textContent = "simulating the pipeline…";
+  view.append(panel("Pipeline timeline of one step (`perfcast train --trace`)", gantt));
   const link = document.createElement("a");
   link.href = "/compare?c=" + encodeURIComponent(Forms.query(state)) + "&c=" + encodeURIComponent(Forms.query(state));
   link.id = "compare-link";
@@ -155,6 +159,21 @@ function renderServe(view, d) {
   curve.id = "curve";
   curve.textContent = "computing the throughput–latency curve…";
   view.append(panel("Throughput vs latency (static batches 1…512, `perfcast infer --curve`)", curve));
+}
+
+// The Train page's Gantt: the Chrome trace the CLI writes with --trace, drawn per stage/stream.
+async function trainGantt(view, state) {
+  const response = await fetch("/api/trace/train?" + Forms.query(state));
+  const box = view.querySelector("#gantt");
+  if (!box) return;
+  if (!response.ok) { box.textContent = (await response.json()).error; return; }
+  box.textContent = "";
+  box.append(Charts.gantt(await response.json()));
+  const a = document.createElement("a");
+  a.href = response.url;
+  a.download = "trace.json";
+  a.textContent = "trace.json (open in Perfetto or chrome://tracing)";
+  box.append(document.createElement("br"), a);
 }
 
 // The Serve page draws the curve from a second command: the same model and layout with --curve.
@@ -218,7 +237,7 @@ function renderSearch(view, d, state) {
 }
 
 const Pages = {
-  train: livePage("train", renderTrain),
+  train: livePage("train", renderTrain, { extra: trainGantt }),
   serve: livePage("infer", renderServe, { extra: serveCurve }),
   search: livePage("search", renderSearch, { auto: false }),
 };
