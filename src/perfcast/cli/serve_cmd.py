@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Annotated
 
 import typer
@@ -10,6 +11,25 @@ from perfcast.cli.errors import handle_input_errors
 from perfcast.cli.options import CalibrationOption
 
 DEFAULT_PORT = 8765
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (InputError naming the port when it is taken)."""
+    from perfcast.errors import InputError
+
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except socket.gaierror as exc:
+        raise InputError("host", host, f"cannot be resolved ({exc.strerror})") from None
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise InputError("port", port, f"cannot listen on {host}:{port} "
+                         f"({exc.strerror or type(exc).__name__})") from None
+    return sock
 
 
 @handle_input_errors
@@ -28,7 +48,11 @@ def serve_command(
         from perfcast.web.app import create_app
     except ImportError as exc:
         raise InputError("serve", exc.name, "not installed; pip install 'perfcast[web]'") from None
-    if calibration is not None and not calibration.is_dir():
-        raise InputError("calibration", str(calibration), "is not a directory")
+    if calibration is not None:  # a bad directory fails here, once, not on every page
+        from perfcast.calibration.bundle import load_calibration
+
+        load_calibration(calibration)
+    sock = _listening_socket(host, port)
     typer.echo(f"perfcast explorer on http://{host}:{port}/train (Ctrl-C stops it)")
-    uvicorn.run(create_app(calibration), host=host, port=port, log_level="warning")
+    server = uvicorn.Server(uvicorn.Config(create_app(calibration), log_level="warning"))
+    server.run(sockets=[sock])

@@ -118,6 +118,10 @@ def run_cli(command: str, args: list[str], extra: tuple[str, ...] = ()) -> CliOu
         message = stderr.getvalue().strip().splitlines()[-1] if code else ""
     except click_errors.ClickException as exc:
         code, message = 2, _hint(" ".join(exc.format_message().split()))
+    except SystemExit as exc:  # a command that exits by itself must not stop the server
+        code = exc.code if isinstance(exc.code, int) else 1
+        message = stderr.getvalue().strip().splitlines()[-1] if stderr.getvalue().strip() else (
+            f"exit code {code}" if code else "")
     except Exception as exc:  # noqa: BLE001 - the server must answer, not crash
         code, message = 1, f"internal error: {type(exc).__name__}: {exc}".splitlines()[0]
     finally:
