@@ -6,7 +6,8 @@ startup <= 1 s, Train render <= 300 ms after a change).
 startup_s: from launching ``perfcast serve`` to the first answered ``GET /train`` (a fresh
 process each time). api_train_ms: one ``GET /api/train`` on a warm server (the forecast and its
 JSON). render_ms: in headless Chromium, from the keystroke that changes TP on the Train page to
-the drawn result (the 80 ms debounce, the request, the forecast and the drawing).
+the drawn result (the 80 ms debounce, the request, the forecast and the drawing);
+gantt_after_render_ms: then the pipeline Gantt (``perfcast train --trace``, a second request).
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def render_ms(base: str, repeats: int) -> list[float]:
                 "--window-size=1280,1000"):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    times = []
+    times, gantt = [], []
     try:
         driver.get(f"{base}/train?{TRAIN_QUERY}")
         WebDriverWait(driver, 60).until(
@@ -98,9 +99,12 @@ def render_ms(base: str, repeats: int) -> list[float]:
             WebDriverWait(driver, 60).until(
                 lambda d: d.execute_script("return document.body.dataset.changeToRenderMs"))
             times.append(float(driver.execute_script("return document.body.dataset.changeToRenderMs")))
+            WebDriverWait(driver, 60).until(lambda d: d.execute_script(
+                "return document.querySelector('#gantt svg') && document.body.dataset.ganttMs"))
+            gantt.append(float(driver.execute_script("return document.body.dataset.ganttMs")))
     finally:
         driver.quit()
-    return times
+    return times, gantt
 
 
 def _line(name: str, values: list[float], unit: str) -> None:
@@ -121,7 +125,9 @@ def main() -> None:
         _wait_up(f"{base}/train")
         _line("api_train_ms", api_train_ms(base, ns.repeats), "ms")
         if not ns.no_browser:
-            _line("render_ms", render_ms(base, ns.repeats), "ms (target <= 300)")
+            render, gantt = render_ms(base, ns.repeats)
+            _line("render_ms", render, "ms (target <= 300)")
+            _line("gantt_after_render_ms", gantt, "ms (the pipeline Gantt, a second request)")
     finally:
         process.terminate()
         process.wait(timeout=10)

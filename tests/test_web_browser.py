@@ -42,7 +42,7 @@ def _browser_or_skip():
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1280,1000", "--disable-extensions"):
+                "--window-size=1280,1300", "--disable-extensions"):
         options.add_argument(arg)
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 

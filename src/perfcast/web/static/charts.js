@@ -60,7 +60,7 @@ const Charts = {
     (rows[0] ? rows[0].parts : []).forEach((part, j) => {
       svg.append(Charts.el("rect", { x: lx, y: ly, width: 10, height: 10, fill: Charts.palette[j % Charts.palette.length] }));
       svg.append(Charts.el("text", { x: lx + 14, y: ly + 9 }, part.label));
-      lx += 24 + 6.5 * part.label.length;
+      lx += 24 + 7.2 * part.label.length;
     });
     return svg;
   },
@@ -101,7 +101,7 @@ const Charts = {
     for (const [cat, j] of Object.entries(cats)) {
       svg.append(Charts.el("rect", { x, y, width: 10, height: 10, fill: Charts.palette[j % Charts.palette.length] }));
       svg.append(Charts.el("text", { x: x + 14, y: y + 9 }, cat));
-      x += 24 + 6.5 * cat.length;
+      x += 24 + 7.2 * cat.length;
     }
     return svg;
   },

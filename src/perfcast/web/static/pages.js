@@ -163,6 +163,7 @@ function renderServe(view, d) {
 
 // The Train page's Gantt: the Chrome trace the CLI writes with --trace, drawn per stage/stream.
 async function trainGantt(view, state) {
+  const t0 = performance.now();
   const response = await fetch("/api/trace/train?" + Forms.query(state));
   const box = view.querySelector("#gantt");
   if (!box) return;
@@ -174,6 +175,7 @@ async function trainGantt(view, state) {
   a.download = "trace.json";
   a.textContent = "trace.json (open in Perfetto or chrome://tracing)";
   box.append(document.createElement("br"), a);
+  document.body.dataset.ganttMs = (performance.now() - t0).toFixed(1);
 }
 
 // The Serve page draws the curve from a second command: the same model and layout with --curve.
