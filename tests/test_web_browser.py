@@ -109,7 +109,9 @@ def _cli(command: str, query: dict[str, str]) -> dict:
 
 
 def test_train_page(page):
-    page.open("/train?model=llama-3-8b&gpus=16&tp=2&pp=2&distributed_optimizer=on")
+    from selenium.webdriver.common.by import By
+
+    page.open("/train?model=llama-3-8b&gpus=16&tp=2&pp=2&micro_batch_size=2&distributed_optimizer=on")
     page.fill("tp", "4")
     query = page.query()
     assert query["tp"] == "4" and query["model"] == "llama-3-8b"  # the URL holds the state
@@ -122,6 +124,8 @@ def test_train_page(page):
     assert page.text("cli-command").startswith("perfcast train --model llama-3-8b")
     assert json.loads(page.driver.execute_script(
         "return document.getElementById('json-output').textContent")) == cli
+    link = page.driver.find_element(By.ID, "json-link").get_attribute("href")
+    assert parse_qs_one(urlparse(link).query) == query  # micro_batch_size is not read as '&micro;'
     from selenium.webdriver.support.ui import WebDriverWait
 
     WebDriverWait(page.driver, WAIT_S).until(  # the pipeline Gantt from the CLI's --trace
@@ -176,6 +180,10 @@ def test_search_page(page):
     assert [float(c.get_attribute("data-value")) for c in cells] == [
         b["tokens_per_s_per_gpu"] for b in cli["best"]]
     page.screenshot("search")
+    page.driver.find_elements(By.CSS_SELECTOR, "#best a.open-train")[1].click()  # the 2nd best
+    WebDriverWait(page.driver, WAIT_S).until(lambda d: urlparse(d.current_url).path == "/train")
+    page.wait_done()
+    assert page.metric("tokens_per_s_per_gpu")[0] == cli["best"][1]["tokens_per_s_per_gpu"]
 
 
 def test_compare_page(page):

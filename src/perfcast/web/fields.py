@@ -77,7 +77,7 @@ def _catalog_choices() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...
 def page_fields() -> dict[str, tuple[Field, ...]]:
     """Fields per CLI command the pages run (train, memory, infer, search)."""
     from perfcast.cli.infer_cmd import ActPrecisionOpt, KVPrecisionOpt, WeightPrecisionOpt
-    from perfcast.cli.options import PrecisionOpt, RecomputeOpt
+    from perfcast.cli.options import FP8RecipeOpt, PrecisionOpt, RecomputeOpt
     from perfcast.cli.search_cmd import ObjectiveOpt
     from perfcast.cli.train_cmd import ScheduleOpt
 
@@ -99,6 +99,20 @@ def page_fields() -> dict[str, tuple[Field, ...]]:
         Field("seq_length", "--seq-length", "int", "sequence length", "4096"),
         Field("precision", "--precision", "choice", "precision", "bf16", _enum(PrecisionOpt)),
         Field("recompute", "--recompute", "choice", "recompute", "none", _enum(RecomputeOpt)),
+        Field("recompute_num_layers", "--recompute-num-layers", "int", "recomputed layers per stage", ""),
+        Field("fp8_recipe", "--fp8-recipe", "choice", "FP8 recipe", "", ("", *_enum(FP8RecipeOpt))),
+        Field("zero_stage", "--zero-stage", "int", "ZeRO stage", ""),
+        Field("fsdp", "--fsdp", "switch", "FSDP", "", ("", "on", "off"), off_flag="--no-fsdp"),
+        Field("tp_comm_overlap", "--tp-comm-overlap", "switch", "TP comm overlap", "", ("", "on", "off"),
+              off_flag="--no-tp-comm-overlap"),
+        Field("first_stage_layers", "--decoder-first-pipeline-num-layers", "int",
+              "layers on the first stage", ""),
+        Field("last_stage_layers", "--decoder-last-pipeline-num-layers", "int",
+              "layers on the last stage", ""),
+        Field("account_for_embedding", "--account-for-embedding-in-pipeline-split", "flag",
+              "embedding counts as a layer", "", ("", "on")),
+        Field("account_for_loss", "--account-for-loss-in-pipeline-split", "flag",
+              "loss counts as a layer", "", ("", "on")),
         Field("sequence_parallel", "--sequence-parallel", "switch", "sequence parallel", "",
               ("", "on", "off"), off_flag="--no-sequence-parallel"),
         Field("distributed_optimizer", "--use-distributed-optimizer", "switch",

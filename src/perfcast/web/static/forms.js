@@ -120,7 +120,12 @@ const Forms = {
     cli.textContent = result.command;
     const details = document.createElement("details");
     const summary = document.createElement("summary");
-    summary.innerHTML = `JSON (identical to the command's output) — <a href="${result.url}" target="_blank">open</a>`;
+    const open = document.createElement("a");  // href as a property: '&micro' in HTML text is 'µ'
+    open.href = result.url;
+    open.target = "_blank";
+    open.id = "json-link";
+    open.textContent = "open";
+    summary.append("JSON (identical to the command's output) — ", open);
     const pre = document.createElement("pre");
     pre.id = "json-output";
     pre.textContent = result.text;

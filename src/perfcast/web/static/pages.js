@@ -202,12 +202,20 @@ function strategyText(s) {
   return parts.join(" · ");
 }
 
+// The Train page query of a searched strategy: every option the search varies, so the Train
+// forecast is the search row's (tests/test_web_browser.py checks the numbers agree).
 function trainQueryOf(d, s, framework) {
+  const onOff = (x) => (x ? "on" : "off");
   return Forms.query({
     model: d.model, system: d.system, gpus: d.num_gpus, tp: s.tp, pp: s.pp, vpp: s.vpp, cp: s.cp, ep: s.ep,
     micro_batch_size: s.micro_batch_size, global_batch_size: d.global_batch_size, seq_length: d.seq_length,
-    precision: s.precision, recompute: s.recompute, sequence_parallel: s.sequence_parallel ? "on" : "off",
-    distributed_optimizer: s.distributed_optimizer ? "on" : "off", framework,
+    precision: s.precision, fp8_recipe: s.fp8_recipe, recompute: s.recompute,
+    recompute_num_layers: s.recompute_num_layers ?? "", zero_stage: s.zero_stage, fsdp: onOff(s.fsdp),
+    sequence_parallel: onOff(s.sequence_parallel), distributed_optimizer: onOff(s.distributed_optimizer),
+    tp_comm_overlap: onOff(s.tp_comm_overlap), first_stage_layers: s.num_layers_in_first_pipeline_stage ?? "",
+    last_stage_layers: s.num_layers_in_last_pipeline_stage ?? "",
+    account_for_embedding: s.account_for_embedding_in_pipeline_split ? "on" : "",
+    account_for_loss: s.account_for_loss_in_pipeline_split ? "on" : "", framework,
   });
 }
 
@@ -224,9 +232,13 @@ function renderSearch(view, d, state) {
   d.best.forEach((b, i) => {
     const tr = document.createElement("tr");
     tr.innerHTML = `<td>${i + 1}</td><td style="text-align:left"></td><td data-value="${b.tokens_per_s_per_gpu}">${Fmt.int(b.tokens_per_s_per_gpu)}</td>` +
-      `<td>${Fmt.pct(b.mfu)}</td><td>${Fmt.ms(b.step_time_s)}</td><td>${Fmt.gib(b.peak_memory_bytes)}</td>` +
-      `<td><a href="/train?${trainQueryOf(d, b.strategy, d.framework)}">open in Train</a></td>`;
+      `<td>${Fmt.pct(b.mfu)}</td><td>${Fmt.ms(b.step_time_s)}</td><td>${Fmt.gib(b.peak_memory_bytes)}</td><td></td>`;
     tr.children[1].textContent = strategyText(b.strategy);
+    const open = document.createElement("a");  // set as a property: '&micro' in HTML text is 'µ'
+    open.className = "open-train";
+    open.href = "/train?" + trainQueryOf(d, b.strategy, d.framework);
+    open.textContent = "open in Train";
+    tr.children[6].append(open);
     table.append(tr);
   });
   view.append(panel(`Best strategies (objective: ${d.objective}, framework: ${d.framework})`, table));
