@@ -146,3 +146,16 @@ def test_train_trace_is_the_cli_trace_file(client, tmp_path):
     assert response.headers["x-perfcast-command"].endswith("--trace trace.json --json")
     bad = client.get("/api/trace/train", {"model": "llama-3-8b", "gpus": "8", "pp": "x"})
     assert bad.status == 400 and bad.json()["field"] == "pp"
+
+
+def test_concurrent_requests_get_their_own_output(client):
+    """Each request's output is caught in its own thread: side-by-side forecasts do not mix."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    queries = [{"model": "llama-3-8b", "gpus": "16", "tp": str(tp), "pp": str(pp)}
+               for tp in (1, 2, 4) for pp in (1, 2)]
+    with ThreadPoolExecutor(max_workers=len(queries)) as pool:
+        replies = list(pool.map(lambda q: client.get("/api/train", q), queries))
+    for query, reply in zip(queries, replies, strict=True):
+        assert reply.status == 200, reply.text
+        assert reply.text == _cli("train", cli_args("train", query)).stdout

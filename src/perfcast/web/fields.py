@@ -105,6 +105,7 @@ def page_fields() -> dict[str, tuple[Field, ...]]:
         Field("fsdp", "--fsdp", "switch", "FSDP", "", ("", "on", "off"), off_flag="--no-fsdp"),
         Field("tp_comm_overlap", "--tp-comm-overlap", "switch", "TP comm overlap", "", ("", "on", "off"),
               off_flag="--no-tp-comm-overlap"),
+        Field("pipeline_layout", "--pipeline-layout", "text", "pipeline layout (Megatron string)", ""),
         Field("first_stage_layers", "--decoder-first-pipeline-num-layers", "int",
               "layers on the first stage", ""),
         Field("last_stage_layers", "--decoder-last-pipeline-num-layers", "int",
