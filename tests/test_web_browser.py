@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -206,3 +207,15 @@ def test_compare_page(page):
 
 def parse_qs_one(query: str) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(query).items()}
+
+
+def test_a_missing_browser_fails_in_ci_and_skips_locally(monkeypatch, tmp_path):
+    module = sys.modules[__name__]
+
+    monkeypatch.setattr(module, "CHROMIUM", str(tmp_path / "no-chromium"))
+    monkeypatch.setenv("CI", "1")
+    with pytest.raises(pytest.fail.Exception, match="no headless browser"):
+        module._browser_or_skip()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception):
+        module._browser_or_skip()
