@@ -35,6 +35,8 @@ class Field:
     choices: tuple[str, ...] = ()
     off_flag: str = ""
     """For ``switch``: the option that turns it off (``--no-sequence-parallel``)."""
+    hidden: bool = False
+    """Accepted from the query but not shown in the form (the page sets it itself)."""
 
     def args(self, value: str) -> list[str]:
         """The CLI arguments for ``value`` ([] when empty or a flag left off)."""
@@ -49,7 +51,7 @@ class Field:
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "flag": self.flag, "kind": self.kind, "label": self.label,
-                "default": self.default, "choices": list(self.choices)}
+                "default": self.default, "choices": list(self.choices), "hidden": self.hidden}
 
 
 def _on(name: str, value: str) -> bool:
@@ -139,7 +141,7 @@ def page_fields() -> dict[str, tuple[Field, ...]]:
               ("", *_enum(WeightPrecisionOpt))),
         Field("kv_precision", "--kv-precision", "choice", "KV precision", "",
               ("", *_enum(KVPrecisionOpt))),
-        Field("curve", "--curve", "flag", "throughput-latency curve", "", ("", "on")),
+        Field("curve", "--curve", "flag", "throughput-latency curve", "", ("", "on"), hidden=True),
     )
     search = (
         model, system,

@@ -13,7 +13,9 @@ const Forms = {
   state(command) {
     const params = new URLSearchParams(location.search);
     const state = {};
-    for (const f of Forms.fields[command]) state[f.name] = params.has(f.name) ? params.get(f.name) : f.default;
+    for (const f of Forms.fields[command]) {
+      if (!f.hidden) state[f.name] = params.has(f.name) ? params.get(f.name) : f.default;
+    }
     return state;
   },
 
@@ -33,6 +35,7 @@ const Forms = {
   render(form, command, state, onChange) {
     form.innerHTML = "";
     for (const f of Forms.fields[command]) {
+      if (f.hidden) continue;
       const box = document.createElement("div");
       box.className = "field";
       box.dataset.field = f.name;
