@@ -54,5 +54,6 @@ def serve_command(
         load_calibration(calibration)
     sock = _listening_socket(host, port)
     typer.echo(f"perfcast explorer on http://{host}:{port}/train (Ctrl-C stops it)")
-    server = uvicorn.Server(uvicorn.Config(create_app(calibration), log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(create_app(calibration), log_level="warning", http="h11",
+                                           ws="none", lifespan="off"))
     server.run(sockets=[sock])
