@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 from typing import Literal
 
 from perfcast.errors import InputError
@@ -76,8 +77,9 @@ def _catalog_choices() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...
             tuple(engine_names()))
 
 
+@lru_cache(maxsize=1)
 def page_fields() -> dict[str, tuple[Field, ...]]:
-    """Fields per CLI command the pages run (train, memory, infer, search)."""
+    """Fields per CLI command the pages run (train, memory, infer, search); built once."""
     from perfcast.cli.infer_cmd import ActPrecisionOpt, KVPrecisionOpt, WeightPrecisionOpt
     from perfcast.cli.options import FP8RecipeOpt, PrecisionOpt, RecomputeOpt
     from perfcast.cli.search_cmd import ObjectiveOpt
