@@ -22,6 +22,7 @@ from perfcast.cli.memory_cmd import memory_command
 from perfcast.cli.profile_cmd import profile_command
 from perfcast.cli.schedule_cmd import schedule_command
 from perfcast.cli.search_cmd import search_command
+from perfcast.cli.serve_cmd import serve_command
 from perfcast.cli.sweep_cmd import sweep_command
 from perfcast.cli.train_cmd import train_command
 from perfcast.cli.validate_cmd import validate_command
@@ -82,6 +83,7 @@ app.command("sweep", help="Best strategy over GPU counts, systems and hardware p
     sweep_command
 )
 app.command("schedule", help="Simulate a pipeline schedule: step time, bubble, memory.")(schedule_command)
+app.command("serve", help="Local web explorer: Train, Serve, Search, Compare pages.")(serve_command)
 app.command("models", help="List catalog models.")(models_command)
 app.command("systems", help="List catalog systems and GPUs.")(systems_command)
 
