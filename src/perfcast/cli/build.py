@@ -117,6 +117,7 @@ def build_specs(args: RunArgs) -> RunSpecs:
         exp_avg_dtype=args.exp_avg_dtype,
         exp_avg_sq_dtype=args.exp_avg_sq_dtype,
         fp8_param=args.fp8_param,
+        fp8_moe_act_inputs=args.fp8_moe_act_inputs,
         recompute=_recompute(args),
         recompute_modules=_recompute_modules(args.recompute_modules),
         recompute_num_layers=args.recompute_num_layers,

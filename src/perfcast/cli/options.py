@@ -140,6 +140,7 @@ class RunArgs:
     exp_avg_dtype: str
     exp_avg_sq_dtype: str
     fp8_param: bool
+    fp8_moe_act_inputs: bool
     precision: str
     fp8_recipe: str
     fp8_fused_casts: bool
@@ -202,6 +203,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("exp_avg_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--exp-avg-dtype", help="Adam first-moment dtype (bf16 needs --use-precision-aware-optimizer).")),
     ("exp_avg_sq_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--exp-avg-sq-dtype", help="Adam second-moment dtype (bf16 needs --use-precision-aware-optimizer).")),
     ("fp8_param", bool, typer.Option(False, "--fp8-param-gather", "--fp8-param", help="Keep linear-layer weights in FP8 (needs --fp8 and a sharded optimizer).")),
+    ("fp8_moe_act_inputs", bool, typer.Option(False, "--fp8-moe-act-inputs", help="FP8: cache the MoE SwiGLU inputs in FP8 for backward (DeepSeek-V3 §3.3.2; pair with --recompute-modules moe_act).")),
     ("precision", PrecisionOpt, typer.Option(PrecisionOpt.bf16, "--precision", help="GEMM precision.")),
     ("fp8", bool, typer.Option(False, "--fp8/--no-fp8", help="Same as --precision fp8.")),
     ("fp8_recipe", FP8RecipeOpt, typer.Option(FP8RecipeOpt.tensorwise, "--fp8-recipe", help="FP8 scaling recipe (nvfp4: FP4 GEMMs, Blackwell).")),
