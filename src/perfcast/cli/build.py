@@ -137,6 +137,8 @@ def build_specs(args: RunArgs) -> RunSpecs:
                                                  args.moe_flex_backend),
         moe_load_imbalance=args.moe_load_imbalance,
         moe_grouped_gemm=args.moe_grouped_gemm,
+        moe_permute_fusion=args.moe_permute_fusion,
+        moe_router_fusion=args.moe_router_fusion,
         moe_capacity_factor=args.moe_capacity_factor,
         moe_pad_expert_input_to_capacity=args.moe_pad_to_capacity,
         moe_router_force_load_balancing=args.moe_force_balance,

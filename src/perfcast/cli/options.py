@@ -154,6 +154,8 @@ class RunArgs:
     moe_flex_backend: str
     moe_load_imbalance: float
     moe_grouped_gemm: bool
+    moe_permute_fusion: bool
+    moe_router_fusion: bool
     moe_capacity_factor: float | None
     moe_pad_to_capacity: bool
     moe_force_balance: bool
@@ -218,6 +220,8 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("moe_flex_backend", FlexBackendOpt, typer.Option(FlexBackendOpt.deepep, "--moe-flex-dispatcher-backend", help="Backend of --moe-token-dispatcher-type flex: deepep (NVLink inside a node, RDMA across) or hybridep (the whole NVLink domain, NVL72 included).")),
     ("moe_load_imbalance", float, typer.Option(1.0, "--moe-load-imbalance", min=1.0, help="MoE: tokens at the busiest expert rank over the mean (1 = balanced).")),
     ("moe_grouped_gemm", bool, typer.Option(True, "--moe-grouped-gemm/--no-moe-grouped-gemm", help="MoE: local experts as one grouped GEMM, or one GEMM per expert.")),
+    ("moe_permute_fusion", bool, typer.Option(True, "--moe-permute-fusion/--no-moe-permute-fusion", help="MoE: fused token permute/unpermute (off: PyTorch kernels, Megatron-Core's default without the flag).")),
+    ("moe_router_fusion", bool, typer.Option(True, "--moe-router-fusion/--no-moe-router-fusion", help="MoE: fused router top-k and aux-loss scores (off: separate PyTorch kernels).")),
     ("moe_capacity_factor", float | None, typer.Option(None, "--moe-expert-capacity-factor", "--moe-capacity-factor", help="MoE: expert capacity over the balanced load; tokens beyond it dropped (default dropless).")),
     ("moe_pad_to_capacity", bool, typer.Option(False, "--moe-pad-expert-input-to-capacity", help="MoE: pad every expert's input to its capacity (needs --moe-expert-capacity-factor).")),
     ("moe_force_balance", bool, typer.Option(False, "--moe-router-force-load-balancing", help="MoE: perfectly balanced routing (benchmark mode); overrides --moe-load-imbalance.")),

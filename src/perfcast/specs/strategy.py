@@ -203,6 +203,16 @@ class Strategy(BaseModel):
         default=True,
         description="Local experts run as one grouped GEMM (--moe-grouped-gemm); else one GEMM each.",
     )
+    moe_permute_fusion: bool = Field(
+        default=True,
+        description="Fused token permute/unpermute kernels (--moe-permute-fusion); False = "
+                    "Megatron-Core's PyTorch permute (its default without the flag).",
+    )
+    moe_router_fusion: bool = Field(
+        default=True,
+        description="Fused router score function, top-k and aux-loss scores "
+                    "(--moe-router-fusion, TE >= 2.7); False = separate PyTorch kernels.",
+    )
     moe_capacity_factor: float | None = Field(
         default=None, gt=0, le=MAX_MOE_LOAD_IMBALANCE.value, allow_inf_nan=False,
         description="Expert capacity over the balanced load (--moe-expert-capacity-factor); "
