@@ -81,3 +81,21 @@ def test_cli_flag_lowers_the_peak():
     peak = {name: json.loads(r.stdout)["peak_bytes"] for name, r in
             (("plain", plain), ("cached", cached))}
     assert peak["cached"] < peak["plain"]
+
+
+def test_fit_advice_offers_the_fp8_swiglu_cache():
+    """Without the cache the published config needs 81.1 GiB; the lever alone makes it fit."""
+    from perfcast.memory.estimate import estimate_memory
+    from perfcast.search.fit_advice import candidate_changes
+
+    model = load_model("deepseek-v3")
+    system = load_system("hgx-h800", num_gpus=2048)
+    workload = Workload(seq_length=4096, global_batch_size=15360)
+    plain = _published_strategy(num_layers_in_first_pipeline_stage=3,
+                                num_layers_in_last_pipeline_stage=2).model_copy(
+        update={"fp8_moe_act_inputs": False})
+    assert not estimate_memory(model, system, plain, workload).fits
+    changes = dict(candidate_changes(model, plain))
+    assert changes["--fp8-moe-act-inputs"] == {"fp8_moe_act_inputs": True}
+    cached = plain.model_copy(update=changes["--fp8-moe-act-inputs"])
+    assert estimate_memory(model, system, cached, workload).fits
