@@ -8,9 +8,10 @@ refitting constants to the rows it checks, and a physics change that generalises
 Measured (2026-11-24, analytical kernels with the per-generation kernel fit, calibration =
 ``perfcast calibrate`` on shared/ground_truth: f ampere 0.125, hopper 0.299, blackwell 0.433,
 pooled 0.205; stream overlap 0.783; Triton/FA2 1.612): 379 rows forecast (329 dense, 50 MoE).
-CV MAPE 15.6% all, 14.0% dense, 26.2% MoE; dense median 8.9%, within 10% 55.3%, within 20%
-82.1%. In-sample (full fit): all 11.0%. Per source CV MAPE: korthikanti2022 4.4%,
-mcore_moe_modelzoo 15.6%, megatron_dsv3_gb200 38.6% (one layout, 13 software versions),
+CV MAPE 15.6% all, 14.0% dense, 25.9% MoE (26.2% before the optimization-history rows read
+their software steps; MoE within 20%: 27 of 50); dense median 8.9%, within 10% 55.3%, within
+20% 82.1%. In-sample (full fit): all 11.0%. Per source CV MAPE: korthikanti2022 4.4%,
+mcore_moe_modelzoo 15.6%, megatron_dsv3_gb200 37.7% (one layout, 13 software versions),
 megatron_sc21 44.4% (rows 12/13/15/16 +73..+214%), mosaic_mpt 10.1%, nemo_automodel 15.2%,
 nemo_perf 20.5%, torchao_float8 36.4%, torchao_moe 60.5%, torchtitan 15.8%, torchtitan_nvfp4
 18.3%.
@@ -42,7 +43,7 @@ CV_DENSE_WITHIN_20_MIN = 0.80
 CV_SOURCE_BOUNDS = {
     "korthikanti2022": 0.06,
     "mcore_moe_modelzoo": 0.18,
-    "megatron_dsv3_gb200": 0.42,
+    "megatron_dsv3_gb200": 0.40,
     "megatron_sc21": 0.47,
     "mosaic_mpt": 0.12,
     "nemo_automodel": 0.17,
@@ -53,8 +54,8 @@ CV_SOURCE_BOUNDS = {
     "torchtitan_nvfp4": 0.21,
 }
 KORTHIKANTI_ROW_BOUND = 0.08
-CV_MOE_MAPE_BOUND = 0.29
-CV_MOE_WITHIN_20_MIN = 24
+CV_MOE_MAPE_BOUND = 0.27
+CV_MOE_WITHIN_20_MIN = 26
 NEMO_MIXTRAL_ROW_BOUND = 0.33
 
 

@@ -3,7 +3,7 @@
 DeepSeek-V3 technical report (arXiv 2412.19437): 2,048 H800 (§3.1), PP 16 with DualPipe, EP 64
 over 8 nodes, ZeRO-1 DP, no TP (§3.2), FP8 mixed precision with 1x128 / 128x128 block scaling
 (§3.3), MTP depth 1 (§2.2), RMSNorm and MLA up-projection recomputed and the MoE SwiGLU output
-recomputed (§3.2.3, §3.3.2), AdamW moments in BF16 with FP32 master weights and gradients
+recomputed (§3.2.3, §3.3.2) with the SwiGLU inputs cached in FP8 (§3.3.2), AdamW moments in BF16 with FP32 master weights and gradients
 (§3.3.3), DeepEP-style node-limited
 dispatch (§3.2.2), sequence 4,096 and a final batch of 15,360 sequences (§4.2). The report's
 180K H800 GPU-hours per trillion tokens is 1e12 / (180e3 * 3600) = 1,543 tokens/s/GPU
@@ -29,7 +29,7 @@ PUBLISHED_TOKENS_PER_S_PER_GPU = 1e12 / (180e3 * 3600)
 def published_strategy(**layout) -> Strategy:
     return Strategy(
         num_gpus=2048, pp=16, ep=64, pipeline_schedule="dualpipe", precision="fp8",
-        fp8_recipe="blockwise", distributed_optimizer=True, mtp_num_layers=1,
+        fp8_recipe="blockwise", fp8_moe_act_inputs=True, distributed_optimizer=True, mtp_num_layers=1,
         recompute="selective", recompute_modules=("layernorm", "mla_up_proj", "moe_act"),
         precision_aware_optimizer=True, store_param_remainders=False, exp_avg_dtype="bf16",
         exp_avg_sq_dtype="bf16",

@@ -140,6 +140,7 @@ class RunArgs:
     exp_avg_dtype: str
     exp_avg_sq_dtype: str
     fp8_param: bool
+    fp8_moe_act_inputs: bool
     precision: str
     fp8_recipe: str
     fp8_fused_casts: bool
@@ -153,6 +154,8 @@ class RunArgs:
     moe_flex_backend: str
     moe_load_imbalance: float
     moe_grouped_gemm: bool
+    moe_permute_fusion: bool
+    moe_router_fusion: bool
     moe_capacity_factor: float | None
     moe_pad_to_capacity: bool
     moe_force_balance: bool
@@ -202,6 +205,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("exp_avg_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--exp-avg-dtype", help="Adam first-moment dtype (bf16 needs --use-precision-aware-optimizer).")),
     ("exp_avg_sq_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--exp-avg-sq-dtype", help="Adam second-moment dtype (bf16 needs --use-precision-aware-optimizer).")),
     ("fp8_param", bool, typer.Option(False, "--fp8-param-gather", "--fp8-param", help="Keep linear-layer weights in FP8 (needs --fp8 and a sharded optimizer).")),
+    ("fp8_moe_act_inputs", bool, typer.Option(False, "--fp8-moe-act-inputs", help="FP8: cache the MoE SwiGLU inputs in FP8 for backward (DeepSeek-V3 §3.3.2; pair with --recompute-modules moe_act).")),
     ("precision", PrecisionOpt, typer.Option(PrecisionOpt.bf16, "--precision", help="GEMM precision.")),
     ("fp8", bool, typer.Option(False, "--fp8/--no-fp8", help="Same as --precision fp8.")),
     ("fp8_recipe", FP8RecipeOpt, typer.Option(FP8RecipeOpt.tensorwise, "--fp8-recipe", help="FP8 scaling recipe (nvfp4: FP4 GEMMs, Blackwell).")),
@@ -216,6 +220,8 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("moe_flex_backend", FlexBackendOpt, typer.Option(FlexBackendOpt.deepep, "--moe-flex-dispatcher-backend", help="Backend of --moe-token-dispatcher-type flex: deepep (NVLink inside a node, RDMA across) or hybridep (the whole NVLink domain, NVL72 included).")),
     ("moe_load_imbalance", float, typer.Option(1.0, "--moe-load-imbalance", min=1.0, help="MoE: tokens at the busiest expert rank over the mean (1 = balanced).")),
     ("moe_grouped_gemm", bool, typer.Option(True, "--moe-grouped-gemm/--no-moe-grouped-gemm", help="MoE: local experts as one grouped GEMM, or one GEMM per expert.")),
+    ("moe_permute_fusion", bool, typer.Option(True, "--moe-permute-fusion/--no-moe-permute-fusion", help="MoE: fused token permute/unpermute (off: PyTorch kernels, Megatron-Core's default without the flag).")),
+    ("moe_router_fusion", bool, typer.Option(True, "--moe-router-fusion/--no-moe-router-fusion", help="MoE: fused router top-k and aux-loss scores (off: separate PyTorch kernels).")),
     ("moe_capacity_factor", float | None, typer.Option(None, "--moe-expert-capacity-factor", "--moe-capacity-factor", help="MoE: expert capacity over the balanced load; tokens beyond it dropped (default dropless).")),
     ("moe_pad_to_capacity", bool, typer.Option(False, "--moe-pad-expert-input-to-capacity", help="MoE: pad every expert's input to its capacity (needs --moe-expert-capacity-factor).")),
     ("moe_force_balance", bool, typer.Option(False, "--moe-router-force-load-balancing", help="MoE: perfectly balanced routing (benchmark mode); overrides --moe-load-imbalance.")),

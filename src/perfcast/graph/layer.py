@@ -58,6 +58,10 @@ class LayerShape:
     """Every expert's input padded to its capacity (static shapes)."""
     moe_grouped_gemm: bool = True
     """Local experts as one grouped GEMM; else one GEMM kernel per expert."""
+    moe_permute_fusion: bool = True
+    """Fused token permute/unpermute kernels (--moe-permute-fusion); else PyTorch ops."""
+    moe_router_fusion: bool = True
+    """Fused score function, top-k and aux-loss scores (--moe-router-fusion); else PyTorch ops."""
     moe_token_dispatcher: str = "alltoall"
     """'alltoall' (NCCL), 'deepep' / 'hybridep' (deduplicated per NVLink domain, PXN-style;
     ``comm.dispatch``) or 'deepep-low-latency' (pure RDMA, FP8 dispatch; forward only)."""
@@ -179,13 +183,50 @@ def mlp_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     # sigmoid, then top-k): read logits, write scores, read them for top-k (3 × 4 B × T·E).
     ops.append(MemoryOp("router_topk", fwd, 3 * 4 * T * E))
     # Permute and unpermute each read and write the routed copies of every token.
+    if not shape.moe_router_fusion:
+        ops.append(unfused_router_op(T, E))
     ops.append(MemoryOp("moe_permute", fwd, 2 * 2 * ACT_BYTES * routed * h))
+    if not shape.moe_permute_fusion:
+        ops.append(unfused_permute_op(routed, h, T, E))
     ops += _mlp_ops(model, tokens_per_expert, model.expert_intermediate_size, "expert",
                     batch=local_experts, split=shape.expert_tp, grouped=shape.moe_grouped_gemm,
                     input_from_norm=False)
     if model.shared_intermediate_size:
         ops += _mlp_ops(model, T, model.shared_intermediate_size, "shared_expert", split=t)
     return ops
+
+
+UNFUSED_ROUTER_PASSES = 4
+"""Element-wise PyTorch kernels over the T×E fp32 scores that Megatron-Core's unfused router
+runs beside the fused path's score + top-k (``moe_utils.topk_softmax_with_capacity`` and
+``compute_routing_scores_for_aux_loss`` without --moe-router-fusion): the routing-map scatter,
+the probability gather/normalisation, and the aux-loss score function and its sum; the fused
+path does them inside TE's ``fused_topk_with_score_function`` and
+``fused_compute_score_for_moe_aux_loss`` (frameworks.md §1.4 ``--moe-router-fusion``)."""
+UNFUSED_PERMUTE_PASSES = 3
+"""PyTorch kernels Megatron-Core's unfused permute/unpermute adds to the gather/scatter of
+the routed copies (``moe_utils.permute``/``unpermute`` without --moe-permute-fusion): the
+sorted-index computation from the routing map, the probability multiply of the routed copies
+before the scatter-add, and the expanded-probability gather; TE's ``moe_permute`` /
+``moe_unpermute`` fold them into the copy kernels (frameworks.md §1.4 ``--moe-permute-fusion``)."""
+
+
+def unfused_router_op(tokens, num_experts) -> MemoryOp:
+    """Extra HBM bytes of the unfused router: ``UNFUSED_ROUTER_PASSES`` kernels that each read
+    and write the T×E fp32 scores, 2·4·T·E bytes a kernel (forward; backward mirrors it)."""
+    return MemoryOp("router_unfused", Phase.FORWARD, 2 * 4 * tokens * num_experts,
+                    count=UNFUSED_ROUTER_PASSES)
+
+
+def unfused_permute_op(routed, hidden: int, tokens, num_experts) -> MemoryOp:
+    """Extra HBM bytes of the unfused permute/unpermute: the probability multiply reads and
+    writes the routed copies (2·2·routed·h B) and the index sort reads the T×E routing map
+    (1 B each) and writes int64 indices for the routed copies (8 B each); spread over
+    ``UNFUSED_PERMUTE_PASSES`` kernels (``MemoryOp.bytes_moved`` is per kernel; forward,
+    backward mirrors it)."""
+    nbytes = 2 * ACT_BYTES * routed * hidden + tokens * num_experts + 8 * routed
+    return MemoryOp("moe_permute_unfused", Phase.FORWARD, nbytes / UNFUSED_PERMUTE_PASSES,
+                    count=UNFUSED_PERMUTE_PASSES)
 
 
 def layer_memory_bound_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:

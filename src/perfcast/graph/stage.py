@@ -95,6 +95,8 @@ def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool
         moe_capacity_factor=strategy.moe_capacity_factor,
         moe_pad_to_capacity=getattr(strategy, "moe_pad_expert_input_to_capacity", False),
         moe_grouped_gemm=strategy.moe_grouped_gemm,
+        moe_permute_fusion=strategy.moe_permute_fusion,
+        moe_router_fusion=strategy.moe_router_fusion,
         moe_token_dispatcher=strategy.moe_token_dispatcher,
         vocab_size_padded=allocated_vocab_size(model, strategy),
         fp8_recipe=strategy.fp8_recipe if strategy.precision == "fp8" else None,

@@ -58,6 +58,11 @@ class ActivationOptions:
     """FP8 training: linear layers save their input for the weight gradient in FP8 (1 B),
     the tensor the FP8 GEMM consumed (Transformer Engine saves the quantized input;
     DeepSeek-V3 report §3.3.2 "Low-Precision Storage")."""
+    fp8_moe_act_inputs: bool = False
+    """The MoE experts' activation (SwiGLU) inputs, the gate and up outputs, cached in FP8
+    (1 B) instead of 16-bit: DeepSeek-V3 report §3.3.2, "Inputs of the SwiGLU operator in
+    MoE ... we cache the inputs of the SwiGLU operator and recompute its output in the backward
+    pass. These activations are also stored in FP8" (``Strategy.fp8_moe_act_inputs``)."""
 
 
 def _replicated_terms(model: ModelSpec, s, b):
@@ -149,6 +154,12 @@ def _moe_extra_terms(model: ModelSpec, s, b):
     return router + permuted
 
 
+def moe_act_input_keep(opts: ActivationOptions) -> float:
+    """Share of the 16-bit bytes the MoE activation inputs keep: 1/2 when cached in FP8
+    (``ActivationOptions.fp8_moe_act_inputs``, DeepSeek-V3 §3.3.2), else 1."""
+    return BYTES_PER_ELEMENT["fp8"] / ACT_BYTES if opts.fp8_moe_act_inputs else 1.0
+
+
 def layer_activation_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe_layer=False):
     """Bytes one layer stores for backward for one micro-batch (Korthikanti Table 2, general).
 
@@ -177,10 +188,13 @@ def layer_activation_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe_
         k = model.num_experts_per_tok
         expert = _mlp_sharded_terms(model, s, b, model.expert_intermediate_size, k)
         # moe_act drops the fc2 input; FP8 keeps it in 1 B.
-        expert = expert * (1 - fc2_share * (1 if "moe_act" in modules else 1 - fp8_keep))
+        # The rest (gate and up outputs, 1 - fc2_share) is the activation input: FP8 under
+        # fp8_moe_act_inputs.
+        act_in = (1 - fc2_share) * moe_act_input_keep(opts)
+        expert = expert * (act_in + fc2_share * (0 if "moe_act" in modules else fp8_keep))
         shared_width = model.shared_intermediate_size
         shared = _mlp_sharded_terms(model, s, b, shared_width) if shared_width else 0
-        shared = shared * (1 - fc2_share * (1 - fp8_keep))
+        shared = shared * (act_in + fc2_share * fp8_keep)
         if "shared_experts" in modules:
             shared = 0
         # Expert grid: T·k·etp/tp routed tokens per GPU at width ffn/etp, i.e. the expert
@@ -239,7 +253,7 @@ def offloaded_module_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe_
     if moe_layer and "moe_act" in chosen:
         expert = _mlp_sharded_terms(model, s, b, model.expert_intermediate_size,
                                     model.num_experts_per_tok)
-        sharded += expert * (1 - 2 / (6 if model.is_gated_mlp else 4))
+        sharded += expert * (1 - 2 / (6 if model.is_gated_mlp else 4)) * moe_act_input_keep(opts)
     return replicated / rep_div + sharded / t
 
 

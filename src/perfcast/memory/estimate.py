@@ -31,6 +31,7 @@ def activation_options(model: ModelSpec, strategy: Strategy) -> A.ActivationOpti
         recompute=strategy.recompute,
         recompute_modules=tuple(getattr(strategy, "recompute_modules", ("core_attn",))),
         fp8_linear_inputs=strategy.precision == "fp8",
+        fp8_moe_act_inputs=strategy.fp8_moe_act_inputs,
         offload_modules=tuple(getattr(strategy, "offload_modules", ())),
         flash_attention=strategy.flash_attention,
         expert_tp=strategy.expert_tp,

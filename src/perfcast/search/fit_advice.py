@@ -62,6 +62,8 @@ def candidate_changes(model: ModelSpec, strategy: Strategy) -> list[tuple[str, d
     if s.precision == "fp8" and not s.fp8_param:
         sharded = {} if s.sharding_stage else {"distributed_optimizer": True}
         out.append(("--fp8-param-gather", {"fp8_param": True, **sharded}))
+    if s.precision == "fp8" and model.is_moe and not s.fp8_moe_act_inputs:
+        out.append(("--fp8-moe-act-inputs", {"fp8_moe_act_inputs": True}))
     if s.tp > 1 and not s.sequence_parallel:
         out.append(("--sequence-parallel", {"sequence_parallel": True}))
     if s.recompute == "none":

@@ -156,6 +156,13 @@ class Strategy(BaseModel):
         description="FP8 weights cast once per step and reused by every micro-batch "
                     "(Transformer Engine is_first_microbatch); False = cast in every forward.",
     )
+    fp8_moe_act_inputs: bool = Field(
+        default=False,
+        description="Cache the MoE experts' SwiGLU inputs (gate and up outputs) in FP8 for "
+                    "backward (DeepSeek-V3 report §3.3.2 low-precision storage; pair with "
+                    "recompute module moe_act, which recomputes the SwiGLU output). Needs "
+                    "precision='fp8'.",
+    )
     grad_reduce_dtype: GradReduceDtype = Field(
         default="fp32", description="Dtype of main gradients and of their reduction."
     )
@@ -195,6 +202,16 @@ class Strategy(BaseModel):
     moe_grouped_gemm: bool = Field(
         default=True,
         description="Local experts run as one grouped GEMM (--moe-grouped-gemm); else one GEMM each.",
+    )
+    moe_permute_fusion: bool = Field(
+        default=True,
+        description="Fused token permute/unpermute kernels (--moe-permute-fusion); False = "
+                    "Megatron-Core's PyTorch permute (its default without the flag).",
+    )
+    moe_router_fusion: bool = Field(
+        default=True,
+        description="Fused router score function, top-k and aux-loss scores "
+                    "(--moe-router-fusion, TE >= 2.7); False = separate PyTorch kernels.",
     )
     moe_capacity_factor: float | None = Field(
         default=None, gt=0, le=MAX_MOE_LOAD_IMBALANCE.value, allow_inf_nan=False,
@@ -276,6 +293,9 @@ class Strategy(BaseModel):
             raise ValueError(f"fp8_param=True needs precision='fp8' and a sharded optimizer "
                              f"(got precision={self.precision!r}, sharding stage "
                              f"{self.sharding_stage})")
+        if self.fp8_moe_act_inputs and self.precision != "fp8":
+            raise ValueError(f"fp8_moe_act_inputs=True needs precision='fp8' (got "
+                             f"precision={self.precision!r})")
         if self.moe_pad_expert_input_to_capacity and self.moe_capacity_factor is None:
             raise ValueError("moe_pad_expert_input_to_capacity=True needs moe_capacity_factor "
                              "(Megatron-Core requires --moe-expert-capacity-factor)")

@@ -47,6 +47,10 @@ skip reason naming the column and value.
 - ``ep_overlap``: where the framework or notes column says "A2A overlap" / "A2A_OVERLAP=1".
 - ``moe_token_dispatcher``: HybridEP / DeepEP for rows whose framework names it; else the
   profile's.
+- cumulative optimization histories (notes: 'Cumulative optimization step "NAME"'): every
+  step taken up to the row and every step still to come in its table set the Strategy options
+  they name (``perfcast.validate.row_history``: permute / router fusion, CUDA graphs, FP8
+  quantization fused into the norm); unmodelled steps are named in the notes.
 - FlashAttention and the attention kernel class: from the profile (Megatron-LM 2021/2022
   predates FlashAttention; torchtitan's PyTorch SDPA runs FlashAttention-2 on Ampere/Hopper and
   cuDNN / ROCm kernels elsewhere; llm-foundry's MPT ALiBi runs Triton FlashAttention).

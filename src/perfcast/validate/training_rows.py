@@ -39,6 +39,7 @@ from perfcast.validate.flop_conventions import (
     tokens_per_s_from_tflops,
 )
 from perfcast.validate.row_framework import framework_fields
+from perfcast.validate.row_history import annotate_histories, history_settings
 from perfcast.validate.row_model import row_model
 from perfcast.validate.vocabulary import read_count
 
@@ -117,6 +118,7 @@ def _strategy(row: Row, sizes: rs.ParallelSizes, model: ModelSpec, system: Syste
     explicit.update(rs.pipeline_split(row, model.num_hidden_layers, sizes, notes))
     explicit.update(rs.recompute(row, layers_per_stage, notes))
     explicit.update(rs.precision(row, notes))
+    explicit.update(history_settings(row, notes))
     facts = RunFacts(tp=sizes.tp, ep=sizes.ep, precision=str(explicit["precision"]),
                      generation=system.gpu.generation, layers_per_stage=layers_per_stage)
     fields: dict[str, object] = {
@@ -209,10 +211,12 @@ def read_rows(path: Path) -> list[dict[str, str | None]]:
 def parse_rows(
     rows: Iterable[Row], catalog: CatalogLookup | None = None
 ) -> tuple[list[ParsedRow], list[SkippedRow]]:
-    """Parse every row; returns (parsed, skipped) in input order."""
+    """Parse every row; returns (parsed, skipped) in input order. Rows of a cumulative
+    optimization history carry the steps of the rows before them
+    (``perfcast.validate.row_history``)."""
     parsed: list[ParsedRow] = []
     skipped: list[SkippedRow] = []
-    for row in rows:
+    for row in annotate_histories(rows):
         result = parse_row(row, catalog)
         (parsed if isinstance(result, ParsedRow) else skipped).append(result)
     return parsed, skipped
