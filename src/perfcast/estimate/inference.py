@@ -30,6 +30,7 @@ import numpy as np
 from perfcast.calibration.bundle import Calibration, load_calibration
 from perfcast.calibration.inference_overheads import InferenceOverheads
 from perfcast.catalog.host_io import host_io_for
+from perfcast.catalog.inference_engines import TP_ALL_REDUCE_CHOICES
 from perfcast.errors import InputError
 from perfcast.estimate.inference_kernels import roofline_params
 from perfcast.estimate.inference_memory import serving_memory
@@ -80,7 +81,7 @@ def _check(model: ModelSpec, system: SystemSpec, strategy: Strategy,
 
 def _context(model, system, strategy, precision, attention_dp, offload, backend,
              overheads: InferenceOverheads, weights_bytes: float,
-             cuda_graphs: bool = False) -> ServingContext:
+             cuda_graphs: bool = False, tp_all_reduce: str = "custom") -> ServingContext:
     return ServingContext(
         model=model, system=system, strategy=strategy, precision=precision, backend=backend,
         params=roofline_params(backend, system.gpu),
@@ -89,6 +90,7 @@ def _context(model, system, strategy, precision, attention_dp, offload, backend,
         gqa_kv_read_exponent=overheads.gqa_kv_read_exponent,
         attention_dp=attention_dp, offload=offload, host_io=host_io_for(system.gpu),
         weights_bytes_per_gpu=weights_bytes, cuda_graphs=cuda_graphs,
+        tp_all_reduce=tp_all_reduce,
     )
 
 
@@ -167,6 +169,7 @@ def estimate_inference(
     prefill_chunk_tokens: int = 2048,
     attention_dp: bool = False,
     cuda_graphs: bool = False,
+    tp_all_reduce: str = "custom",
     offload: Offload | None = None,
     speculative: SpeculativeDecoding | None = None,
     kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE,
@@ -177,6 +180,8 @@ def estimate_inference(
     ``precision`` is the activation/GEMM format (bf16, fp16, fp8, fp4); ``weight_precision``
     defaults to it (int8/int4 = weight-only); ``kv_precision`` defaults to 16-bit.
     ``cuda_graphs`` replays decode steps as CUDA graphs (no host overhead per layer or step).
+    ``tp_all_reduce``: ``custom`` (one-shot all-reduce when faster, today's engines) or
+    ``nccl`` (NCCL only: FasterTransformer, gpt-fast; ``catalog.inference_engines``).
     ``strategy`` defaults to one GPU; ``calibration`` (``perfcast.calibration.bundle``)
     replaces the shipped calibration (its serving overheads).
     """
@@ -195,8 +200,10 @@ def estimate_inference(
                                                 attention_dp, offload, speculative)
     if workload.batching == "continuous" and not offload.any and not attention_dp:
         max_batch = _paged_max_batch(model, system, strategy, prec, workload)
+    if tp_all_reduce not in TP_ALL_REDUCE_CHOICES:
+        raise InputError("tp_all_reduce", tp_all_reduce, f"must be one of {TP_ALL_REDUCE_CHOICES}")
     ctx = _context(model, system, strategy, prec, attention_dp, offload, backend, cal, weights,
-                   cuda_graphs)
+                   cuda_graphs, tp_all_reduce)
     run = _continuous if workload.batching == "continuous" else _static
     prefill, decode, ttft = run(ctx, workload)
     speculation = None
@@ -234,7 +241,8 @@ def _speculative(ctx: ServingContext, w: InferenceWorkload, spec: SpeculativeDec
     k = spec.num_draft_tokens
     check_strategy_for_model(spec.draft_model, ctx.strategy)
     draft_ctx = _context(spec.draft_model, ctx.system, ctx.strategy, ctx.precision,
-                         False, ctx.offload, backend, cal, 0.0, ctx.cuda_graphs)
+                         False, ctx.offload, backend, cal, 0.0, ctx.cuda_graphs,
+                         ctx.tp_all_reduce)
     kv = float(w.input_len + w.output_len / 2)
     draft = _decode(draft_ctx, w.batch_size, kv)
     verify = _decode(ctx, w.batch_size, kv, queries=k + 1)
