@@ -9,7 +9,10 @@ mechanisms the step cost sees, each stated in the profile with its source:
   ``custom`` (the engine's one-shot all-reduce inside the NVLink domain when faster,
   ``comm.one_shot``; today's engines);
 * ``decode_cuda_graphs``: whether a decode step is replayed as a CUDA graph (no host overhead
-  per layer or step).
+  per layer or step);
+* ``pipeline_micro_batches``: how a static batch is split over pipeline stages: ``fill`` =
+  min(batch, pp) micro-batches; ``local_batch`` = FasterTransformer's local batch
+  (``estimate.inference.static_micro_batches``).
 
 ``inference_engine(name)`` loads a profile; ``inference_engine_from_text(text)`` finds the
 profile whose ``match`` pattern occurs in a framework description (a CSV ``framework`` cell).
@@ -29,6 +32,8 @@ INFERENCE_ENGINE_DIR = DATA_DIR / "frameworks" / "inference"
 
 TPAllReduce = Literal["custom", "nccl"]
 TP_ALL_REDUCE_CHOICES: tuple[str, ...] = ("custom", "nccl")
+MicroBatching = Literal["fill", "local_batch"]
+MICRO_BATCHING_CHOICES: tuple[str, ...] = ("fill", "local_batch")
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,8 @@ class InferenceEngineProfile:
     tp_all_reduce_source: str
     decode_cuda_graphs: bool
     decode_cuda_graphs_source: str
+    pipeline_micro_batches: MicroBatching
+    pipeline_micro_batches_source: str
 
 
 def _setting(data: dict, name: str, key: str) -> tuple[object, str]:
@@ -64,11 +71,16 @@ def inference_engine(name: str) -> InferenceEngineProfile:
     if all_reduce not in TP_ALL_REDUCE_CHOICES:
         raise InputError("tp_all_reduce", all_reduce, f"must be one of {TP_ALL_REDUCE_CHOICES}")
     graphs, graphs_source = _setting(data, name, "decode_cuda_graphs")
+    micro, micro_source = _setting(data, name, "pipeline_micro_batches")
+    if micro not in MICRO_BATCHING_CHOICES:
+        raise InputError("pipeline_micro_batches", micro, f"must be one of {MICRO_BATCHING_CHOICES}")
     return InferenceEngineProfile(
         name=str(data.get("name", name)), display_name=str(data.get("display_name", name)),
         match=str(data.get("match", name)), tp_all_reduce=all_reduce,  # type: ignore[arg-type]
         tp_all_reduce_source=all_reduce_source, decode_cuda_graphs=bool(graphs),
-        decode_cuda_graphs_source=graphs_source)
+        decode_cuda_graphs_source=graphs_source,
+        pipeline_micro_batches=micro,  # type: ignore[arg-type]
+        pipeline_micro_batches_source=micro_source)
 
 
 def inference_engine_names() -> tuple[str, ...]:

@@ -194,12 +194,11 @@ def _parse(row: Row, catalog: CatalogLookup) -> InferenceCase:
     engine = inference_engine_from_text(cell_text(row, "framework"))
     graphs = "cuda graphs" in cell_text(row, "notes").lower()
     if engine is not None:
-        graphs = graphs or engine.decode_cuda_graphs
         notes.append(f"engine profile {engine.name}: tp all-reduce {engine.tp_all_reduce}, "
                      f"decode CUDA graphs {engine.decode_cuda_graphs}")
     options = {"batch_size": batch, "input_len": input_len, "output_len": output_len,
                "cuda_graphs": graphs,
-               "tp_all_reduce": engine.tp_all_reduce if engine else "custom",
+               **({"static_engine": engine.name} if engine else {}),
                **_precision(row, notes)}
     return InferenceCase(
         row_id=cell_text(row, "row_id"), source_id=source_id(cell_text(row, "source")),
