@@ -89,6 +89,8 @@ def test_no_tp_no_difference_but_graphs():
     assert fast.prefill.total_s == pytest.approx(plain.prefill.total_s)
     ft = _infer(tp=1, static_engine="fastertransformer")
     assert ft.tpot_s == pytest.approx(plain.tpot_s)
+    assert any("engine profile fastertransformer: TP all-reduce nccl" in a for a in ft.assumptions)
+    assert not any("engine profile" in a for a in plain.assumptions)
 
 
 def test_fastertransformer_pipeline_runs_one_micro_batch_when_pp_does_not_divide():

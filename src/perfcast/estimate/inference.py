@@ -259,7 +259,9 @@ def estimate_inference(
             "MoE decode reads only the experts hit (uniform routing)",
             "continuous batching: steady state, chunked prefill mixed into decode steps",
             "offloaded bytes cross PCIe/NVMe every step, overlapped with compute",
-        ),
+        ) + ((f"engine profile {profile.name}: TP all-reduce {profile.tp_all_reduce}, decode "
+              f"CUDA graphs {profile.decode_cuda_graphs}, pipeline micro-batches "
+              f"{profile.pipeline_micro_batches}",) if profile else ()),
     )
     bands = calibration.intervals
     if bands is None or not bands.serving.groups:

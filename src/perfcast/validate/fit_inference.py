@@ -124,7 +124,9 @@ def _overheads(blocks: dict[str, dict[str, float]], glob: dict[str, float],
     for g, values in blocks.items():
         rows = sum(counts.values()) if g == POOLED_KEY else counts[g]
         scope = "every generation pooled" if g == POOLED_KEY else f"{g} GPUs"
-        generations[g] = InferenceOverhead(**values, source=f"fitted on {rows} rows ({scope})")
+        generations[g] = InferenceOverhead(**values, source=(
+            f"fitted on {rows} rows ({scope}); step_overhead_s and bandwidth_efficiency fixed "
+            "(perfcast.validate.fit_inference.FIXED_GENERATION_VALUES)"))
     return base.model_copy(update={
         "generations": generations,
         "gqa_kv_read_exponent": glob["gqa_kv_read_exponent"],
