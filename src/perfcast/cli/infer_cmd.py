@@ -42,6 +42,13 @@ class EngineOpt(str, Enum):
     atom = "atom"
 
 
+class StaticEngineOpt(str, Enum):
+    """Static-batching engine profiles (catalog/data/frameworks/inference/*.yaml)."""
+
+    fastertransformer = "fastertransformer"
+    gpt_fast = "gpt-fast"
+
+
 class BatchingOpt(str, Enum):
     static = "static"
     continuous = "continuous"
@@ -80,6 +87,9 @@ def infer_command(
         "--prefill-chunk", help="Chunked-prefill tokens per step (continuous).")] = 2048,
     cuda_graphs: Annotated[bool, _opt(
         "--cuda-graphs", help="Decode steps replayed as CUDA graphs (no host overhead).")] = False,
+    static_engine: Annotated[StaticEngineOpt | None, _opt(
+        "--static-engine", help="Static-batching engine profile: its TP all-reduce (NCCL or "
+        "custom), decode CUDA graphs and pipeline micro-batching.")] = None,
     attention_dp: Annotated[bool, _opt(
         "--attention-dp", help="Attention data-parallel inside the TP group (MLA models).")] = False,
     offload_weights: Annotated[float, _opt(
@@ -154,6 +164,7 @@ def infer_command(
         weight_precision=weight_precision.value if weight_precision else None,
         kv_precision=kv_precision.value if kv_precision else None, batching=batching.value,
         prefill_chunk_tokens=prefill_chunk, attention_dp=attention_dp, cuda_graphs=cuda_graphs,
+        **({"static_engine": static_engine.value} if static_engine else {}),
         offload=Offload(weights_cpu=offload_weights, weights_disk=offload_disk_weights,
                         kv_cpu=offload_kv, activations_cpu=offload_activations),
         speculative=SpeculativeDecoding(
@@ -165,6 +176,9 @@ def infer_command(
     if concurrency is not None or request_rate is not None or offline:
         from perfcast.cli.serving_run import run_serving
 
+        if static_engine is not None:
+            raise InputError("static_engine", static_engine.value, "applies to one static batch; "
+                             "a simulated request stream uses --engine")
         run_serving(spec, hardware, strategy, options, concurrency=concurrency,
                     request_rate=request_rate, offline=offline, num_requests=num_requests,
                     input_len=input_len, output_len=output_len,

@@ -30,6 +30,7 @@ import numpy as np
 from perfcast.calibration.bundle import Calibration, load_calibration
 from perfcast.calibration.inference_overheads import InferenceOverheads
 from perfcast.catalog.host_io import host_io_for
+from perfcast.catalog.inference_engines import MicroBatching, inference_engine
 from perfcast.errors import InputError
 from perfcast.estimate.inference_kernels import roofline_params
 from perfcast.estimate.inference_memory import serving_memory
@@ -80,7 +81,7 @@ def _check(model: ModelSpec, system: SystemSpec, strategy: Strategy,
 
 def _context(model, system, strategy, precision, attention_dp, offload, backend,
              overheads: InferenceOverheads, weights_bytes: float,
-             cuda_graphs: bool = False) -> ServingContext:
+             cuda_graphs: bool = False, tp_all_reduce: str = "custom") -> ServingContext:
     return ServingContext(
         model=model, system=system, strategy=strategy, precision=precision, backend=backend,
         params=roofline_params(backend, system.gpu),
@@ -89,6 +90,7 @@ def _context(model, system, strategy, precision, attention_dp, offload, backend,
         gqa_kv_read_exponent=overheads.gqa_kv_read_exponent,
         attention_dp=attention_dp, offload=offload, host_io=host_io_for(system.gpu),
         weights_bytes_per_gpu=weights_bytes, cuda_graphs=cuda_graphs,
+        tp_all_reduce=tp_all_reduce,
     )
 
 
@@ -117,20 +119,49 @@ def _decode(ctx: ServingContext, batch: float, kv_lens, queries: int = 1,
     return timer(ctx, batch * queries, passes, batch * queries)
 
 
-def _static(ctx: ServingContext, w: InferenceWorkload) -> tuple[StepTime, StepTime, float]:
-    """Static batch; with pp > 1 it is split into m = min(b, pp) micro-batches that fill the
-    pipeline, each step taking (m + pp − 1) slowest-stage times (GPipe, Huang et al. 2019)."""
+FT_LOCAL_BATCH_TOKENS = 1024
+"""FasterTransformer halves an even local batch while it holds more than this many tokens
+(``getLocalBatchSize``; catalog/data/frameworks/inference/fastertransformer.yaml)."""
+
+
+def static_micro_batches(batch_size: int, seq_len: int, pp: int,
+                         rule: MicroBatching = "fill") -> int:
+    """Micro-batches a static batch of ``seq_len``-token sequences is split into over ``pp``
+    stages. ``fill``: min(b, pp) (GPipe-style filling, Huang et al. 2019). ``local_batch``
+    (FasterTransformer ``getLocalBatchSize``): the local batch is b/pp when pp divides b, else
+    b, then halved while even and above 1024 tokens; micro-batches = b / local batch."""
+    if pp == 1:
+        return 1
+    if rule == "fill":
+        return min(batch_size, pp)
+    local = batch_size // pp if batch_size % pp == 0 else batch_size
+    while local * seq_len > FT_LOCAL_BATCH_TOKENS and local % 2 == 0:
+        local //= 2
+    return batch_size // local
+
+
+def _static(ctx: ServingContext, w: InferenceWorkload, micro_batching: MicroBatching = "fill"
+            ) -> tuple[StepTime, StepTime, float]:
+    """Static batch; with pp > 1 each phase is split into m micro-batches
+    (``static_micro_batches``: the prompt of ``input_len`` tokens, decode of one), a step taking
+    (m + pp − 1) slowest-stage times (GPipe, Huang et al. 2019); one micro-batch crosses the
+    stages in turn (the sum of the stages)."""
     pp = ctx.strategy.pp
     kv_lens = w.input_len + np.arange(1, max(w.output_len, 2), dtype=float)
-    m = min(w.batch_size, pp)
-    if pp == 1 or m == 1:
+    m_prefill = static_micro_batches(w.batch_size, w.input_len, pp, micro_batching)
+    m_decode = static_micro_batches(w.batch_size, 1, pp, micro_batching)
+    if m_prefill == 1:
         prefill = _prefill(ctx, w.batch_size, w.input_len)
+    else:
+        b = w.batch_size / m_prefill
+        passes = (AttentionPass(b, w.input_len, w.input_len, causal=True),)
+        prefill = bottleneck_stage_time(ctx, b * w.input_len, passes, b, prefill=True).scaled(
+            m_prefill + pp - 1)
+    if m_decode == 1:
         decode = _decode(ctx, w.batch_size, kv_lens).mean()
-        return prefill, decode, float(prefill.total_s)
-    b = w.batch_size / m
-    passes = (AttentionPass(b, w.input_len, w.input_len, causal=True),)
-    prefill = bottleneck_stage_time(ctx, b * w.input_len, passes, b, prefill=True).scaled(m + pp - 1)
-    decode = _decode(ctx, b, kv_lens, bottleneck=True).mean().scaled(m + pp - 1)
+    else:
+        decode = _decode(ctx, w.batch_size / m_decode, kv_lens, bottleneck=True).mean().scaled(
+            m_decode + pp - 1)
     return prefill, decode, float(prefill.total_s)
 
 
@@ -167,6 +198,7 @@ def estimate_inference(
     prefill_chunk_tokens: int = 2048,
     attention_dp: bool = False,
     cuda_graphs: bool = False,
+    static_engine: str | None = None,
     offload: Offload | None = None,
     speculative: SpeculativeDecoding | None = None,
     kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE,
@@ -177,6 +209,10 @@ def estimate_inference(
     ``precision`` is the activation/GEMM format (bf16, fp16, fp8, fp4); ``weight_precision``
     defaults to it (int8/int4 = weight-only); ``kv_precision`` defaults to 16-bit.
     ``cuda_graphs`` replays decode steps as CUDA graphs (no host overhead per layer or step).
+    ``static_engine`` names a static-batching engine profile (``catalog.inference_engines``:
+    fastertransformer, gpt-fast): its TP all-reduce, decode CUDA graphs and pipeline
+    micro-batching apply; None = today's engines (one-shot all-reduce when faster, micro-batches
+    that fill the pipeline, graphs only when ``cuda_graphs``).
     ``strategy`` defaults to one GPU; ``calibration`` (``perfcast.calibration.bundle``)
     replaces the shipped calibration (its serving overheads).
     """
@@ -195,10 +231,15 @@ def estimate_inference(
                                                 attention_dp, offload, speculative)
     if workload.batching == "continuous" and not offload.any and not attention_dp:
         max_batch = _paged_max_batch(model, system, strategy, prec, workload)
+    profile = inference_engine(static_engine) if static_engine else None
     ctx = _context(model, system, strategy, prec, attention_dp, offload, backend, cal, weights,
-                   cuda_graphs)
-    run = _continuous if workload.batching == "continuous" else _static
-    prefill, decode, ttft = run(ctx, workload)
+                   cuda_graphs or bool(profile and profile.decode_cuda_graphs),
+                   profile.tp_all_reduce if profile else "custom")
+    micro_batching = profile.pipeline_micro_batches if profile else "fill"
+    if workload.batching == "continuous":
+        prefill, decode, ttft = _continuous(ctx, workload)
+    else:
+        prefill, decode, ttft = _static(ctx, workload, micro_batching)
     speculation = None
     if speculative is not None:
         decode, speculation = _speculative(ctx, workload, speculative, backend, cal)
@@ -218,7 +259,9 @@ def estimate_inference(
             "MoE decode reads only the experts hit (uniform routing)",
             "continuous batching: steady state, chunked prefill mixed into decode steps",
             "offloaded bytes cross PCIe/NVMe every step, overlapped with compute",
-        ),
+        ) + ((f"engine profile {profile.name}: TP all-reduce {profile.tp_all_reduce}, decode "
+              f"CUDA graphs {profile.decode_cuda_graphs}, pipeline micro-batches "
+              f"{profile.pipeline_micro_batches}",) if profile else ()),
     )
     bands = calibration.intervals
     if bands is None or not bands.serving.groups:
@@ -234,7 +277,8 @@ def _speculative(ctx: ServingContext, w: InferenceWorkload, spec: SpeculativeDec
     k = spec.num_draft_tokens
     check_strategy_for_model(spec.draft_model, ctx.strategy)
     draft_ctx = _context(spec.draft_model, ctx.system, ctx.strategy, ctx.precision,
-                         False, ctx.offload, backend, cal, 0.0, ctx.cuda_graphs)
+                         False, ctx.offload, backend, cal, 0.0, ctx.cuda_graphs,
+                         ctx.tp_all_reduce)
     kv = float(w.input_len + w.output_len / 2)
     draft = _decode(draft_ctx, w.batch_size, kv)
     verify = _decode(ctx, w.batch_size, kv, queries=k + 1)

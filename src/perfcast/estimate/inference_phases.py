@@ -22,6 +22,7 @@ from perfcast.calibration.inference_overheads import InferenceOverhead
 from perfcast.calibration.kernel_roofline import GenerationKernelCalibration
 from perfcast.catalog.host_io import HostIO
 from perfcast.comm.one_shot import one_shot_all_reduce_time_s
+from perfcast.comm.select import group_collective_time_s
 from perfcast.estimate import inference_kernels as K
 from perfcast.estimate.inference_ops import AttentionPass, head_step_ops, step_layer_ops
 from perfcast.graph.layer import ACT_BYTES
@@ -55,6 +56,9 @@ class ServingContext:
     """Weights one GPU uses per step (heaviest stage), for offload traffic."""
     cuda_graphs: bool = False
     """Decode steps replayed as CUDA graphs: no per-layer or per-step host overhead."""
+    tp_all_reduce: str = "custom"
+    """``custom``: the engine's one-shot all-reduce when faster than NCCL; ``nccl``: NCCL's
+    all-reduce only (engine profile, ``catalog.inference_engines``)."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,13 @@ def _layer_parts(ctx: ServingContext, tokens: float, passes: tuple[AttentionPass
 def tp_comm_time_s(op: CommOp, ctx: ServingContext) -> float:
     """A TP collective of a serving step: the faster of the ring model and, for all-reduce
     inside the NVLink domain, the one-shot all-reduce serving engines use
-    (``comm.one_shot``)."""
+    (``comm.one_shot``). An engine on plain NCCL (``tp_all_reduce == "nccl"``) gets NCCL's
+    own algorithm/protocol choice and latency model, launch included (``comm.select``,
+    shared/reference/collectives.md §3 and §5a: 43.8 µs for a 32 KiB all-reduce on 8×A100)."""
+    if ctx.tp_all_reduce == "nccl" and op.collective == Collective.ALL_REDUCE \
+            and ctx.strategy.tp > 1:
+        return op.count * group_collective_time_s(Collective.ALL_REDUCE, op.size_bytes,
+                                                  ctx.system, ctx.strategy.tp)
     ring = comm_op_time_s(op, ctx.system, ctx.strategy)
     if op.collective != Collective.ALL_REDUCE or ctx.strategy.tp <= 1:
         return ring

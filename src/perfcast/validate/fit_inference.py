@@ -3,10 +3,11 @@
 Parameters, each shared by every row of its scope (no row, model or source singled out):
 
 * per GPU generation with at least ``MIN_ROWS_PER_GENERATION`` rows (``GENERATION_PARAMS``):
-  host seconds per step and per layer, extra seconds per prefill layer, the prefill slowdown
-  fraction, and the achieved share of the roofline HBM rate in serving steps;
-* ``default``: the same five fitted on every row pooled, used (and flagged) for generations
+  host seconds per layer, extra seconds per prefill layer and the prefill slowdown fraction;
+* ``default``: the same three fitted on every row pooled, used (and flagged) for generations
   with fewer rows;
+* not fitted (``FIXED_GENERATION_VALUES``, each with the reason): the host seconds per step and
+  the share of the kernel model's HBM rate (both were fitted before and sat at their bounds);
 * global: ``gqa_kv_read_exponent`` and the weight-only dequantization efficiencies.
 
 Rows: every forecast row of an inference.csv-schema file except measured memory (fitted by
@@ -36,13 +37,28 @@ MIN_ROWS_PER_GENERATION = 10
 MEMORY_METRIC = "gpu_memory_usage"
 GENERATION_PARAMS: dict[str, tuple[float, float, float, float]] = {
     # name: (start, low, high, solver unit)
-    "step_overhead_s": (100e-6, 0.0, 10e-3, 1e-6),
     "layer_overhead_s": (10e-6, 0.0, 500e-6, 1e-6),
     "prefill_layer_overhead_s": (10e-6, 0.0, 500e-6, 1e-6),
     "prefill_overhead_fraction": (0.1, 0.0, 2.0, 1.0),
-    "bandwidth_efficiency": (0.9, BANDWIDTH_GRID[0], BANDWIDTH_GRID[-1], 1.0),
 }
 """Start, bounds (SI) and the unit the solver works in (microseconds for times)."""
+FIXED_GENERATION_VALUES: dict[str, float] = {
+    "step_overhead_s": 0.0,
+    "bandwidth_efficiency": BANDWIDTH_GRID[-1],
+}
+"""Serving-overhead fields held fixed, with why (both sat at a bound when fitted: 0 s with no
+standard error, and 1.0 with standard error 0.02-0.1, on 422 rows, 2026-11-24):
+
+* ``bandwidth_efficiency`` = 1: the HBM rate of a serving step is the kernel model's own
+  achievable rate, ``hbm_efficiency`` of calibration/kernel_roofline.yaml, measured on
+  memory-bound kernels (FlashInfer decode, Triton pointwise; 0.861 of peak on Ampere, 0.897 on
+  Hopper, shared/reference/kernel_efficiency.csv). Decode steps stream weights and KV at that
+  rate; a second factor on top of the measured one has no mechanism of its own.
+* ``step_overhead_s`` = 0: static engines keep the decode loop on the device or replay it
+  (FasterTransformer checks finished sequences on the GPU; gpt-fast replays a CUDA graph;
+  TensorRT-LLM's gptSession runs ahead of the GPU), so the host time per step is hidden behind
+  the queued kernels; host time is charged per layer (``layer_overhead_s``) and per step only
+  where an engine profile says so (``estimate.serving_step_cost``)."""
 GLOBAL_PARAMS: dict[str, tuple[float, float, float]] = {
     "gqa_kv_read_exponent": (0.5, 0.0, 1.0),
     "dequant_bandwidth_efficiency[int8]": (0.8, DEQUANT_GRID[0], DEQUANT_GRID[-1]),
@@ -108,7 +124,9 @@ def _overheads(blocks: dict[str, dict[str, float]], glob: dict[str, float],
     for g, values in blocks.items():
         rows = sum(counts.values()) if g == POOLED_KEY else counts[g]
         scope = "every generation pooled" if g == POOLED_KEY else f"{g} GPUs"
-        generations[g] = InferenceOverhead(**values, source=f"fitted on {rows} rows ({scope})")
+        generations[g] = InferenceOverhead(**values, source=(
+            f"fitted on {rows} rows ({scope}); step_overhead_s and bandwidth_efficiency fixed "
+            "(perfcast.validate.fit_inference.FIXED_GENERATION_VALUES)"))
     return base.model_copy(update={
         "generations": generations,
         "gqa_kv_read_exponent": glob["gqa_kv_read_exponent"],
@@ -133,18 +151,19 @@ def fit_inference(rows: ServingRows, base: Calibration, exclude_source: str | No
     counts = Counter(gens[mask].tolist())
     fitted = sorted(g for g, n in counts.items() if n >= MIN_ROWS_PER_GENERATION)
     names, units = list(GENERATION_PARAMS), np.array([v[3] for v in GENERATION_PARAMS.values()])
+    k = len(names)
     dq_keys = [_dequant_key(c) for c in table.cases]
     log_measured = np.log(table.measured)
 
     def predict(blocks: dict[str, dict[str, float]], glob: dict[str, float]) -> np.ndarray:
-        start = {n: v[0] for n, v in GENERATION_PARAMS.items()}  # rows outside the fit
+        start = FIXED_GENERATION_VALUES | {n: v[0] for n, v in GENERATION_PARAMS.items()}
         per_row = [blocks.get(g) or blocks.get(POOLED_KEY) or start for g in table.generation]
         dq = [glob.get(f"dequant_bandwidth_efficiency[{k}]", 1.0) for k in dq_keys]
         return table.predicted(per_row, glob["gqa_kv_read_exponent"], dq)
 
     def unpack(x: np.ndarray, keys: Sequence[str]) -> dict[str, dict[str, float]]:
-        return {g: dict(zip(names, (x[5 * j:5 * j + 5] * units).tolist(), strict=True))
-                for j, g in enumerate(keys)}
+        return {g: FIXED_GENERATION_VALUES | dict(zip(
+            names, (x[k * j:k * j + k] * units).tolist(), strict=True)) for j, g in enumerate(keys)}
 
     bounded = [Bounded(f"{n}[{g}]", GENERATION_PARAMS[n][0] / GENERATION_PARAMS[n][3],
                        GENERATION_PARAMS[n][1] / GENERATION_PARAMS[n][3],
@@ -154,13 +173,13 @@ def fit_inference(rows: ServingRows, base: Calibration, exclude_source: str | No
     joint = mask & np.isin(gens, fitted)
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        glob = dict(zip(GLOBAL_PARAMS, x[5 * len(fitted):].tolist(), strict=True))
+        glob = dict(zip(GLOBAL_PARAMS, x[k * len(fitted):].tolist(), strict=True))
         return (np.log(predict(unpack(x, fitted), glob)) - log_measured)[joint]
 
     found, _ = solve(residuals, bounded)
-    glob = {e.name: e.value for e in found[5 * len(fitted):]} or {
+    glob = {e.name: e.value for e in found[k * len(fitted):]} or {
         n: v[0] for n, v in GLOBAL_PARAMS.items()}
-    blocks = unpack(np.array([e.value for e in found[:5 * len(fitted)]]), fitted)
+    blocks = unpack(np.array([e.value for e in found[:k * len(fitted)]]), fitted)
 
     def pooled_residuals(x: np.ndarray) -> np.ndarray:
         return (np.log(predict(unpack(x, [POOLED_KEY]), glob)) - log_measured)[mask]
@@ -168,8 +187,8 @@ def fit_inference(rows: ServingRows, base: Calibration, exclude_source: str | No
     pooled, _ = solve(pooled_residuals, [Bounded(f"{n}[{POOLED_KEY}]", *[
         v / GENERATION_PARAMS[n][3] for v in GENERATION_PARAMS[n][:3]]) for n in names])
     blocks |= unpack(np.array([e.value for e in pooled]), [POOLED_KEY])
-    estimates = [_in_si(e, units[k % 5]) for k, e in enumerate(found[:5 * len(fitted)])]
-    estimates += [_in_si(e, units[k]) for k, e in enumerate(pooled)] + list(found[5 * len(fitted):])
+    estimates = [_in_si(e, units[i % k]) for i, e in enumerate(found[:k * len(fitted)])]
+    estimates += [_in_si(e, units[i]) for i, e in enumerate(pooled)] + list(found[k * len(fitted):])
     calibration = base.replace(inference_overheads=_overheads(
         blocks, glob, base.inference_overheads, counts))
     final = np.log(predict(blocks, glob)) - log_measured

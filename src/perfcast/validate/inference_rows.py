@@ -13,7 +13,9 @@ Rules (each a documented default, recorded in ``notes``):
   weight-only; empty = FP16 (the FasterTransformer-era default);
 * output length: empty = 1 for TTFT rows (a single output token) and 200 for gpt-fast
   per-user decode rows (generate.py ``max_new_tokens`` default, stated in the rows' notes);
-* CUDA graphs: when the row's notes say the decode ran under CUDA graphs;
+* CUDA graphs and the TP all-reduce: from the static-engine profile the ``framework`` column
+  names (``catalog.inference_engines``: FasterTransformer, gpt-fast), CUDA graphs also when the
+  row's notes say the decode ran under them; other rows: the engines' one-shot all-reduce;
 * metrics timed per layer or per operator, and speculative rows without an acceptance rate,
   are not forecast.
 """
@@ -25,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfcast.catalog.inference_engines import inference_engine_from_text
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.strategy import Strategy
@@ -188,8 +191,14 @@ def _parse(row: Row, catalog: CatalogLookup) -> InferenceCase:
     if metric == "output_throughput" and PER_GPU_WHEN_UNSTATED in unit.lower():
         metric = "output_throughput_per_gpu"
         notes.append("throughput unit per-GPU vs total unstated: per GPU (gptSessionBenchmark /tp)")
+    engine = inference_engine_from_text(cell_text(row, "framework"))
+    graphs = "cuda graphs" in cell_text(row, "notes").lower()
+    if engine is not None:
+        notes.append(f"engine profile {engine.name}: tp all-reduce {engine.tp_all_reduce}, "
+                     f"decode CUDA graphs {engine.decode_cuda_graphs}")
     options = {"batch_size": batch, "input_len": input_len, "output_len": output_len,
-               "cuda_graphs": "cuda graphs" in cell_text(row, "notes").lower(),
+               "cuda_graphs": graphs,
+               **({"static_engine": engine.name} if engine else {}),
                **_precision(row, notes)}
     return InferenceCase(
         row_id=cell_text(row, "row_id"), source_id=source_id(cell_text(row, "source")),
