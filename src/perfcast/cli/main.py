@@ -15,6 +15,7 @@ from perfcast.cli.blas_threads import limit_blas_threads
 from perfcast.cli.calibrate_cmd import calibrate_command
 from perfcast.cli.catalog_cmd import models_command, systems_command
 from perfcast.cli.comm_cmd import comm_command
+from perfcast.cli.hardware_cmd import catalog_app
 from perfcast.cli.infer_cmd import infer_command
 from perfcast.cli.kernels_cmd import kernels_app
 from perfcast.cli.memory_cmd import memory_command
@@ -79,6 +80,8 @@ app.command("sweep", help="Best strategy over GPU counts, systems and hardware p
 app.command("schedule", help="Simulate a pipeline schedule: step time, bubble, memory.")(schedule_command)
 app.command("models", help="List catalog models.")(models_command)
 app.command("systems", help="List catalog systems and GPUs.")(systems_command)
+app.add_typer(catalog_app, name="catalog",
+              help="Templates for your own hardware (--system FILE.yaml, --gpu FILE.yaml).")
 
 
 def run() -> None:
