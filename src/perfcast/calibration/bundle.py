@@ -74,13 +74,16 @@ class CalibrationStatus:
 
     generation: str
     fallback: bool
-    stand_ins: tuple[str, ...] = ()
+    stand_ins: tuple[str, ...] | None = None
     """Per-generation constants taken from another generation's fit (``default`` blocks:
-    kernel efficiencies, scale-up collective efficiency), see ``estimate.stand_ins``."""
+    kernel efficiencies, scale-up collective efficiency), see ``estimate.stand_ins``; None
+    where the estimator does not assess them (left out of ``to_dict``)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"generation": self.generation, "fallback": self.fallback,
-                "stand_ins": list(self.stand_ins)}
+        out: dict[str, Any] = {"generation": self.generation, "fallback": self.fallback}
+        if self.stand_ins is not None:
+            out["stand_ins"] = list(self.stand_ins)
+        return out
 
     def note(self) -> str | None:
         """One line for text reports when the pooled fit or a default block stands in."""
