@@ -12,10 +12,12 @@ from __future__ import annotations
 import math
 import re
 import sys
+import textwrap
 
 import typer
 import typer.core
 from typer._click import exceptions as click_errors  # typer vendors its own click
+from typer._click import formatting as click_formatting
 
 from perfcast.cli.errors import EXIT_BAD_INPUT
 
@@ -81,8 +83,51 @@ def _hint(message: str) -> str:
     return message
 
 
+class WrappingHelpFormatter(click_formatting.HelpFormatter):
+    """Click's help formatter, except that an option line longer than the terminal (many
+    aliases, a long choice list) wraps between names instead of running past it; names are
+    never cut (issue 22: readable at 80 columns)."""
+
+    def write_dl(self, rows, col_max: int = 30, col_spacing: int = 2) -> None:
+        width = max((self.width or 80) - self.current_indent, 20)
+        wrapped: list[tuple[str, str]] = []
+        for term, text in rows:
+            lines = textwrap.wrap(term, width, break_long_words=False, break_on_hyphens=False,
+                                  subsequent_indent="  ") if len(term) > width else [term]
+            wrapped.extend((line, "") for line in lines[:-1])
+            wrapped.append((lines[-1], text))
+        super().write_dl(wrapped, col_max, col_spacing)
+
+
+class WrappingHelpContext(typer.core.TyperCommand.context_class):  # type: ignore[name-defined,misc]
+    formatter_class = WrappingHelpFormatter
+
+
+class WrappingHelpCommand(typer.core.TyperCommand):
+    context_class = WrappingHelpContext
+
+
+class WrappingHelpGroup(typer.core.TyperGroup):
+    context_class = WrappingHelpContext
+
+
+def use_wrapping_help(app: typer.Typer) -> None:
+    """Every command and group of ``app`` (recursively) formats help with
+    ``WrappingHelpFormatter``."""
+    for command in app.registered_commands:
+        if command.cls in (None, typer.core.TyperCommand):
+            command.cls = WrappingHelpCommand
+    for group in app.registered_groups:
+        sub = group.typer_instance
+        if sub is not None:
+            sub.info.cls = WrappingHelpGroup
+            use_wrapping_help(sub)
+
+
 class OneLineErrorGroup(typer.core.TyperGroup):
     """Root group whose usage errors are ``error: <one line>``, exit 2 (help unchanged)."""
+
+    context_class = WrappingHelpContext
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
              **extra):

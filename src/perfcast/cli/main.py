@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from perfcast.cli.app_group import OneLineErrorGroup
+from perfcast.cli.app_group import OneLineErrorGroup, use_wrapping_help
 from perfcast.cli.blas_threads import limit_blas_threads
 from perfcast.cli.calibrate_cmd import calibrate_command
 from perfcast.cli.catalog_cmd import models_command, systems_command
@@ -33,6 +33,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     cls=OneLineErrorGroup,
+    rich_markup_mode=None,
 )
 
 
@@ -82,6 +83,7 @@ app.command("models", help="List catalog models.")(models_command)
 app.command("systems", help="List catalog systems and GPUs.")(systems_command)
 app.add_typer(catalog_app, name="catalog",
               help="Templates for your own hardware (--system FILE.yaml, --gpu FILE.yaml).")
+use_wrapping_help(app)
 
 
 def run() -> None:
