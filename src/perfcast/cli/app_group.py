@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 import sys
 import textwrap
+from contextvars import ContextVar
 
 import typer
 import typer.core
@@ -83,6 +85,16 @@ def _hint(message: str) -> str:
     return message
 
 
+_INVOCATION: ContextVar[tuple[str, ...] | None] = ContextVar("perfcast_invocation", default=None)
+
+
+def invocation_text() -> str | None:
+    """The command line of this run (``perfcast train ...``, shell-quoted), for reports; None
+    outside the ``perfcast`` command."""
+    argv = _INVOCATION.get()
+    return None if argv is None else shlex.join(["perfcast", *argv])
+
+
 class WrappingHelpFormatter(click_formatting.HelpFormatter):
     """Click's help formatter, except that an option line longer than the terminal (many
     aliases, a long choice list) wraps between names instead of running past it; names are
@@ -132,6 +144,7 @@ class OneLineErrorGroup(typer.core.TyperGroup):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
              **extra):
         argv = list(sys.argv[1:] if args is None else args)
+        _INVOCATION.set(tuple(argv))
         try:
             check_number_tokens(argv)
             result = super().main(args=argv, prog_name=prog_name, complete_var=complete_var,

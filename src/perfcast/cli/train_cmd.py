@@ -73,7 +73,10 @@ def train_command(
     if trace or plot or report:
         from perfcast.report.step_exports import write_step_exports
 
-        write_step_exports(result, specs.model, specs.system, specs.workload, trace, plot, report)
+        from perfcast.cli.app_group import invocation_text
+
+        write_step_exports(result, specs.model, specs.system, specs.workload, trace, plot, report,
+                           command=invocation_text())
     advice = None
     if not result.memory.fits:
         from perfcast.search.fit_advice import fit_advice
