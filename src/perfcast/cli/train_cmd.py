@@ -71,9 +71,8 @@ def train_command(
                                kernel_backend=make_backend(kernel_backend.value, kernel_table),
                                calibration=load_calibration(calibration))
     if trace or plot or report:
-        from perfcast.report.step_exports import write_step_exports
-
         from perfcast.cli.app_group import invocation_text
+        from perfcast.report.step_exports import write_step_exports
 
         write_step_exports(result, specs.model, specs.system, specs.workload, trace, plot, report,
                            command=invocation_text())
