@@ -20,6 +20,7 @@ import typer
 import typer.core
 from typer._click import exceptions as click_errors  # typer vendors its own click
 from typer._click import formatting as click_formatting
+from typer._click.core import Context as ClickContext
 
 from perfcast.cli.errors import EXIT_BAD_INPUT
 
@@ -73,7 +74,7 @@ def _flag_type(self, ctx):
 
 
 _display_type_rich = typer.core.TyperOption.display_type_rich
-typer.core.TyperOption.display_type_rich = _flag_type
+typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
 
 _BOOLEAN_WORDS = ("true", "false", "yes", "no", "on", "off", "1", "0")
 
@@ -111,7 +112,7 @@ class WrappingHelpFormatter(click_formatting.HelpFormatter):
         super().write_dl(wrapped, col_max, col_spacing)
 
 
-class WrappingHelpContext(typer.core.TyperCommand.context_class):  # type: ignore[name-defined,misc]
+class WrappingHelpContext(ClickContext):
     formatter_class = WrappingHelpFormatter
 
 

@@ -71,12 +71,12 @@ def training_html(report: TrainingReport, timeline: PipelineTimeline, svgs: dict
     from perfcast import __version__
 
     mem = report.memory
-    inputs = [["model", report.model], ["system", report.system], ["GPU", report.gpu],
+    inputs: list[list[Any]] = [["model", report.model], ["system", report.system], ["GPU", report.gpu],
               ["GPUs", report.num_gpus], ["sequence length (tokens)", report.seq_length],
               ["global batch (sequences)", report.global_batch_size],
               ["micro-batches per step", report.num_micro_batches],
               ["precision", report.strategy.precision], ["kernel backend", report.kernel_backend]]
-    results = [["step time (s)", report.step_time_s],
+    results: list[list[Any]] = [["step time (s)", report.step_time_s],
                ["tokens/s/GPU", report.tokens_per_s_per_gpu],
                ["model TFLOP/s/GPU", report.tflops_per_gpu],
                ["MFU (of dense BF16 peak)", Percent(report.mfu)],
