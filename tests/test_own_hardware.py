@@ -152,3 +152,17 @@ def test_bad_system_names_and_files(tmp_path) -> None:
     path.write_text("gpu: nosuch-gpu\ngpus_per_node: 8\nscale_up_domain_gpus: 8\nsource: x\n")
     with pytest.raises(InputError, match="nosuch-gpu"):
         load_system(str(path))
+
+
+@pytest.mark.parametrize(("system", "defaulted"), [("gaudi3", True), ("tpu-v6e", True),
+                                                   ("dgx-h100", False)])
+def test_kernels_and_comm_say_when_constants_are_borrowed(system: str, defaulted: bool) -> None:
+    gemm = invoke(["kernels", "gemm", "--m", "4096", "--n", "4096", "--k", "4096", "--system",
+                   system, "--json"])
+    assert json.loads(gemm.stdout)["calibration_default"] is defaulted
+    comm = invoke(["comm", "all-reduce", "--size-bytes", "1e8", "--gpus", "8", "--system",
+                   system, "--json"])
+    assert json.loads(comm.stdout)["calibration_default"] is defaulted
+    text = invoke(["comm", "all-reduce", "--size-bytes", "1e8", "--gpus", "8", "--system",
+                   system]).stdout
+    assert ("other GPUs" in " ".join(text.split())) is defaulted

@@ -63,12 +63,21 @@ def comm_command(
     spec = load_system(system, gpu=gpu)
     estimate = estimate_collective(collective.value.replace("-", "_"), size_bytes, spec, gpus,
                                    stride, algorithm.value if algorithm else None)
+    from perfcast.calibration.comm_alpha_beta import load_comm_alpha_beta
+
+    default = ("scale_up" in estimate.tiers_crossed
+               and load_comm_alpha_beta().uses_default(spec.gpu.generation))
     if json:
         from perfcast.report.json_out import to_json
 
-        print(to_json(estimate.to_dict()))
+        print(to_json({**estimate.to_dict(), "calibration_default": default}))
         return
     from perfcast.report.comm_text import render_collective
     from perfcast.report.console import make_console
 
-    render_collective(estimate, make_console())
+    console = make_console()
+    render_collective(estimate, console)
+    if default:
+        console.print(f"calibration: no collective measurements on {spec.gpu.generation} GPUs: "
+                      "the scale-up efficiency fitted on other GPUs (comm_alpha_beta.yaml "
+                      "'default', possibly another vendor's) stands in", highlight=False)
