@@ -108,4 +108,6 @@ def systems_command(name: NameArgument = None, json: JsonFlag = False) -> None:
                       f"{s['scale_out_bandwidth_Bps'] / 1e9:,.1f}",
                       f"{s['hbm_capacity_bytes'] / 1e9:,.0f}", f"{s['peak_bf16_flops'] / 1e12:,.0f}")
     make_console().print(table)
-    make_console().print(f"{len(gpus)} GPUs in the catalog: " + ", ".join(g["name"] for g in gpus))
+    make_console().print(f"{len(gpus)} GPUs in the catalog (each also a --system: its default "
+                         "system, else a node from its own row): "
+                         + ", ".join(g["name"] for g in gpus))
