@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from perfcast.kernels.backend import KernelBackend
-from perfcast.kernels.counts import attention_bytes, attention_flops, gemm_bytes, gemm_flops
+from perfcast.op_counts import attention_bytes, attention_flops, gemm_bytes, gemm_flops
 from perfcast.specs.hardware import GPUSpec, Precision
 
 
