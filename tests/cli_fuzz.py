@@ -129,7 +129,11 @@ _MODELS = st.sampled_from(["llama3-8b", "llama3-8b", "mixtral-8x7b", "gpt3-175b"
                            "/nonexistent/config.json", "", "x" * 300, "/dev/null", "{tmp}",
                            "{tmp}/binary.json", "{tmp}/ab.csv", "{tmp}/partial.json",
                            "{tmp}/bad.yaml"])
-_SYSTEMS = st.sampled_from(["dgx-h100", "dgx-h100", "dgx-a100", "dgx-b200", "nosuch", ""])
+_SYSTEMS = st.sampled_from(["dgx-h100", "dgx-h100", "dgx-a100", "dgx-b200", "nosuch", "",
+                            "gaudi3", "tpu-v5p", "mi250x", "{tmp}/sys.yaml", "{tmp}/gpu.yaml",
+                            "{tmp}/badsys.yaml", "{tmp}/bad.yaml", "/nonexistent/s.yaml"])
+_GPUS = st.sampled_from(["h100-sxm", "mi300x", "gaudi3", "{tmp}/gpu.yaml", "{tmp}/badgpu.yaml",
+                         "{tmp}/sys.yaml", "nosuch", ""])
 
 
 def _pairs(options: dict[str, st.SearchStrategy]) -> st.SearchStrategy[list[str]]:
@@ -160,6 +164,14 @@ def fuzz_folder() -> str:
         (folder / "binary.json").write_bytes(bytes(range(255, 0, -1)))
         (folder / "partial.json").write_text('{"hidden_size": 4096, "num_hidden_layers": 2}')
         (folder / "bad.yaml").write_text("hidden_size: [1")
+        from perfcast.cli.hardware_cmd import template_text
+
+        (folder / "gpu.yaml").write_text(template_text("gpu"))
+        (folder / "sys.yaml").write_text(template_text("system"))
+        (folder / "badgpu.yaml").write_text(template_text("gpu").replace("hbm_TBps: 3.35",
+                                                                         "hbm_TBps: -1"))
+        (folder / "badsys.yaml").write_text(template_text("system").replace(
+            "scale_up_domain_gpus: 8", "scale_up_domain_gpus: 0"))
         shared = Path(__file__).resolve().parents[2] / "shared" / "ground_truth" / "training.csv"
         lines = shared.read_text(encoding="utf-8").splitlines()[:4] if shared.exists() else []
         (folder / "rows.csv").write_text("\n".join(lines) + "\n")
@@ -181,12 +193,13 @@ _RUN = {
     "--zero-stage": _INTS, "--fsdp": _FLAG, "--sequence-parallel": _FLAG,
     "--precision": st.sampled_from(["bf16", "fp8", "fp4"]),
     "--fp8-recipe": st.sampled_from(["tensorwise", "mxfp8", "nvfp4"]),
-    "--make-vocab-size-divisible-by": _INTS, "--mtp-num-layers": _INTS,
+    "--make-vocab-size-divisible-by": _INTS, "--mtp-num-layers": _INTS, "--gpu": _GPUS,
 }
 _TRAIN = {**_RUN, "--pipeline-schedule": st.sampled_from(
     ["auto", "1f1b", "interleaved", "gpipe", "zb-h1", "zb-v", "dualpipe", "bad"]),
     "--trace": _OUT_FILES, "--plot": _PLOT_DIRS, "--report": _OUT_FILES.filter(
-        lambda p: p != "{tmp}/t.json")}
+        lambda p: p != "{tmp}/t.json"), "--train-tokens": _FLOATS,
+    "--price-per-gpu-hour": _FLOATS}
 """--plot and --report only with paths that must be refused (rendering figures is slow)."""
 _INFER = {
     "--gpus": _INTS, "--tp": _INTS, "--pp": _INTS, "--ep": _INTS, "--system": _SYSTEMS,
@@ -196,22 +209,22 @@ _INFER = {
     "--kv-precision": st.sampled_from(["fp8", "bf16"]),
     "--batching": st.sampled_from(["static", "continuous"]), "--prefill-chunk": _INTS,
     "--offload-weights": _FLOATS, "--offload-kv": _FLOATS, "--acceptance-rate": _FLOATS,
-    "--num-draft-tokens": _INTS, "--cuda-graphs": _FLAG,
+    "--num-draft-tokens": _INTS, "--cuda-graphs": _FLAG, "--gpu": _GPUS,
 }
 _GEMM = {"--m": _INTS, "--n": _INTS, "--k": _INTS, "--batch": _INTS, "--system": _SYSTEMS,
          "--dtype": st.sampled_from(["bf16", "fp8", "fp4", "int8", "fp64"]),
-         "--gpu-clock-mhz": _FLOATS}
+         "--gpu-clock-mhz": _FLOATS, "--gpu": _GPUS}
 _ATTENTION = {"--batch": _INTS, "--heads": _INTS, "--kv-heads": _INTS, "--seq-q": _INTS,
               "--seq-kv": _INTS, "--head-dim": _INTS, "--head-dim-v": _INTS,
               "--system": _SYSTEMS, "--backward": _FLAG, "--full": _FLAG,
-              "--dtype": st.sampled_from(["bf16", "fp8"])}
+              "--dtype": st.sampled_from(["bf16", "fp8"]), "--gpu": _GPUS}
 _SCHEDULE = {"--weight-grad-fraction": _FLOATS, "--virtual-stages": _INTS, "--p2p-time": _FLOATS}
 _SEARCH = {"--tp": _INTS, "--pp": _INTS, "--top": _INTS, "--gbs": _INTS, "--seq-length": _INTS,
            "--objective": st.sampled_from(["throughput", "time", "cost"]),
            "--token-budget": _FLOATS, "--price-per-gpu-hour": _FLOATS,
            "--max-micro-batch-size": _INTS, "--max-pp": _INTS, "--system": _SYSTEMS,
            "--no-fp8": _FLAG}
-_COMM = {"--stride": _INTS, "--system": _SYSTEMS,
+_COMM = {"--stride": _INTS, "--system": _SYSTEMS, "--gpu": _GPUS,
          "--algorithm": st.sampled_from(["ring", "tree", "bogus"])}
 _SMALL_GPUS = st.sampled_from(["1", "8", "16", "0", "-8", "3", "2147483648", "abc", "8_0"])
 _INFER_SEARCH = {"--system": _SYSTEMS, "--input-len": _INTS, "--output-len": _INTS,
@@ -264,7 +277,12 @@ def command_lines(draw) -> list[str]:
     elif kind == "catalog":
         argv = [draw(st.sampled_from(["models", "systems"])),
                 *draw(st.sampled_from([[], ["llama3-8b"], ["dgx-h100"], ["h100-sxm"], ["nosuch"],
-                                       ["mixtral-8x7b"]]))]
+                                       ["mixtral-8x7b"], ["gaudi3"]]))]
+        argv = draw(st.sampled_from([argv, ["catalog", "template", "gpu"],
+                                     ["catalog", "template", "bogus"],
+                                     ["catalog", "check", "{tmp}/sys.yaml"],
+                                     ["catalog", "check", "{tmp}/badgpu.yaml"],
+                                     ["catalog", "check", "{tmp}/ab.csv"], ["catalog"]]))
     elif kind == "validate":
         argv = ["validate", "--data", draw(_DATA)]
     else:

@@ -139,7 +139,8 @@ def test_generation_without_rows_gets_the_pooled_fit_flagged(system):
 
 def test_generation_with_rows_is_not_flagged():
     report = _train("dgx-h100")
-    assert report.to_dict()["calibration"] == {"generation": "hopper", "fallback": False}
+    assert report.to_dict()["calibration"] == {"generation": "hopper", "fallback": False,
+                                               "stand_ins": []}
 
 
 def test_inference_report_carries_the_calibration_status():
@@ -193,8 +194,8 @@ def test_calibration_dir_is_used_by_train(calibrated_dir):
     shipped = json.loads(runner.invoke(app, args).stdout)
     mine = json.loads(runner.invoke(app, args + ["--calibration", str(out)]).stdout)
     # Ampere has too few rows in the user's data: the user's pooled fit, flagged.
-    assert mine["calibration"] == {"generation": "ampere", "fallback": True}
-    assert shipped["calibration"] == {"generation": "ampere", "fallback": False}
+    assert mine["calibration"] == {"generation": "ampere", "fallback": True, "stand_ins": []}
+    assert shipped["calibration"] == {"generation": "ampere", "fallback": False, "stand_ins": []}
     assert mine["step_time_s"] != pytest.approx(shipped["step_time_s"], rel=1e-6)
 
 

@@ -20,9 +20,9 @@ from perfcast.catalog.systems import load_system
 from perfcast.cli.main import app
 from perfcast.estimate.training import estimate_training
 from perfcast.kernels.analytical import AnalyticalBackend
-from perfcast.kernels.counts import attention_flops
 from perfcast.kernels.measured import MeasuredBackend, load_kernel_table
 from perfcast.kernels.simumax_table import measured_time_s
+from perfcast.op_counts import attention_flops
 from perfcast.specs.strategy import Strategy
 from perfcast.specs.workload import Workload
 

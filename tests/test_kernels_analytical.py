@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from perfcast.catalog.gpus import load_gpu
 from perfcast.kernels import get_backend
-from perfcast.kernels.counts import gemm_bytes, gemm_flops
 from perfcast.kernels.measured import KERNEL_TABLE_COLUMNS, MeasuredBackend, load_kernel_table
+from perfcast.op_counts import gemm_bytes, gemm_flops
 
 from conftest import shared_path
 

@@ -10,14 +10,14 @@ from hypothesis import strategies as st
 from perfcast.calibration.kernel_roofline import load_kernel_roofline
 from perfcast.errors import InputError
 from perfcast.kernels import KernelBackend, KernelBackendName, backend_names, get_backend
-from perfcast.kernels.counts import (
+from perfcast.kernels.roofline import RooflineBackend
+from perfcast.op_counts import (
     attention_bytes,
     attention_flops,
     causal_fraction,
     gemm_bytes,
     gemm_flops,
 )
-from perfcast.kernels.roofline import RooflineBackend
 from perfcast.specs import GPUSpec
 
 # Hand-built GPUs (no catalog): peaks and HBM from shared/reference/hardware_specs.csv.

@@ -23,8 +23,8 @@ from perfcast.kernels import get_backend
 from perfcast.kernels.analytical import AnalyticalBackend
 from perfcast.kernels.analytical_gemm import GemmRates, gemm_candidate_times
 from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND
-from perfcast.kernels.counts import gemm_bytes
 from perfcast.kernels.tiles import num_tiles
+from perfcast.op_counts import gemm_bytes
 
 BACKEND = get_backend("analytical")
 GPUS = [load_gpu(name) for name in ("h100-sxm", "a100-80gb", "b200", "mi300x")]

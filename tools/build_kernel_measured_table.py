@@ -19,8 +19,8 @@ from pathlib import Path
 from fit_kernel_analytical import CATALOG_GPU, DEFAULT_CSV
 from kernel_reference_rows import read_observations
 
-from perfcast.kernels.counts import attention_flops, gemm_flops
 from perfcast.kernels.measured import KERNEL_MEASURED_PATH, KERNEL_TABLE_COLUMNS
+from perfcast.op_counts import attention_flops, gemm_flops
 
 
 def main() -> None:

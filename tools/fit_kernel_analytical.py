@@ -43,7 +43,7 @@ from kernel_simumax_rows import read_simumax_observations
 from perfcast.calibration.kernel_analytical import KernelAnalyticalCalibration
 from perfcast.catalog.gpus import load_gpu
 from perfcast.kernels.analytical import AnalyticalBackend
-from perfcast.kernels.counts import attention_flops, gemm_flops
+from perfcast.op_counts import attention_flops, gemm_flops
 from perfcast.specs.hardware import GPUSpec
 
 REPO = Path(__file__).resolve().parents[1]

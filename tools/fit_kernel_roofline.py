@@ -41,15 +41,15 @@ from perfcast.calibration.kernel_roofline import (
     KernelRooflineCalibration,
     ScalarValue,
 )
-from perfcast.kernels.counts import (
+from perfcast.kernels.efficiency import attention_roofline_time_s, gemm_roofline_time_s
+from perfcast.kernels.roofline import RooflineBackend
+from perfcast.op_counts import (
     attention_bytes,
     attention_flops,
     attention_keys_per_query,
     gemm_bytes,
     gemm_flops,
 )
-from perfcast.kernels.efficiency import attention_roofline_time_s, gemm_roofline_time_s
-from perfcast.kernels.roofline import RooflineBackend
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CSV = REPO.parent / "shared" / "reference" / "kernel_efficiency.csv"

@@ -13,8 +13,8 @@ import numpy as np
 from kernel_reference_rows import Observation
 
 from perfcast.calibration.kernel_roofline import KernelRooflineCalibration
-from perfcast.kernels.counts import attention_bytes, attention_flops, gemm_flops
 from perfcast.kernels.roofline import RooflineBackend
+from perfcast.op_counts import attention_bytes, attention_flops, gemm_flops
 
 
 def predict(o: Observation, backend: RooflineBackend) -> float:

@@ -74,16 +74,28 @@ class CalibrationStatus:
 
     generation: str
     fallback: bool
+    stand_ins: tuple[str, ...] | None = None
+    """Per-generation constants taken from another generation's fit (``default`` blocks:
+    kernel efficiencies, scale-up collective efficiency), see ``estimate.stand_ins``; None
+    where the estimator does not assess them (left out of ``to_dict``)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"generation": self.generation, "fallback": self.fallback}
+        out: dict[str, Any] = {"generation": self.generation, "fallback": self.fallback}
+        if self.stand_ins is not None:
+            out["stand_ins"] = list(self.stand_ins)
+        return out
 
     def note(self) -> str | None:
-        """One line for text reports when the pooled fit stands in, else None."""
-        if not self.fallback:
+        """One line for text reports when the pooled fit or a default block stands in."""
+        parts = []
+        if self.fallback:
+            parts.append("the pooled fit over every generation is used")
+        if self.stand_ins:
+            parts.append(f"{' and '.join(self.stand_ins)} fitted on other GPUs (possibly "
+                         "another vendor's) stand in")
+        if not parts:
             return None
-        return (f"no calibration measured on {self.generation} GPUs: the pooled fit over "
-                f"every generation is used")
+        return f"no calibration measured on {self.generation} GPUs: {'; '.join(parts)}"
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from perfcast.catalog.files import DATA_DIR, build_spec, read_mapping
+from perfcast.catalog.hardware_schema import GPUFile
 from perfcast.catalog.power import power_clock_exponent, power_limited_clock_Hz
 from perfcast.catalog.resolve import NameIndex
 from perfcast.specs.hardware import GPUSpec
@@ -55,14 +56,19 @@ class GPUInterconnect:
 
 def _source(row: dict[str, Any]) -> str:
     """CSV source text, with the row name and any filled values spelled out."""
-    text = f"hardware_specs.csv row '{row['csv_row']}': {row['source']}"
+    text = str(row["source"])
+    if row.get("csv_row"):
+        text = f"hardware_specs.csv row '{row['csv_row']}': {text}"
     if row.get("filled"):
         text += f" | filled: {row['filled']}"
     return text
 
 
-def _to_spec(slug: str, row: dict[str, Any]) -> GPUSpec:
-    """One gpus.yaml entry (vendor units) -> GPUSpec (SI)."""
+def _to_spec(slug: str, row: dict[str, Any], where: str | None = None) -> GPUSpec:
+    """One gpus.yaml entry or GPU file (vendor units) -> GPUSpec (SI); ``where`` names the
+    entry in errors (default: the gpus.yaml entry)."""
+    where = where or f"{GPUS_FILE.name} entry {slug!r}"
+    row = build_spec(GPUFile, row, where).model_dump(exclude_none=True)
     fields: dict[str, Any] = {
         "name": slug,
         "display_name": row["display_name"],
@@ -92,7 +98,13 @@ def _to_spec(slug: str, row: dict[str, Any]) -> GPUSpec:
         fields["source"] += f" | usable HBM: {row['hbm_usable_source']}"
     if row.get("l2_cache_MiB") is not None:
         fields["l2_cache_bytes"] = float(row["l2_cache_MiB"]) * MiB
-    return build_spec(GPUSpec, fields, f"{GPUS_FILE.name} entry {slug!r}")
+    return build_spec(GPUSpec, fields, where)
+
+
+def gpu_from_entry(name: str, row: dict[str, Any], where: str) -> tuple[GPUSpec, GPUInterconnect]:
+    """A GPU entry outside gpus.yaml (a user's ``--gpu FILE.yaml``, an inline system GPU):
+    its spec and network figures, checked against the same schema as the catalog."""
+    return _to_spec(name, row, where), _to_interconnect(name, row)
 
 
 def _power_capped(slug: str, row: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
@@ -155,8 +167,18 @@ def resolve_gpu_name(name: str) -> str:
     return _index().resolve(name, field="gpu")
 
 
+def find_gpu_name(name: str) -> str | None:
+    """Catalog slug for a GPU name or alias; None when unknown."""
+    return _index().find(name)
+
+
 def load_gpu(name: str) -> GPUSpec:
-    """The catalog GPU named ``name`` (slug, alias or ground-truth spelling), in SI units."""
+    """The catalog GPU named ``name`` (slug, alias or ground-truth spelling), or a GPU file
+    (``perfcast.catalog.user_hardware``), in SI units."""
+    from perfcast.catalog.user_hardware import is_hardware_file, load_gpu_file
+
+    if is_hardware_file(name):
+        return load_gpu_file(name)
     return _load_slug(resolve_gpu_name(name))
 
 

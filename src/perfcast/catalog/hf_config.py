@@ -178,6 +178,13 @@ def _ffn_width(read: _Reader, family: Family, hidden: int) -> int:
 def _activation(read: _Reader, family: Family) -> Activation:
     """SiLU+gated -> swiglu, GELU+gated -> geglu, GELU -> gelu, ReLU, relu2 -> squared-relu."""
     key, value = read.raw(ACTIVATION_KEYS)
+    if key is None and family.default_activation is None:
+        raise InputError(
+            "activation", None, f"config.json at {read.source} has no "
+            f"{'/'.join(ACTIVATION_KEYS)} and its model_type "
+            f"{read.config.get('model_type')!r} has no documented default activation; "
+            "add hidden_act to the config",
+        )
     name = family.default_activation if key is None else value
     base = _ACTIVATION_BASE.get(str(name).lower())
     ffn_type = (read.config.get("ffn_config") or {}).get("ffn_type")

@@ -32,8 +32,9 @@ class Family:
     position_embedding: PositionEmbedding
     source: str
     """Where these facts come from."""
-    default_activation: str = "silu"
-    """Activation when the config has no ``hidden_act``-style key."""
+    default_activation: str | None = "silu"
+    """Activation when the config has no ``hidden_act``-style key (the family's configuration
+    class default); None where no default is documented (the config must state it)."""
     attention_bias: bool = False
     mlp_bias: bool = False
     router_bias: bool = False
@@ -108,6 +109,16 @@ FAMILIES: dict[str, Family] = {
         "biases, router linear with bias, clamped SwiGLU, RMSNorm, sliding/full layer_types, "
         "per-head attention sinks (modeling_gpt_oss.py self.sinks)",
     ),
+    "gpt_neox": Family(
+        gated_mlp=False, norm_type="layernorm", position_embedding="rope", attention_bias=True,
+        mlp_bias=True, default_activation="gelu", parallel_attention_mlp=True,
+        num_norms_per_layer=2, tie_word_embeddings=False,
+        source="transformers GPTNeoXConfig defaults (configuration_gpt_neox.py): hidden_act "
+        "'gelu', attention_bias True, use_parallel_residual True, tie_word_embeddings False, "
+        "partial rotary (rotary_pct); input_layernorm and post_attention_layernorm in every layer "
+        "(two LayerNorms even with the parallel residual); GPTNeoXMLP dense_h_to_4h/dense_4h_to_h with bias, "
+        "LayerNorm; EleutherAI/gpt-neox-20b has 20,554,567,680 parameters",
+    ),
     "gpt (Megatron-LM)": _MEGATRON_GPT,
     "gpt3": replace(
         _MEGATRON_GPT,
@@ -163,17 +174,20 @@ FAMILIES: dict[str, Family] = {
 }
 
 GENERIC_SOURCE = (
-    "generic HF mapping (model_type not in perfcast.catalog.hf_families): silu => SwiGLU, "
+    "generic HF mapping (model_type not in perfcast.catalog.hf_families): the config's "
+    "hidden_act is required (no documented default), silu => SwiGLU, "
     "gelu => non-gated GELU, rms_norm_eps => RMSNorm else LayerNorm, RoPE, biases from keys"
 )
 
 
 def generic_family(config: dict[str, Any]) -> Family:
     """Facts inferred for an unlisted model_type from the keys its config does have."""
-    act = str(config.get("hidden_act") or config.get("activation_function") or "silu")
+    act = str(config.get("hidden_act") or config.get("hidden_activation")
+              or config.get("activation_function") or "")
     rms = "rms_norm_eps" in config or "rms_norm_epsilon" in config
     return Family(
         gated_mlp=act in ("silu", "swish"),
+        default_activation=None,
         norm_type="rmsnorm" if rms else "layernorm",
         position_embedding="rope",
         tie_word_embeddings=True,

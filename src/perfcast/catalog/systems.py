@@ -13,10 +13,11 @@ from functools import cache, lru_cache
 from typing import Any
 
 from perfcast.catalog.files import DATA_DIR, build_spec, read_mapping
-from perfcast.catalog.gpus import gpu_interconnect, load_gpu, resolve_gpu_name
+from perfcast.catalog.gpus import GPUInterconnect, gpu_interconnect, load_gpu, resolve_gpu_name
+from perfcast.catalog.hardware_schema import SystemFile
 from perfcast.catalog.resolve import NameIndex
 from perfcast.errors import InputError
-from perfcast.specs.hardware import SystemSpec
+from perfcast.specs.hardware import GPUSpec, SystemSpec
 from perfcast.units import GB, gbps_to_Bps
 
 SYSTEMS_FILE = DATA_DIR / "systems.yaml"
@@ -67,10 +68,11 @@ def _topology(row: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def _build(slug: str, row: dict[str, Any]) -> SystemSpec:
-    """One systems.yaml entry -> SystemSpec, bandwidths from the GPU's catalog row."""
-    gpu = load_gpu(row["gpu"])
-    link = gpu_interconnect(gpu.name)
+def build_system(slug: str, row: dict[str, Any], gpu: GPUSpec, link: GPUInterconnect,
+                 where: str) -> SystemSpec:
+    """One system entry (systems.yaml or a ``--system`` file) -> SystemSpec, bandwidths from
+    its GPU's row unless the entry overrides them; ``where`` names the entry in errors."""
+    row = build_spec(SystemFile, {**row, "gpu": gpu.name}, where).model_dump(exclude_none=True)
     scale_up = link.scale_up_bandwidth_Bps
     if row.get("scale_up_unidir_GBps") is not None:
         scale_up = float(row["scale_up_unidir_GBps"]) * GB
@@ -89,7 +91,14 @@ def _build(slug: str, row: dict[str, Any]) -> SystemSpec:
         "source": "; ".join(" ".join(str(part).split()) for part in (
             row["source"], LATENCY_NOTE, row.get("nvls_source")) if part),
     }
-    return build_spec(SystemSpec, fields, f"{SYSTEMS_FILE.name} entry {slug!r}")
+    return build_spec(SystemSpec, fields, where)
+
+
+def _build(slug: str, row: dict[str, Any]) -> SystemSpec:
+    """One systems.yaml entry -> SystemSpec (its GPU from the catalog)."""
+    gpu = load_gpu(row["gpu"])
+    return build_system(slug, row, gpu, gpu_interconnect(gpu.name),
+                        f"{SYSTEMS_FILE.name} entry {slug!r}")
 
 
 @cache
@@ -111,9 +120,38 @@ def resolve_system_name(name: str) -> str:
     return _index().resolve(name, field="system")
 
 
-def load_system(name: str, num_gpus: int | None = None) -> SystemSpec:
-    """The catalog system ``name`` (slug or alias), optionally sized to ``num_gpus`` GPUs."""
-    return _sized(_load_slug(resolve_system_name(name)), num_gpus)
+def load_system(name: str, num_gpus: int | None = None, gpu: str | None = None) -> SystemSpec:
+    """The system ``name``, optionally sized to ``num_gpus`` GPUs: a catalog system (slug or
+    alias), a system or GPU file (``perfcast.catalog.user_hardware``), or a catalog GPU (its
+    default system, else the node assembled from its row). ``gpu`` (a catalog GPU or a GPU
+    file, ``--gpu``) replaces the system's GPU and keeps its topology and bandwidths."""
+    if gpu is not None:
+        from perfcast.catalog.user_hardware import with_gpu
+
+        return with_gpu(load_system(name, num_gpus), gpu)
+    from perfcast.catalog.user_hardware import is_hardware_file, load_system_file
+
+    if is_hardware_file(name):
+        return _sized(load_system_file(name), num_gpus)
+    slug = _index().find(name)
+    if slug is not None:
+        return _sized(_load_slug(slug), num_gpus)
+    from perfcast.catalog.gpus import find_gpu_name
+
+    if find_gpu_name(name) is not None:
+        return system_for_gpu(name, num_gpus)
+    raise _unknown_system(name)
+
+
+def _unknown_system(name: str) -> InputError:
+    """The error for a name that is no system, GPU or file, with the catalog's suggestions."""
+    reason = "unknown system"
+    try:
+        resolve_system_name(name)
+    except InputError as exc:
+        reason = exc.reason
+    return InputError("system", name, f"{reason}; or a catalog GPU (perfcast systems), or a "
+                      "system/GPU YAML file (perfcast catalog template system|gpu)")
 
 
 def system_names() -> list[str]:
@@ -142,20 +180,25 @@ def _default_systems() -> dict[str, str]:
 
 @cache
 def _node_for_gpu(gpu_slug: str) -> SystemSpec:
-    """A node assembled from the GPU row's own scale-up / scale-out figures."""
-    link = gpu_interconnect(gpu_slug)
+    """A node assembled from the catalog GPU row's own scale-up / scale-out figures."""
+    return node_for_gpu(load_gpu(gpu_slug), gpu_interconnect(gpu_slug), f"gpus.yaml entry {gpu_slug!r}")
+
+
+def node_for_gpu(gpu: GPUSpec, link: GPUInterconnect, where: str) -> SystemSpec:
+    """The generic system of one GPU: a node of ``link.gpus_per_node`` GPUs, its scale-up domain
+    and NIC rate from the GPU's own row, latencies from the systems.yaml defaults."""
     fields = {
-        "name": f"{gpu_slug}-node",
-        "gpu": load_gpu(gpu_slug),
+        "name": f"{gpu.name}-node",
+        "gpu": gpu,
         "gpus_per_node": link.gpus_per_node,
         "scale_up_domain_gpus": link.scale_up_domain_gpus,
         "scale_up_bandwidth_Bps": link.scale_up_bandwidth_Bps,
         "scale_out_bandwidth_Bps": link.scale_out_bandwidth_Bps,
         **_latencies({}),
-        "source": f"assembled from gpus.yaml {gpu_slug} ({link.interconnect}); {LATENCY_NOTE}; "
+        "source": f"assembled from {where} ({link.interconnect}); {LATENCY_NOTE}; "
         f"{link.source}",
     }
-    return build_spec(SystemSpec, fields, f"gpus.yaml entry {gpu_slug!r}")
+    return build_spec(SystemSpec, fields, where)
 
 
 def system_for_gpu(gpu_name: str, num_gpus: int | None = None) -> SystemSpec:

@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 import sys
+import textwrap
+from contextvars import ContextVar
 
 import typer
 import typer.core
 from typer._click import exceptions as click_errors  # typer vendors its own click
+from typer._click import formatting as click_formatting
+from typer._click.core import Context as ClickContext
 
 from perfcast.cli.errors import EXIT_BAD_INPUT
 
@@ -69,7 +74,7 @@ def _flag_type(self, ctx):
 
 
 _display_type_rich = typer.core.TyperOption.display_type_rich
-typer.core.TyperOption.display_type_rich = _flag_type
+typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
 
 _BOOLEAN_WORDS = ("true", "false", "yes", "no", "on", "off", "1", "0")
 
@@ -81,12 +86,66 @@ def _hint(message: str) -> str:
     return message
 
 
+_INVOCATION: ContextVar[tuple[str, ...] | None] = ContextVar("perfcast_invocation", default=None)
+
+
+def invocation_text() -> str | None:
+    """The command line of this run (``perfcast train ...``, shell-quoted), for reports; None
+    outside the ``perfcast`` command."""
+    argv = _INVOCATION.get()
+    return None if argv is None else shlex.join(["perfcast", *argv])
+
+
+class WrappingHelpFormatter(click_formatting.HelpFormatter):
+    """Click's help formatter, except that an option line longer than the terminal (many
+    aliases, a long choice list) wraps between names instead of running past it; names are
+    never cut (issue 22: readable at 80 columns)."""
+
+    def write_dl(self, rows, col_max: int = 30, col_spacing: int = 2) -> None:
+        width = max((self.width or 80) - self.current_indent, 20)
+        wrapped: list[tuple[str, str]] = []
+        for term, text in rows:
+            lines = textwrap.wrap(term, width, break_long_words=False, break_on_hyphens=False,
+                                  subsequent_indent="  ") if len(term) > width else [term]
+            wrapped.extend((line, "") for line in lines[:-1])
+            wrapped.append((lines[-1], text))
+        super().write_dl(wrapped, col_max, col_spacing)
+
+
+class WrappingHelpContext(ClickContext):
+    formatter_class = WrappingHelpFormatter
+
+
+class WrappingHelpCommand(typer.core.TyperCommand):
+    context_class = WrappingHelpContext
+
+
+class WrappingHelpGroup(typer.core.TyperGroup):
+    context_class = WrappingHelpContext
+
+
+def use_wrapping_help(app: typer.Typer) -> None:
+    """Every command and group of ``app`` (recursively) formats help with
+    ``WrappingHelpFormatter``."""
+    for command in app.registered_commands:
+        if command.cls in (None, typer.core.TyperCommand):
+            command.cls = WrappingHelpCommand
+    for group in app.registered_groups:
+        sub = group.typer_instance
+        if sub is not None:
+            sub.info.cls = WrappingHelpGroup
+            use_wrapping_help(sub)
+
+
 class OneLineErrorGroup(typer.core.TyperGroup):
     """Root group whose usage errors are ``error: <one line>``, exit 2 (help unchanged)."""
+
+    context_class = WrappingHelpContext
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
              **extra):
         argv = list(sys.argv[1:] if args is None else args)
+        _INVOCATION.set(tuple(argv))
         try:
             check_number_tokens(argv)
             result = super().main(args=argv, prog_name=prog_name, complete_var=complete_var,

@@ -92,7 +92,7 @@ def build_specs(args: RunArgs) -> RunSpecs:
     if gpus <= 0:
         raise InputError("gpus", gpus, "must be a positive number of GPUs")
     check_at_most("gpus", gpus, MAX_GPUS)
-    system = load_system(args.system, num_gpus=gpus)
+    system = load_system(args.system, num_gpus=gpus, gpu=args.gpu)
     if args.gpu_clock_mhz is not None:
         system = system.model_copy(update={"gpu": system.gpu.with_clock(args.gpu_clock_mhz * 1e6)})
     fields: dict[str, Any] = dict(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -26,7 +26,7 @@ def models_command(name: NameArgument = None, json: JsonFlag = False) -> None:
     from perfcast.catalog.models import list_models
     from perfcast.graph.params import count_params
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for model in list_models():
         counts = count_params(model)
         rows.append({
@@ -68,7 +68,7 @@ def systems_command(name: NameArgument = None, json: JsonFlag = False) -> None:
     from perfcast.catalog.gpus import list_gpus
     from perfcast.catalog.systems import list_systems
 
-    systems = [
+    systems: list[dict[str, Any]] = [
         {
             "name": s.name,
             "gpu": s.gpu.name,
@@ -82,7 +82,7 @@ def systems_command(name: NameArgument = None, json: JsonFlag = False) -> None:
         }
         for s in list_systems()
     ]
-    gpus = [
+    gpus: list[dict[str, Any]] = [
         {"name": g.name, "display_name": g.display_name, "generation": g.generation,
          "peak_bf16_flops": g.peak_bf16_flops, "peak_fp8_flops": g.peak_fp8_flops,
          "hbm_capacity_bytes": g.hbm_capacity_bytes, "hbm_bandwidth_Bps": g.hbm_bandwidth_Bps,
@@ -108,4 +108,6 @@ def systems_command(name: NameArgument = None, json: JsonFlag = False) -> None:
                       f"{s['scale_out_bandwidth_Bps'] / 1e9:,.1f}",
                       f"{s['hbm_capacity_bytes'] / 1e9:,.0f}", f"{s['peak_bf16_flops'] / 1e12:,.0f}")
     make_console().print(table)
-    make_console().print(f"{len(gpus)} GPUs in the catalog: " + ", ".join(g["name"] for g in gpus))
+    make_console().print(f"{len(gpus)} GPUs in the catalog (each also a --system: its default "
+                         "system, else a node from its own row): "
+                         + ", ".join(g["name"] for g in gpus))

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from perfcast.cli.errors import handle_input_errors
+from perfcast.cli.options import GPU_HELP, SYSTEM_HELP
 
 
 class CollectiveOpt(str, Enum):
@@ -34,8 +35,8 @@ def comm_command(
     size_bytes: Annotated[float, typer.Option(
         "--size-bytes", help="Bytes (nccl-tests size: the full buffer).")],
     gpus: Annotated[int, typer.Option("--gpus", "-g", help="GPUs in the group.")],
-    system: Annotated[str, typer.Option("--system", "-s", help="Catalog system name.")
-                      ] = "dgx-h100",
+    system: Annotated[str, typer.Option("--system", "-s", help=SYSTEM_HELP)] = "dgx-h100",
+    gpu: Annotated[str | None, typer.Option("--gpu", help=GPU_HELP)] = None,
     stride: Annotated[int, typer.Option(
         "--stride", help="Rank distance between group members (1 = consecutive GPUs).")] = 1,
     algorithm: Annotated[AlgorithmOpt | None, typer.Option(
@@ -59,15 +60,24 @@ def comm_command(
     if stride < 1:
         raise InputError("stride", stride, "must be a positive integer")
     check_at_most("gpus*stride", gpus * stride, MAX_GPUS)
-    spec = load_system(system)
+    spec = load_system(system, gpu=gpu)
     estimate = estimate_collective(collective.value.replace("-", "_"), size_bytes, spec, gpus,
                                    stride, algorithm.value if algorithm else None)
+    from perfcast.calibration.comm_alpha_beta import load_comm_alpha_beta
+
+    default = ("scale_up" in estimate.tiers_crossed
+               and load_comm_alpha_beta().uses_default(spec.gpu.generation))
     if json:
         from perfcast.report.json_out import to_json
 
-        print(to_json(estimate.to_dict()))
+        print(to_json({**estimate.to_dict(), "calibration_default": default}))
         return
     from perfcast.report.comm_text import render_collective
     from perfcast.report.console import make_console
 
-    render_collective(estimate, make_console())
+    console = make_console()
+    render_collective(estimate, console)
+    if default:
+        console.print(f"calibration: no collective measurements on {spec.gpu.generation} GPUs: "
+                      "the scale-up efficiency fitted on other GPUs (comm_alpha_beta.yaml "
+                      "'default', possibly another vendor's) stands in", highlight=False)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from perfcast.cli.errors import handle_input_errors
-from perfcast.cli.options import CalibrationOption, DispatcherOpt, strategy_dispatcher
+from perfcast.cli.options import GPU_HELP, SYSTEM_HELP, CalibrationOption, DispatcherOpt, strategy_dispatcher
 
 
 class ActPrecisionOpt(str, Enum):
@@ -61,7 +61,8 @@ def _opt(*names: str, help: str):
 @handle_input_errors
 def infer_command(
     model: Annotated[str, _opt("--model", "-m", help="Catalog name, HF config.json or YAML/JSON file.")],
-    system: Annotated[str, _opt("--system", "-s", help="Catalog system name.")] = "dgx-h100",
+    system: Annotated[str, _opt("--system", "-s", help=SYSTEM_HELP)] = "dgx-h100",
+    gpu: Annotated[str | None, _opt("--gpu", help=GPU_HELP)] = None,
     gpus: Annotated[int | None, _opt(
         "--gpus", "-g", help="Total GPUs (default tp*pp; more = DP replicas).")] = None,
     tp: Annotated[int, _opt("--tp", "--tensor-model-parallel-size", help="Tensor-parallel size.")] = 1,
@@ -172,7 +173,7 @@ def infer_command(
             num_draft_tokens=num_draft_tokens) if draft_model else None,
         calibration=load_calibration(calibration),
     )
-    hardware = load_system(system, num_gpus=num_gpus)
+    hardware = load_system(system, num_gpus=num_gpus, gpu=gpu)
     if concurrency is not None or request_rate is not None or offline:
         from perfcast.cli.serving_run import run_serving
 

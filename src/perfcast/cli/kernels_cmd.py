@@ -10,6 +10,7 @@ import typer
 from perfcast.cli.errors import handle_input_errors
 from perfcast.cli.options import (
     DEFAULT_KERNEL_BACKEND_OPT,
+    SYSTEM_HELP,
     AttentionKernelOpt,
     GpuClockOption,
     KernelBackendOpt,
@@ -29,29 +30,28 @@ class GemmPassOpt(StrEnum):
 kernels_app = typer.Typer(help="Time one GEMM or attention kernel on one GPU.",
                           no_args_is_help=True)
 
-SystemOption = Annotated[str, typer.Option("--system", "-s", help="Catalog system or GPU name.")]
+SystemOption = Annotated[str, typer.Option("--system", "-s", help=SYSTEM_HELP)]
+GpuOption = Annotated[str | None, typer.Option("--gpu", help="The GPU to time (catalog GPU name "
+                                               "or GPU YAML file); overrides --system.")]
 DtypeOption = Annotated[str, typer.Option("--dtype", help="bf16, fp16, fp8, fp4, ...")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 
-def _gpu_and_backend(system: str, clock_mhz: float | None, backend: KernelBackendOpt,
-                     table):
+def _gpu_and_backend(system: str, gpu: str | None, clock_mhz: float | None,
+                     backend: KernelBackendOpt, table):
     """(GPU with the clock applied, kernel backend) from the shared options."""
     from perfcast.cli.build import kernel_backend as make_backend
 
-    return _gpu(system, clock_mhz), make_backend(backend.value, table)
+    return _gpu(system, gpu, clock_mhz), make_backend(backend.value, table)
 
 
-def _gpu(system: str, clock_mhz: float | None):
-    """The GPU of catalog system ``system`` (or the catalog GPU of that name), clock applied."""
+def _gpu(system: str, gpu_name: str | None, clock_mhz: float | None):
+    """``--gpu`` (catalog GPU or GPU file), else the GPU of ``--system`` (a catalog system or
+    GPU name, or a system/GPU file), clock applied."""
     from perfcast.catalog.gpus import load_gpu
     from perfcast.catalog.systems import load_system
-    from perfcast.errors import InputError
 
-    try:
-        gpu = load_system(system).gpu
-    except InputError:
-        gpu = load_gpu(system)
+    gpu = load_gpu(gpu_name) if gpu_name is not None else load_system(system).gpu
     return gpu.with_clock(None if clock_mhz is None else clock_mhz * 1e6)
 
 
@@ -80,6 +80,7 @@ def gemm_command(
         "backward_wgrad: m=in, n=out, k=tokens). Default: any.")] = None,
     dtype: DtypeOption = "bf16",
     system: SystemOption = "dgx-h100",
+    gpu_name: GpuOption = None,
     kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
     kernel_table: KernelTableOption = None,
     gpu_clock_mhz: GpuClockOption = None,
@@ -92,7 +93,7 @@ def gemm_command(
     for name, value in (("m", m), ("n", n), ("k", k)):
         check_at_most(name, value, MAX_GEMM_DIM)
     check_at_most("batch", batch, MAX_BATCH_SEQUENCES)
-    gpu, backend = _gpu_and_backend(system, gpu_clock_mhz, kernel_backend, kernel_table)
+    gpu, backend = _gpu_and_backend(system, gpu_name, gpu_clock_mhz, kernel_backend, kernel_table)
     _emit(gemm_kernel_report(backend, gpu, m, n, k, batch, _precision(dtype, gpu),
                              None if gemm_pass is None else gemm_pass.value), json)
 
@@ -118,6 +119,7 @@ def attention_command(
     ] = AttentionKernelOpt.auto,
     dtype: DtypeOption = "bf16",
     system: SystemOption = "dgx-h100",
+    gpu_name: GpuOption = None,
     kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
     kernel_table: KernelTableOption = None,
     gpu_clock_mhz: GpuClockOption = None,
@@ -144,7 +146,7 @@ def attention_command(
     if kv_heads is not None and heads % kv_heads != 0:
         raise InputError("kv_heads", kv_heads, f"must divide heads={heads} (each K/V head "
                          "serves a whole group of query heads, GQA)")
-    gpu, backend = _gpu_and_backend(system, gpu_clock_mhz, kernel_backend, kernel_table)
+    gpu, backend = _gpu_and_backend(system, gpu_name, gpu_clock_mhz, kernel_backend, kernel_table)
     shape = AttentionShape(batch, heads, kv_heads or heads, seq_q, seq_kv or seq_q, head_dim,
                            head_dim_v or head_dim, causal, backward, attention_kernel.value)
     _emit(attention_kernel_report(backend, gpu, shape, _precision(dtype, gpu)), json)

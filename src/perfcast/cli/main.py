@@ -10,11 +10,12 @@ from typing import Annotated
 
 import typer
 
-from perfcast.cli.app_group import OneLineErrorGroup
+from perfcast.cli.app_group import OneLineErrorGroup, use_wrapping_help
 from perfcast.cli.blas_threads import limit_blas_threads
 from perfcast.cli.calibrate_cmd import calibrate_command
 from perfcast.cli.catalog_cmd import models_command, systems_command
 from perfcast.cli.comm_cmd import comm_command
+from perfcast.cli.hardware_cmd import catalog_app
 from perfcast.cli.infer_cmd import infer_command
 from perfcast.cli.infer_search_cmd import infer_search_command
 from perfcast.cli.kernels_cmd import kernels_app
@@ -34,6 +35,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     cls=OneLineErrorGroup,
+    rich_markup_mode=None,
 )
 
 
@@ -86,6 +88,9 @@ app.command("schedule", help="Simulate a pipeline schedule: step time, bubble, m
 app.command("serve", help="Local web explorer: Train, Serve, Search, Compare pages.")(serve_command)
 app.command("models", help="List catalog models.")(models_command)
 app.command("systems", help="List catalog systems and GPUs.")(systems_command)
+app.add_typer(catalog_app, name="catalog",
+              help="Templates for your own hardware (--system FILE.yaml, --gpu FILE.yaml).")
+use_wrapping_help(app)
 
 
 def run() -> None:

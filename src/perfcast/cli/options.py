@@ -111,6 +111,7 @@ class RunArgs:
 
     model: str
     system: str
+    gpu: str | None
     gpus: int | None
     tp: int
     pp: int
@@ -173,9 +174,15 @@ class RunArgs:
     """Names of the options the user gave on the command line (not defaults)."""
 
 
+SYSTEM_HELP = ("Catalog system or GPU name (perfcast systems), or your own system/GPU YAML file "
+               "(perfcast catalog template system|gpu).")
+GPU_HELP = ("Put this GPU in the system (catalog GPU name or GPU YAML file); the system's "
+            "topology and bandwidths stay.")
+
 _OPTIONS: list[tuple[str, object, object]] = [
     ("model", str, typer.Option(..., "--model", "-m", help="Catalog name, HF config.json or YAML/JSON file.")),
-    ("system", str, typer.Option("dgx-h100", "--system", "-s", help="Catalog system name.")),
+    ("system", str, typer.Option("dgx-h100", "--system", "-s", help=SYSTEM_HELP)),
+    ("gpu", str | None, typer.Option(None, "--gpu", help=GPU_HELP)),
     ("gpus", int | None, typer.Option(None, "--gpus", "-g", help="Total GPUs (default tp*pp*cp).")),
     ("tp", int, typer.Option(1, "--tp", "--tensor-model-parallel-size", help="Tensor-parallel size.")),
     ("pp", int, typer.Option(1, "--pp", "--pipeline-model-parallel-size", help="Pipeline-parallel size.")),

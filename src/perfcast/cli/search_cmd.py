@@ -10,6 +10,8 @@ import typer
 from perfcast.cli.errors import handle_input_errors
 from perfcast.cli.options import (
     DEFAULT_KERNEL_BACKEND_OPT,
+    GPU_HELP,
+    SYSTEM_HELP,
     CalibrationOption,
     KernelBackendOption,
     KernelTableOption,
@@ -33,7 +35,8 @@ def _opt(*names: str, help: str):
 def search_command(
     model: Annotated[str, typer.Option("--model", "-m", help="Catalog name, HF config.json or YAML/JSON file.")],
     gpus: Annotated[int, typer.Option("--gpus", "-g", help="Total GPUs.")],
-    system: Annotated[str, typer.Option("--system", "-s", help="Catalog system name.")] = "dgx-h100",
+    system: Annotated[str, typer.Option("--system", "-s", help=SYSTEM_HELP)] = "dgx-h100",
+    gpu: Annotated[str | None, typer.Option("--gpu", help=GPU_HELP)] = None,
     global_batch_size: Annotated[int, typer.Option("--global-batch-size", "--gbs", help="Sequences per step.")] = 512,
     seq_length: Annotated[int, typer.Option("--seq-length", "--seq-len", help="Tokens per sequence.")] = 4096,
     top: Annotated[int, typer.Option("--top", min=1, help="How many best strategies to show.")] = 5,
@@ -109,7 +112,7 @@ def search_command(
         max_vpp=max_vpp, max_micro_batch_size=max_micro_batch_size, fp8=not no_fp8,
         fixed=tuple(map(Pin.parse, fix or ())), excluded=tuple(map(Pin.parse, exclude or ())))
     spec_model = load_model(model)
-    spec_system = load_system(system, num_gpus=gpus)
+    spec_system = load_system(system, num_gpus=gpus, gpu=gpu)
     workload = Workload(seq_length=seq_length, global_batch_size=global_batch_size)
     kwargs = dict(constraints=constraints, objective=objective.value, top=top,
                   token_budget=token_budget, price_per_gpu_hour=price_per_gpu_hour,

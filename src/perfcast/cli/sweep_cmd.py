@@ -71,7 +71,7 @@ def _vary(items: list[str]) -> dict[str, list[float]]:
 def sweep_command(
     model: Annotated[str, typer.Option("--model", "-m", help="Catalog name, HF config.json or YAML/JSON file.")],
     gpus: Annotated[str, typer.Option("--gpus", "-g", help="Comma-separated GPU counts, e.g. 64,128,256.")],
-    systems: Annotated[str, typer.Option("--systems", "--system", "-s", help="Comma-separated systems, e.g. dgx-a100,dgx-h100.")] = "dgx-h100",
+    systems: Annotated[str, typer.Option("--systems", "--system", "-s", help="Comma-separated systems, e.g. dgx-a100,dgx-h100: catalog systems or GPUs, or system/GPU YAML files.")] = "dgx-h100",
     global_batch_size: Annotated[int, typer.Option("--global-batch-size", "--gbs", help="Sequences per step (at the smallest GPU count with --scaling weak).")] = 512,
     seq_length: Annotated[int, typer.Option("--seq-length", "--seq-len", help="Tokens per sequence.")] = 4096,
     scaling: Annotated[ScalingOpt, typer.Option("--scaling", help="strong: fixed global batch; weak: batch grows with GPUs.")] = ScalingOpt.strong,

@@ -45,6 +45,11 @@ def train_command(
         "--plot", help="Write PNG and SVG plots (Gantt, memory, breakdowns, roofline) here.")] = None,
     report: Annotated[Path | None, typer.Option(
         "--report", help="Write one self-contained HTML report to this file.")] = None,
+    train_tokens: Annotated[float | None, typer.Option(
+        "--train-tokens", help="Also report time, GPU-hours, energy and cost to train this "
+        "many tokens.")] = None,
+    price_per_gpu_hour: Annotated[float | None, typer.Option(
+        "--price-per-gpu-hour", help="$ per GPU-hour for the cost of --train-tokens.")] = None,
 ) -> None:
     """Forecast one training step."""
     from perfcast.calibration.bundle import load_calibration
@@ -56,6 +61,7 @@ def train_command(
     check_output_file("trace", trace)
     check_output_dir("plot", plot)
     check_output_file("report", report)
+    _check_budget(train_tokens, price_per_gpu_hour)
     specs = build_specs(args)
     strategy = specs.strategy
     if pipeline_schedule != ScheduleOpt.auto:
@@ -65,18 +71,28 @@ def train_command(
                                kernel_backend=make_backend(kernel_backend.value, kernel_table),
                                calibration=load_calibration(calibration))
     if trace or plot or report:
+        from perfcast.cli.app_group import invocation_text
         from perfcast.report.step_exports import write_step_exports
 
-        write_step_exports(result, specs.model, specs.system, specs.workload, trace, plot, report)
+        write_step_exports(result, specs.model, specs.system, specs.workload, trace, plot, report,
+                           command=invocation_text())
     advice = None
     if not result.memory.fits:
         from perfcast.search.fit_advice import fit_advice
 
         advice = fit_advice(specs.model, specs.system, strategy, specs.workload)
+    budget = None
+    if train_tokens is not None:
+        from perfcast.estimate.training_budget import training_budget
+
+        budget = training_budget(result.tokens_per_s_per_gpu, result.num_gpus,
+                                 specs.system.gpu, train_tokens, price_per_gpu_hour)
     if args.json:
         from perfcast.report.json_out import to_json
 
         out = specs.with_assumptions(result.to_dict())
+        if budget is not None:
+            out["training_budget"] = budget.to_dict()
         if not result.memory.fits:
             out["fit_advice"] = advice.to_dict() if advice is not None else None
         print(to_json(out))
@@ -88,12 +104,36 @@ def train_command(
     console = make_console()
     console.print(_verdict(result.memory, advice), highlight=False, soft_wrap=True)
     render_training(result, console)
+    if budget is not None:
+        from perfcast.report.training_budget_text import render_training_budget
+
+        render_training_budget(budget, console)
     if specs.framework is not None:
         from perfcast.report.assumptions_text import render_assumptions
 
         render_assumptions(specs.framework, specs.assumptions, console)
     if not result.memory.fits:
         render_fit_advice(advice, console)
+
+
+def _check_budget(train_tokens: float | None, price_per_gpu_hour: float | None) -> None:
+    """``--train-tokens`` positive and bounded; ``--price-per-gpu-hour`` non-negative, bounded
+    and only with ``--train-tokens``."""
+    from perfcast.errors import InputError
+    from perfcast.specs.limits import (
+        MAX_PRICE_PER_GPU_HOUR,
+        MAX_TOKEN_BUDGET,
+        check_non_negative,
+        check_positive,
+    )
+
+    if train_tokens is not None:
+        check_positive("train_tokens", train_tokens, MAX_TOKEN_BUDGET)
+    if price_per_gpu_hour is not None:
+        if train_tokens is None:
+            raise InputError("price_per_gpu_hour", price_per_gpu_hour,
+                             "needs --train-tokens (the cost is of training that many tokens)")
+        check_non_negative("price_per_gpu_hour", price_per_gpu_hour, MAX_PRICE_PER_GPU_HOUR)
 
 
 def _verdict(memory, advice) -> str:

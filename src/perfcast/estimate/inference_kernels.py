@@ -28,9 +28,9 @@ from perfcast.estimate.inference_ops import AttentionPass, attention_op, head_di
 from perfcast.graph.ops import GemmOp, MemoryOp
 from perfcast.graph.stage import sliding_window_share
 from perfcast.kernels.backend import KernelBackend
-from perfcast.kernels.counts import attention_flops, attention_keys_per_query, gemm_flops
 from perfcast.kernels.efficiency import attention_roofline_time_s, gemm_efficiency, memory_time_s
 from perfcast.memory.inference import kv_cache_bytes_per_token
+from perfcast.op_counts import attention_flops, attention_keys_per_query, gemm_flops
 from perfcast.schedule.op_time import attention_kernel_keys
 from perfcast.specs.dtypes import bytes_per_element
 from perfcast.specs.hardware import GPUSpec

@@ -16,6 +16,7 @@ import numpy as np
 from perfcast.arrays import Floats
 from perfcast.calibration.bundle import Calibration, load_calibration
 from perfcast.calibration.training_overheads import TrainingOverhead, TrainingOverheads
+from perfcast.estimate.stand_ins import calibration_stand_ins
 from perfcast.estimate.training_report import StepBreakdown, TrainingReport
 from perfcast.graph.flops import (
     dropped_token_flops_per_token,
@@ -253,7 +254,8 @@ def estimate_training(
         bubble_fraction=max(0.0, float(parts.pipeline_s / busy[critical] - 1.0)),
         memory=memory,
         kernel_backend=str(getattr(backend, "name", kernel_backend)),
-        calibration=cal.training_status(system.gpu.generation),
+        calibration=replace(cal.training_status(system.gpu.generation),
+                            stand_ins=calibration_stand_ins(backend, system.gpu)),
         interval=interval,
         stage_passes=passes,
         p2p_s=float(p2p_time_s(model, system, strategy, s)) if strategy.pp > 1 else 0.0,

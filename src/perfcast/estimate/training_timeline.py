@@ -30,7 +30,7 @@ class OperatorPoint:
     kind: str
     flops: float
     bytes_moved: float
-    """Compulsory HBM bytes (``kernels.counts``; attention K/V counted at query heads)."""
+    """Compulsory HBM bytes (``op_counts``; attention K/V counted at query heads)."""
     time_s: float
 
     @property
@@ -49,7 +49,7 @@ def stage_operator_points(model, system, strategy, seq_length: int, stage: int,
     from perfcast.graph.fp8_casts import gemm_format
     from perfcast.graph.ops import AttentionOp, GemmOp
     from perfcast.graph.stage import stage_graph
-    from perfcast.kernels.counts import attention_bytes, gemm_bytes
+    from perfcast.op_counts import attention_bytes, gemm_bytes
     from perfcast.schedule.op_time import compute_op_time_s
 
     backend = get_backend(kernel_backend)

@@ -27,7 +27,7 @@ from perfcast.graph.ops import (
     Op,
     Phase,
 )
-from perfcast.kernels.memory_bound import fused_chain_bytes
+from perfcast.op_counts import fused_chain_bytes
 from perfcast.specs.dtypes import ACTIVATION_BYTES, BYTES_PER_ELEMENT
 from perfcast.specs.model import ModelSpec
 

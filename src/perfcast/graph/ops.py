@@ -6,7 +6,7 @@ memory-bound kernel (norm, activation, rotary, residual, softmax, loss, optimize
 ``bytes_moved`` through HBM. A ``CommOp`` is a collective on one parallel group. Every op has a
 ``count`` (how many times it runs per layer/stage pass) and a ``phase``.
 The ``kernels`` and ``comm`` layers turn these into seconds; FLOP counts come from the one
-hardware-free counting module, ``kernels.counts``.
+hardware-free counting module, ``op_counts``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from perfcast.kernels.counts import attention_flops, gemm_flops
+from perfcast.op_counts import attention_flops, gemm_flops
 
 
 class Phase(str, Enum):
@@ -77,7 +77,7 @@ class GemmOp:
 
     @property
     def flops(self):
-        """2·m·n·k per GEMM (``kernels.counts.gemm_flops``), times batch and count."""
+        """2·m·n·k per GEMM (``op_counts.gemm_flops``), times batch and count."""
         return self.count * gemm_flops(self.m, self.n, self.k, self.batch)
 
 
@@ -129,7 +129,7 @@ class AttentionOp:
 
     @property
     def flops(self):
-        """Matmul FLOPs of the equivalent kernel call (``kernels.counts.attention_flops``:
+        """Matmul FLOPs of the equivalent kernel call (``op_counts.attention_flops``:
         forward 2·b·a·sq·skv·(d_qk + d_v)·causal fraction, backward 2.5× forward)."""
         return self.count * attention_flops(
             self.batch, self.heads, self.seq_q, self.kernel_seq_kv, self.head_dim_qk,

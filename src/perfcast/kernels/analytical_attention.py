@@ -36,7 +36,6 @@ import numpy as np
 
 from perfcast.arrays import Bools, Floats, all_scalars
 from perfcast.calibration.kernel_analytical import AttentionTileModel
-from perfcast.kernels.counts import attention_bytes, attention_keys_per_query
 from perfcast.kernels.efficiency import memory_time_s
 from perfcast.kernels.tiles import (
     ceil_div,
@@ -45,6 +44,7 @@ from perfcast.kernels.tiles import (
     sm_count,
     wave_quantized_time_s,
 )
+from perfcast.op_counts import attention_bytes, attention_keys_per_query
 from perfcast.specs.dtypes import bytes_per_element
 from perfcast.specs.hardware import GPUSpec, Precision
 

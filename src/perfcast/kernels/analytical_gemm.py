@@ -29,7 +29,6 @@ import numpy as np
 from perfcast.arrays import Floats
 from perfcast.calibration.kernel_analytical import GemmTileModel
 from perfcast.calibration.kernel_roofline import GEMM_CLASS
-from perfcast.kernels.counts import gemm_bytes
 from perfcast.kernels.efficiency import memory_time_s
 from perfcast.kernels.tiles import (
     ceil_div,
@@ -40,6 +39,7 @@ from perfcast.kernels.tiles import (
     sm_count,
     wave_quantized_time_s,
 )
+from perfcast.op_counts import gemm_bytes
 from perfcast.specs.dtypes import bytes_per_element
 from perfcast.specs.hardware import GPUSpec, Precision
 

@@ -6,7 +6,8 @@ CACM 2009, left of the ridge point). What differs between kernels is only the by
 reads ``reads`` and writes ``writes`` tensors of ``elements`` elements. Fusing a chain of
 element-wise kernels (torch.compile / Triton, Apex fused kernels) keeps the intermediates in
 registers: the fused kernel reads the chain's external inputs once and writes its final
-outputs once, and pays one launch instead of one per kernel. Array-friendly.
+outputs once, and pays one launch instead of one per kernel (those bytes:
+``perfcast.op_counts.fused_chain_bytes``, which the operator graph counts too). Array-friendly.
 """
 
 from __future__ import annotations
@@ -49,14 +50,6 @@ def unfused_chain_bytes(
 ) -> Floats:
     """Bytes of a chain of element-wise kernels run one by one: the sum of their bytes."""
     return sum(kernel_bytes(k, elements, bytes_per_element) for k in kernels)
-
-
-def fused_chain_bytes(
-    external_inputs: float, final_outputs: float, elements: Floats, bytes_per_element: float = 2.0
-) -> Floats:
-    """Bytes of the same chain fused into one kernel: external inputs read once, final
-    outputs written once, (inputs + outputs)·elements·bytes."""
-    return np.multiply(elements, (external_inputs + final_outputs) * bytes_per_element)
 
 
 def memory_bound_kernels_time_s(

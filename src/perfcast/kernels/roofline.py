@@ -3,7 +3,7 @@
 t = max(F / (P·eff_c), B / (BW_hbm·eff_hbm)) + t_launch (Williams, Waterman, Patterson,
 *Roofline*, CACM 2009), where
 
-* F, B are the kernel's FLOPs and compulsory HBM bytes (``kernels.counts``);
+* F, B are the kernel's FLOPs and compulsory HBM bytes (``op_counts``);
 * P is the GPU's dense peak for the precision (``GPUSpec.peak_flops``), scaled by a
   ``--gpu-clock-mhz`` override (``GPUSpec.compute_clock_scale``);
 * eff_c is the GEMM or attention efficiency curve (``kernels.efficiency``) whose parameters,
@@ -35,17 +35,17 @@ from perfcast.calibration.kernel_roofline import (
 )
 from perfcast.kernels.attention_kernels import resolve_attention_kernel, uncalibrated_kernel_error
 from perfcast.kernels.backend import KernelBackendName
-from perfcast.kernels.counts import (
+from perfcast.kernels.efficiency import (
+    attention_roofline_time_s,
+    gemm_roofline_time_s,
+    memory_time_s,
+)
+from perfcast.op_counts import (
     attention_bytes,
     attention_flops,
     attention_keys_per_query,
     gemm_bytes,
     gemm_flops,
-)
-from perfcast.kernels.efficiency import (
-    attention_roofline_time_s,
-    gemm_roofline_time_s,
-    memory_time_s,
 )
 from perfcast.specs.hardware import GPUSpec, Precision
 from perfcast.specs.strategy import AttentionKernel
@@ -145,7 +145,7 @@ class RooflineBackend:
         FLOPs 2·b·h·sq·skv·(d_qk + d_v), times 1 − sq/(2·skv) if causal (½ at sq == skv), 2.5×
         for backward;
         bytes Q, K, V, O once (twice for backward) at the element size of ``precision``
-        (``kernels.counts``). Efficiency eff_max·L/(L + L_half)·d/(d + d_half) with L the mean
+        (``op_counts``). Efficiency eff_max·L/(L + L_half)·d/(d + d_half) with L the mean
         keys per query and d = (d_qk + d_v)/2 (``kernels.efficiency.attention_efficiency``),
         separately calibrated for forward and backward. Decode (sq = 1) is memory-bound.
         ``causal`` may be a bool array; ``backward``, ``precision`` and ``kernel`` pick the

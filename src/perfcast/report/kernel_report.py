@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from perfcast.kernels.backend import KernelBackend
-from perfcast.kernels.counts import attention_bytes, attention_flops, gemm_bytes, gemm_flops
+from perfcast.op_counts import attention_bytes, attention_flops, gemm_bytes, gemm_flops
 from perfcast.specs.hardware import GPUSpec, Precision
 
 
@@ -33,6 +33,9 @@ class KernelReport:
     table_fallback: bool | None = None
     """Measured backend: True when no comparable table point exists and the time is the
     analytical model's; None for the other backends."""
+    calibration_default: bool = False
+    """The GPU's generation has no kernel measurements: the backend's efficiencies are its
+    ``default`` block, fitted on other GPUs (possibly another vendor's)."""
 
     def to_dict(self) -> dict:
         """Fields as data, plus ``fraction_of_peak`` (``pct_of_peak`` / 100): a fraction, as
@@ -55,6 +58,12 @@ class AttentionShape:
     backward: bool
     kernel: str = "auto"
     """``Strategy.attention_kernel`` class (``kernels.attention_kernels``)."""
+
+
+def _uses_default(backend: KernelBackend, gpu: GPUSpec) -> bool:
+    """True when ``backend`` takes ``gpu``'s efficiencies from its ``default`` block."""
+    uses_default = getattr(backend, "uses_default", None)
+    return bool(uses_default(gpu)) if uses_default is not None else False
 
 
 def _bound(backend: KernelBackend, gpu: GPUSpec, time_s: float, flops: float,
@@ -96,6 +105,7 @@ def gemm_kernel_report(backend: KernelBackend, gpu: GPUSpec, m: int, n: int, k: 
         bytes_moved=num_bytes, tflops=flops / time_s / 1e12,
         pct_of_peak=100.0 * flops / time_s / gpu.peak_flops(precision),
         bound=bound or _bound(backend, gpu, time_s, flops, num_bytes), tile=tile, waves=waves,
+        calibration_default=_uses_default(backend, gpu),
         table_fallback=_table_fallback(backend, gpu, "gemm", precision, gemm_pass=gemm_pass,
                                        m=m, n=n, k=k, batch=batch))
 
@@ -118,6 +128,7 @@ def attention_kernel_report(backend: KernelBackend, gpu: GPUSpec, shape: Attenti
         flops=flops, bytes_moved=num_bytes, tflops=flops / time_s / 1e12,
         pct_of_peak=100.0 * flops / time_s / peak,
         bound=_bound(backend, gpu, time_s, flops, num_bytes),
+        calibration_default=_uses_default(backend, gpu),
         table_fallback=_table_fallback(
             backend, gpu, "attention", precision, causal=s.causal, backward=s.backward,
             batch=s.batch, num_heads=s.heads, num_kv_heads=s.kv_heads, seq_q=s.seq_q,

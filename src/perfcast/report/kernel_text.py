@@ -21,6 +21,9 @@ def render_kernel(report: KernelReport, console) -> None:
     if report.table_fallback is not None:
         rows.append(("kernel table", "not covered: analytical model" if report.table_fallback
                      else "measured point / interpolated"))
+    if report.calibration_default:
+        rows.append(("calibration", "no kernel measurements on this GPU's generation: "
+                     "efficiencies fitted on other GPUs (possibly another vendor's) stand in"))
     for name, value in rows:
         table.add_row(name, str(value))
     console.print(table)

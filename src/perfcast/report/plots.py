@@ -3,6 +3,7 @@ memory breakdown per stage, and the roofline of the step's operators.
 
 matplotlib is imported inside the functions with the non-interactive Agg backend, so importing
 this module (and ``perfcast --help``) never loads it. Each ``*_figure`` returns a Figure;
+``step_figures`` titles every figure with the run (model, GPUs, system, strategy) and
 ``write_plots`` saves all of them as PNG and SVG.
 """
 
@@ -103,6 +104,9 @@ def memory_breakdown_figure(report: TrainingReport):
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.axhline(report.memory.capacity_bytes / GiB, color="black", linestyle="--", linewidth=1,
                label="HBM capacity")
+    ax.set_xticks(x, [str(s) for s in x])
+    ax.set_xlim(min(x) - 0.6, max(x) + 0.6)
+    ax.set_ylim(0, max(max(bottom), report.memory.capacity_bytes / GiB) * 1.15)
     return _finish(fig, ax, "pipeline stage", "GiB per GPU", "Memory per GPU by stage")
 
 
@@ -126,18 +130,30 @@ def roofline_figure(points: Sequence[OperatorPoint], peak_flops: float, hbm_Bps:
                    "Roofline of the critical stage's operators")
 
 
+def run_title(report: TrainingReport) -> str:
+    """``llama-3-8b on 8 × h100-sxm (dgx-h100) · TP 2 · PP 1 · CP 1 · DP 4 · EP 1 · bf16``."""
+    s = report.strategy
+    return (f"{report.model} on {report.num_gpus:,} × {report.gpu} ({report.system}) · "
+            f"TP {s.tp} · PP {s.pp} · CP {s.cp} · DP {s.dp} · EP {s.ep} · {s.precision}")
+
+
 def step_figures(report: TrainingReport, timeline: PipelineTimeline,
                  points: Sequence[OperatorPoint], hbm_Bps: float) -> dict:
-    """Name → Figure for every plot of the step."""
+    """Name → Figure for every plot of the step, each titled with ``run_title``."""
     per_unit = [st.layer_activations_bytes / st.inflight_micro_batches
                 if st.inflight_micro_batches else 0.0 for st in report.memory.stages]
-    return {
+    figures = {
         "gantt": gantt_figure(timeline),
         "memory_over_time": memory_over_time_figure(timeline, per_unit),
         "time_breakdown": time_breakdown_figure(report),
         "memory_breakdown": memory_breakdown_figure(report),
         "roofline": roofline_figure(points, report.peak_flops, hbm_Bps),
     }
+    title = run_title(report)
+    for fig in figures.values():
+        fig.suptitle(title, fontsize=9)
+        fig.tight_layout()
+    return figures
 
 
 def write_plots(figures: dict, out_dir) -> list[Path]:

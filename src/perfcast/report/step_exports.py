@@ -8,9 +8,11 @@ from perfcast.estimate.training_report import TrainingReport
 
 
 def write_step_exports(report: TrainingReport, model, system, workload, trace: Path | None = None,
-                       plot_dir: Path | None = None, html_path: Path | None = None) -> list[Path]:
+                       plot_dir: Path | None = None, html_path: Path | None = None,
+                       command: str | None = None) -> list[Path]:
     """Write what was asked for; returns the files written. The timeline is the simulated
-    pipeline phase behind ``report`` (``estimate.training_timeline``)."""
+    pipeline phase behind ``report`` (``estimate.training_timeline``); ``command`` (the
+    command line) goes into the HTML report."""
     from perfcast.estimate.training_timeline import stage_operator_points, training_timeline
 
     timeline = training_timeline(report)
@@ -34,7 +36,8 @@ def write_step_exports(report: TrainingReport, model, system, workload, trace: P
         Path(html_path).parent.mkdir(parents=True, exist_ok=True)
         from perfcast.report.atomic import write_text_atomic
 
-        write_text_atomic(html_path, training_html(report, timeline, svgs))
+        write_text_atomic(html_path, training_html(report, timeline, svgs,
+                                                   is_moe=model.is_moe, command=command))
         written.append(Path(html_path))
     if plot_dir is not None:
         written += write_plots(figures, plot_dir)

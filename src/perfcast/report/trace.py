@@ -3,8 +3,15 @@
 Format: the Trace Event Format (Google, "Trace Event Format" document): a ``traceEvents`` list
 of complete events (``ph: "X"``, ``ts``/``dur`` in microseconds, ``pid``, ``tid``) and metadata
 events (``ph: "M"``) naming processes and threads. One process per pipeline stage; thread 1
-holds compute (F, B, W passes and bubbles), thread 2 communication (P2P sends between stages,
-then the step's exposed pipeline and data-parallel communication).
+holds compute (F, B, W passes and bubbles), thread 2 pipeline and data-parallel communication
+(P2P sends between stages, then the step's exposed pipeline and data-parallel communication),
+threads 3-5 the exposed TP, CP and EP communication inside the passes.
+
+The report gives the exposed TP/CP/EP time of the critical device for the whole step, not per
+pass; each F and B pass of a stage gets the share ``comm_s × pass / Σ(F + B passes of the
+critical device)`` of it, at the start of the pass (wgrad passes hold no collectives). On the
+critical device the events of one kind therefore sum to the report's figure exactly; other
+stages get the same fraction of their passes (same layers, same collectives per layer).
 """
 
 from __future__ import annotations
@@ -15,6 +22,12 @@ from perfcast.schedule.timeline import EventKind, PipelineTimeline
 
 COMPUTE_TID = 1
 COMM_TID = 2
+TP_TID, CP_TID, EP_TID = 3, 4, 5
+_PASS_COMM = ((TP_TID, "tp_comm", "TP communication (exposed)", "tp_comm_s"),
+              (CP_TID, "cp_comm", "CP communication (exposed)", "cp_comm_s"),
+              (EP_TID, "ep_comm", "EP communication (exposed)", "ep_comm_s"))
+"""(thread, category, thread name, StepBreakdown field) of the collectives inside passes."""
+_COMM_PASSES = (EventKind.FORWARD, EventKind.INPUT_GRAD)
 _US = 1e6
 _CATEGORY = {EventKind.FORWARD: "forward", EventKind.INPUT_GRAD: "input_grad",
              EventKind.WEIGHT_GRAD: "weight_grad", EventKind.BUBBLE: "bubble"}
@@ -35,7 +48,9 @@ def _metadata(timeline: PipelineTimeline) -> list[dict]:
                     "args": {"name": f"pipeline stage {st.stage}"}})
         out.append({"name": "process_sort_index", "ph": "M", "pid": st.stage, "tid": 0,
                     "args": {"sort_index": st.stage}})
-        for tid, name in ((COMPUTE_TID, "compute"), (COMM_TID, "communication")):
+        threads = ((COMPUTE_TID, "compute"), (COMM_TID, "communication (PP, DP)"),
+                   *((tid, name) for tid, _, name, _ in _PASS_COMM))
+        for tid, name in threads:
             out.append({"name": "thread_name", "ph": "M", "pid": st.stage, "tid": tid,
                         "args": {"name": name}})
     return out
@@ -66,6 +81,27 @@ def _p2p_sends(timeline: PipelineTimeline, p2p_s: float, virtual_stages: int) ->
                     out.append(_complete(
                         f"send {what} mb{e.micro_batch} → stage {route[nxt].device}", "p2p", start,
                         free_s - start, st.stage, COMM_TID, {"micro_batch": e.micro_batch}))
+    return out
+
+
+def _pass_comm(report: TrainingReport, timeline: PipelineTimeline) -> list[dict]:
+    """Exposed TP / CP / EP collectives inside the F and B passes (module docstring)."""
+    critical = next((st for st in timeline.stages if st.stage == report.critical_stage), None)
+    if critical is None:
+        return []
+    window_s = sum(e.duration_s for e in critical.events if e.kind in _COMM_PASSES)
+    out: list[dict] = []
+    for tid, cat, name, field in _PASS_COMM:
+        comm_s = getattr(report.breakdown, field)
+        if comm_s <= 0 or window_s <= 0:
+            continue
+        fraction = comm_s / window_s
+        for st in timeline.stages:
+            for e in st.events:
+                if e.kind in _COMM_PASSES and e.duration_s > 0:
+                    out.append(_complete(f"{name.split()[0]} {e.kind.value} mb{e.micro_batch}",
+                                         cat, e.start_s, fraction * e.duration_s, st.stage, tid,
+                                         {"micro_batch": e.micro_batch, "chunk": e.chunk}))
     return out
 
 
@@ -101,6 +137,7 @@ def chrome_trace(report: TrainingReport, timeline: PipelineTimeline) -> dict:
             events.append(_complete(name, _CATEGORY[e.kind], e.start_s, e.duration_s, st.stage,
                                     COMPUTE_TID, args))
     v = report.strategy.vpp if timeline.schedule == "interleaved" else 1
+    events += _pass_comm(report, timeline)
     events += _p2p_sends(timeline, report.p2p_s, v)
     events += _step_tail(report, timeline.step_time_s, timeline.num_stages)
     return {"traceEvents": events, "displayTimeUnit": "ms",

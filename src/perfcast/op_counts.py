@@ -1,8 +1,11 @@
-"""FLOPs and HBM bytes of one kernel: GEMM, flash attention, and element sizes.
+"""FLOPs and HBM bytes of one kernel: GEMM, flash attention, fused element-wise chains, and element
+sizes.
 
-These are exact operation counts (no hardware): every backend (roofline, analytical, measured)
-times the same counts. All functions are array-friendly: shapes may be floats or numpy arrays,
-and only arithmetic and numpy ufuncs are used.
+These are exact operation counts (no hardware, no model): ``graph`` counts its operators with
+them and every kernel backend (roofline, analytical, measured) times the same counts; they sit
+below both layers so that ``graph`` never imports ``kernels`` (DESIGN.md: data flows one way).
+All functions are array-friendly: shapes may be floats or numpy arrays, and only arithmetic and
+numpy ufuncs are used.
 """
 
 from __future__ import annotations
@@ -141,3 +144,11 @@ def attention_bytes(
     )
     forward = (q_and_o + k_and_v) * bytes_per_element(precision)
     return forward * 2.0 if backward else forward
+
+
+def fused_chain_bytes(
+    external_inputs: float, final_outputs: float, elements: Floats, bytes_per_element: float = 2.0
+) -> Floats:
+    """Bytes of the same chain fused into one kernel: external inputs read once, final
+    outputs written once, (inputs + outputs)·elements·bytes."""
+    return np.multiply(elements, (external_inputs + final_outputs) * bytes_per_element)
