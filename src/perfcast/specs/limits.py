@@ -60,6 +60,8 @@ MAX_MOE_LOAD_IMBALANCE = Bound("MAX_MOE_LOAD_IMBALANCE", 2**12, "the busiest of 
 MAX_TOKEN_BUDGET = Bound("MAX_TOKEN_BUDGET", 1e18, "1e18 tokens, ~30000x the largest published "
                          "training runs (36T tokens)")
 MAX_PRICE_PER_GPU_HOUR = Bound("MAX_PRICE_PER_GPU_HOUR", 1e6, "dollars per GPU-hour")
+MAX_SEARCH_JOBS = Bound("MAX_SEARCH_JOBS", 1024, "worker processes of one search: above the "
+                        "cores of any single machine (2 x 192-core sockets with SMT = 768)")
 
 
 def check_at_most(field: str, value: int | float, bound: Bound) -> None:
