@@ -24,12 +24,13 @@ import numpy as np
 from perfcast.calibration.bundle import Calibration, load_calibration
 from perfcast.calibration.memory_overheads import load_memory_overheads
 from perfcast.estimate.training import assemble_step, distinct_stages
-from perfcast.graph.layer import layer_ops
+from perfcast.graph.layer import LayerShape, layer_ops
 from perfcast.graph.param_sharding import stage_params
 from perfcast.graph.stage import LayerGroup, embedding_ops, head_ops, layer_shape
 from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackendName, get_backend
 from perfcast.memory.estimate import stage_memory
 from perfcast.schedule.data_parallel import data_parallel_time
+from perfcast.schedule.op_time import compute_op_time_s
 from perfcast.schedule.stage_time import (
     ExtraTime,
     LayerTime,
@@ -95,10 +96,25 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
     overlap, host = cal.comm_overlap, cal.host_launch
     keys = range(len(space.layer_keys)) if keys is None else keys
 
+    op_times: dict[tuple, float] = {}
+
+    def op_time(op, system, strategy, backend):
+        """``compute_op_time_s`` once per op and the strategy fields it reads (precision,
+        FP8 recipe, attention kernel): keys differing in sizes share most op shapes."""
+        key = (op, strategy.precision, strategy.fp8_recipe, strategy.attention_kernel)
+        if key not in op_times:
+            op_times[key] = compute_op_time_s(op, system, strategy, backend)
+        return op_times[key]
+
+    @functools.cache
+    def group_of(shape: LayerShape) -> LayerGroup:
+        """The layer's ops (keys differing only in EP overlap share them)."""
+        compute, comm = layer_ops(model, shape)
+        return LayerGroup(1, shape.moe, tuple(compute), tuple(comm))
+
     def timed_layer(strategy: Strategy, is_moe: bool) -> LayerTime:
-        compute, comm = layer_ops(model, layer_shape(model, strategy, seq_length, is_moe))
-        group = LayerGroup(1, is_moe, tuple(compute), tuple(comm))
-        return layer_time(group, system, strategy, backend, overlap, host)
+        group = group_of(layer_shape(model, strategy, seq_length, is_moe))
+        return layer_time(group, system, strategy, backend, overlap, host, op_time)
 
     @functools.cache
     def without_experts(tp, cp, mbs, sp, precision, overlap, recipe):
@@ -149,7 +165,9 @@ def _key_strategy(key: LayerKey, space: StrategySpace) -> Strategy:
     chosen = dict(num_gpus=space.num_gpus, tp=key.tp, pp=1, vpp=1, cp=key.cp, ep=key.ep,
                   etp=key.etp, micro_batch_size=key.micro_batch_size,
                   sequence_parallel=key.sequence_parallel, precision=key.precision,
-                  tp_comm_overlap=key.tp_comm_overlap, fp8_recipe=key.fp8_recipe, recompute="none",
+                  tp_comm_overlap=key.tp_comm_overlap, fp8_recipe=key.fp8_recipe,
+                  moe_token_dispatcher=key.moe_token_dispatcher, ep_overlap=key.ep_overlap,
+                  delay_wgrad_compute=key.ep_overlap, recompute="none",
                   recompute_num_layers=None, pipeline_schedule=None, zero_stage=0, fsdp=False,
                   distributed_optimizer=False)
     return Strategy(**(space.options.model_dump() | chosen))

@@ -13,6 +13,11 @@ adds its own rules, read from its profile (``catalog/data/frameworks/training/*.
   FSDP loops have FSDP full / grad-op sharding but no distributed optimizer);
 * which FP8/FP4 recipes it runs on the GPU's generation (``fp8_recipes_accepted``; else only
   its default recipe), kept to the formats the GPU's tensor cores have;
+* which MoE token dispatchers it runs where EP > 1 (``moe_token_dispatchers_accepted``:
+  Megatron-Core's all-to-all, and the flex dispatcher's DeepEP / HybridEP backends on the GPUs
+  Megatron-Bridge enables them on) and whether it overlaps the EP all-to-all with another
+  micro-batch (``ep_overlap_accepted``: ``--overlap-moe-expert-parallel-comm`` with
+  ``--delay-wgrad-compute``, core_v0.14.0 on; not with full recompute, MLM:TC L3002-3046);
 * the interleaved 1F1B schedule runs micro-batches in groups of pp (Megatron-Core
   ``microbatch_group_size_per_vp_stage`` defaults to the pipeline size, MLM:MPC L431,
   L567-568; ``schedule.orders.schedule_plan`` refuses any other count), so the micro-batches
@@ -63,6 +68,10 @@ class LayoutRules:
     """Data-parallel sharding modes the framework has; None = no restriction known."""
     fp8_recipes: tuple[str, ...] = ()
     """FP8/FP4 recipes it runs on the search's GPU generation; empty = its default only."""
+    dispatchers: tuple[str, ...] = ()
+    """MoE token dispatchers it runs on the GPU generation where EP > 1; empty = its default."""
+    ep_overlap: bool = False
+    """Whether it overlaps the EP all-to-all with another micro-batch (where EP > 1)."""
 
     @classmethod
     def of(cls, framework: ResolvedFramework, generation: str | None = None) -> LayoutRules:
@@ -70,9 +79,23 @@ class LayoutRules:
         splits = pick(profile.pipeline_splits_accepted, version)
         shardings = pick(profile.data_parallel_shardings_accepted, version)
         recipes = pick(profile.fp8_recipes_accepted, version, generation)
+        dispatchers = pick(profile.moe_token_dispatchers_accepted, version, generation)
+        ep_overlap = pick(profile.ep_overlap_accepted, version, generation)
         return cls(framework=framework.label, pipeline_splits=splits.value if splits else (),
                    shardings=shardings.value if shardings else None,
-                   fp8_recipes=recipes.value if recipes else ())
+                   fp8_recipes=recipes.value if recipes else (),
+                   dispatchers=dispatchers.value if dispatchers else (),
+                   ep_overlap=bool(ep_overlap and ep_overlap.value))
+
+    def moe_dispatchers(self, default: str) -> tuple[str, ...]:
+        """Dispatchers to try where EP > 1: the framework's for the generation, else its
+        default."""
+        return self.dispatchers or (default,)
+
+    def ep_overlaps(self, mtp_num_layers: int) -> tuple[bool, ...]:
+        """EP overlap settings to try where EP > 1: on as well where the framework has it and
+        the run has at most one MTP layer (MLM:TC L3002-3046)."""
+        return (False, True) if self.ep_overlap and mtp_num_layers <= 1 else (False,)
 
     def low_precision_recipes(self, gpu, default_recipe: str) -> list[str]:
         """Recipes to try on ``gpu`` (a ``GPUSpec``): the framework's for its generation, or
