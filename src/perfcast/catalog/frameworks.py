@@ -48,12 +48,13 @@ MoeDispatcher = Literal["alltoall", "deepep"]
 TrainingDispatcher = Literal["alltoall", "deepep", "hybridep"]
 """MoE token dispatchers a training framework may run (``Strategy.moe_token_dispatcher``)."""
 PipelineSplitAccepted = Literal["even", "embedding_as_layer", "embedding_and_loss_as_layers",
-                                "uneven"]
+                                "layout", "uneven"]
 """A split of the layers over pp x vpp model chunks a framework runs: ``even`` (layers a
 multiple of the chunks), ``embedding_as_layer`` / ``embedding_and_loss_as_layers`` (the
 embedding, and the loss, count as one layer each, so the first / last chunk holds one layer
 fewer: Megatron-Core ``--account-for-embedding-in-pipeline-split`` /
-``--account-for-loss-in-pipeline-split``), or ``uneven`` (any split; the framework spreads the
+``--account-for-loss-in-pipeline-split``), ``layout`` (an explicit
+``--pipeline-model-parallel-layout`` string, any split), or ``uneven`` (any split; the framework spreads the
 remainder itself)."""
 
 

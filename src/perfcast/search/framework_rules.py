@@ -47,9 +47,11 @@ SPLIT_FLAGS: dict[PipelineSplitAccepted, tuple[str, ...]] = {
     "embedding_as_layer": ("--account-for-embedding-in-pipeline-split",),
     "embedding_and_loss_as_layers": ("--account-for-embedding-in-pipeline-split",
                                      "--account-for-loss-in-pipeline-split"),
+    "layout": (),
     "uneven": (),
 }
-"""Megatron-LM flags that configure each split (MLM:args L826-836)."""
+"""Megatron-LM flags that configure each split (MLM:args L826-836); a ``layout`` split adds
+``--pipeline-model-parallel-layout`` with its string (``split_flags``)."""
 
 _EXTRA_LAYERS: dict[PipelineSplitAccepted, int] = {
     "even": 0, "embedding_as_layer": 1, "embedding_and_loss_as_layers": 2}
@@ -131,21 +133,58 @@ class LayoutRules:
                 if chunks <= num_layers:  # an uneven split still keeps a layer per chunk
                     return split
                 continue
+            if split == "layout":
+                if chunks <= num_layers + 2:  # every chunk holds a layer, the embedding or loss
+                    return split
+                continue
             if (num_layers + _EXTRA_LAYERS[split]) % chunks == 0:
                 return split
         return None
 
-    def split_fields(self, num_layers: int, pp: int, vpp: int) -> dict[str, bool]:
-        """``Strategy`` fields of the accepted split (the embedding/loss accounting flags)."""
+    def split_fields(self, num_layers: int, pp: int, vpp: int) -> dict[str, bool | str | None]:
+        """``Strategy`` fields of the accepted split (the embedding/loss accounting flags, or
+        the explicit layout string)."""
         flags = self.split_flags(num_layers, pp, vpp)
+        layout = self.layout(num_layers, pp, vpp)
         return {"account_for_embedding_in_pipeline_split":
                 "--account-for-embedding-in-pipeline-split" in flags,
-                "account_for_loss_in_pipeline_split": "--account-for-loss-in-pipeline-split" in flags}
+                "account_for_loss_in_pipeline_split": "--account-for-loss-in-pipeline-split" in flags,
+                "pipeline_layout": layout}
 
     def split_flags(self, num_layers: int, pp: int, vpp: int) -> tuple[str, ...]:
         """Framework flags the layout needs for its split (empty for an even split)."""
         split = self.pipeline_split(num_layers, pp, vpp)
+        if split == "layout":
+            return ("--pipeline-model-parallel-layout", pipeline_layout(num_layers, pp * vpp))
         return SPLIT_FLAGS[split] if split is not None else ()
+
+    def layout(self, num_layers: int, pp: int, vpp: int) -> str | None:
+        """The explicit layout string when the accepted split is ``layout``, else None."""
+        if self.pipeline_split(num_layers, pp, vpp) != "layout":
+            return None
+        return pipeline_layout(num_layers, pp * vpp)
+
+
+def pipeline_layout(num_layers: int, chunks: int) -> str:
+    """A Megatron ``--pipeline-model-parallel-layout`` placing ``num_layers`` over ``chunks``
+    virtual stages (``specs.pipeline_layout``) with the embedding and the loss counted as one
+    layer each, as evenly as can be: ``divmod(L + 2, chunks)`` units per chunk, the larger
+    ones first, so a last chunk may hold the loss alone. For DeepSeek-V3 (61 layers) over
+    PP 8 x VPP 4 it is the published ``Et|(tt|)*30L`` (frameworks.md 1.2, 2.5). Runs of equal
+    segments are written ``(seg|)*N``."""
+    base, extra = divmod(num_layers + 2, chunks)
+    units = [base + (i < extra) for i in range(chunks)]
+    segments = ["t" * n for n in units]
+    segments[0] = "E" + "t" * (units[0] - 1)
+    segments[-1] = "t" * (units[-1] - 1) + "L" if chunks > 1 else "E" + "t" * num_layers + "L"
+    text, i = "", 0
+    while i < len(segments) - 1:
+        run = 1
+        while i + run < len(segments) - 1 and segments[i + run] == segments[i]:
+            run += 1
+        text += f"({segments[i]}|)*{run}" if run > 1 else f"{segments[i]}|"
+        i += run
+    return text + segments[-1]
 
 
 SHARED_OPTION_FIELDS = ("grad_reduce_dtype", "moe_token_dispatcher", "fp8_recipe",
