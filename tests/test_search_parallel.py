@@ -136,3 +136,19 @@ def test_worker_error_reaches_the_caller():
     with pytest.raises(InputError, match="item=5"):
         parallel_map(work, [1] * 10, 2)
     assert np.array_equal(parallel_map(lambda i: i, [1] * 3, 1), [0, 1, 2])
+
+
+def _jobs_in_daemon(queue):
+    queue.put((can_fork(), resolve_jobs(None, PARALLEL_MIN_STRATEGIES), resolve_jobs(4, 10)))
+
+
+@needs_fork
+def test_a_daemonic_worker_searches_in_one_process():
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    worker = context.Process(target=_jobs_in_daemon, args=(queue,), daemon=True)
+    worker.start()
+    assert queue.get(timeout=60) == (False, 1, 1)
+    worker.join(timeout=60)

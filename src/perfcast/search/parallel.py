@@ -50,8 +50,11 @@ def available_cores() -> int:
 
 
 def can_fork() -> bool:
-    """Whether worker processes can inherit the parent's memory (``fork`` start method)."""
-    return "fork" in multiprocessing.get_all_start_methods()
+    """Whether this process may start workers that inherit its memory: the ``fork`` start
+    method exists and the process is not itself daemonic (a Dask or multiprocessing worker,
+    e.g. a ``perfcast sweep --engine dask`` point, may not have children)."""
+    return ("fork" in multiprocessing.get_all_start_methods()
+            and not multiprocessing.current_process().daemon)
 
 
 def resolve_jobs(requested: int | None, num_strategies: int) -> int:
