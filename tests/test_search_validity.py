@@ -7,6 +7,7 @@ the published layouts of ../shared/ground_truth/training.csv are in the searched
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -36,9 +37,13 @@ def _rules(name: str) -> LayoutRules:
 
 
 @pytest.mark.parametrize("framework, layers, pp, vpp, expected", [
-    ("megatron-core", 80, 4, 8, None),  # 2.5 layers per chunk: the issue's 70B defect
+    ("megatron-core@0.12", 80, 4, 8, None),  # 2.5 layers per chunk: the issue's 70B defect
+    ("megatron-core", 80, 4, 8, "layout"),  # runs with --pipeline-model-parallel-layout (0.13+)
     ("megatron-core", 80, 4, 5, "even"),
-    ("megatron-core", 126, 16, 7, None),  # the issue's 405B defect
+    ("megatron-core@0.12", 126, 16, 7, None),  # the issue's 405B defect
+    ("megatron-core", 126, 16, 7, "layout"),
+    ("megatron-core", 61, 8, 4, "layout"),  # DeepSeek-V3's published PP8 x VPP4
+    ("megatron-core", 80, 8, 11, None),  # 88 chunks > 80 layers + embedding + loss
     ("megatron-core", 126, 16, 1, "embedding_and_loss_as_layers"),  # Llama 3 405B, PP 16
     ("megatron-core", 126, 8, 8, "embedding_and_loss_as_layers"),  # NeMo 405B, PP 8 VPP 8
     ("megatron-core", 61, 2, 1, "embedding_as_layer"),
@@ -58,6 +63,27 @@ def test_split_flags_name_the_megatron_options():
     assert rules.split_flags(126, 16, 1) == ("--account-for-embedding-in-pipeline-split",
                                              "--account-for-loss-in-pipeline-split")
     assert rules.split_flags(80, 4, 5) == ()
+    assert rules.split_flags(61, 8, 4) == ("--pipeline-model-parallel-layout", "Et|(tt|)*30L")
+    assert rules.split_fields(61, 8, 4)["pipeline_layout"] == "Et|(tt|)*30L"
+    assert rules.split_fields(80, 4, 5)["pipeline_layout"] is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(layers=st.integers(1, 200), pp=st.integers(2, 64), vpp=st.integers(1, 8))
+def test_generated_layouts_place_every_layer_once(layers, pp, vpp):
+    from perfcast.specs.pipeline_layout import chunk_layer_counts, parse_pipeline_layout
+    from perfcast.specs.strategy import Strategy
+
+    layout = _rules("megatron-core").layout(layers, pp, vpp)
+    if layout is None:
+        return
+    segments = parse_pipeline_layout(layout)
+    assert len(segments) == pp * vpp
+    assert segments[0].startswith("E") and segments[-1].endswith("L")
+    units = [len(seg) for seg in segments]  # E and L count as a layer each
+    assert max(units) - min(units) <= 1 and units == sorted(units, reverse=True)
+    strategy = Strategy(num_gpus=pp, pp=pp, vpp=vpp, pipeline_layout=layout)
+    assert sum(chunk_layer_counts(layers, strategy)) == layers
 
 
 def _cli_args(strategy) -> list[str]:
@@ -70,6 +96,14 @@ def _cli_args(strategy) -> list[str]:
         args += ["--account-for-embedding-in-pipeline-split"]
     if strategy.account_for_loss_in_pipeline_split:
         args += ["--account-for-loss-in-pipeline-split"]
+    if strategy.pipeline_layout:
+        args += ["--pipeline-layout", strategy.pipeline_layout]
+    if strategy.ep > 1:
+        args += ["--moe-token-dispatcher", strategy.moe_token_dispatcher]
+    if strategy.ep_overlap:
+        args += ["--ep-overlap"]
+    if strategy.delay_wgrad_compute:
+        args += ["--delay-wgrad-compute"]
     if strategy.recompute_num_layers:
         args += ["--recompute-num-layers", str(strategy.recompute_num_layers)]
     if strategy.sequence_parallel:
@@ -176,11 +210,9 @@ def test_published_layouts_are_in_the_searched_space():
             missing.append(f"{row['source_id']} {row['model']} tp{s.tp} pp{s.pp} vpp{s.vpp} "
                            f"({rules.framework})")
     assert checked > 300
-    # Megatron-Core's DeepSeek-V3 run places its 61 layers with an explicit
-    # --pipeline-model-parallel-layout ('Et|(tt|)*30L', MTP on the last stage), which
-    # Strategy cannot state yet: the only published layouts outside the space.
-    assert {entry.split(" (")[0] for entry in missing} <= {
-        "megatron_dsv3_gb200 DeepSeek-V3 671B tp1 pp8 vpp4"}, missing
+    # Megatron-Core's DeepSeek-V3 PP8 x VPP4 ('Et|(tt|)*30L') is in the space since the search
+    # writes explicit --pipeline-model-parallel-layout strings (core_v0.13.0 on).
+    assert missing == [], missing
 
 
 @pytest.mark.parametrize("framework, offered", [
@@ -212,3 +244,33 @@ def test_llama3_405b_published_pp16_is_proposed_with_its_split_flags():
         assert candidate.framework_flags == ("--account-for-embedding-in-pipeline-split",
                                              "--account-for-loss-in-pipeline-split")
         assert candidate.to_dict()["framework_flags"] == list(candidate.framework_flags)
+
+
+def test_deepseek_v3_published_pp8_vpp4_layout_is_feasible():
+    """Megatron-Bridge's recommended DeepSeek-V3 layout on 1,024 H100 (TP2 PP8 VPP4 EP64
+    ETP1, MBS 1, GBS 8192, layout Et|(tt|)*30mL; frameworks.md 2.5): the search proposes
+    PP8 x VPP4 with the published layout string (no MTP here), it fits, and the proposal runs
+    in ``perfcast train`` and ``perfcast schedule``."""
+    model = load_model("deepseek-v3")
+    system = load_system("dgx-h100", num_gpus=1024)
+    workload = Workload(seq_length=4096, global_batch_size=8192)
+    result = search_strategies(model, system, workload, 1024, constraints=SearchConstraints(
+        tp=2, pp=8, vpp=4, ep=64, micro_batch_size=1, max_cp=1,
+        recompute=("none", "selective")), top=2)
+    assert result.feasible > 0 and result.best
+    runner = CliRunner()
+    for candidate in result.best:
+        s = candidate.report.strategy
+        assert s.pipeline_layout == "Et|(tt|)*30L" and s.expert_tp == 1
+        assert candidate.report.memory.fits
+        assert candidate.framework_flags == ("--pipeline-model-parallel-layout", "Et|(tt|)*30L")
+        train = runner.invoke(app, ["train", "-m", "deepseek-v3", "-g", "1024", "--seq-length",
+                                    "4096", "--global-batch-size", "8192", "--json",
+                                    *_cli_args(s)])
+        assert train.exit_code == 0, train.output
+        assert json.loads(train.output)["strategy"]["pipeline_layout"] == "Et|(tt|)*30L"
+        schedule = runner.invoke(app, [
+            "schedule", "--schedule", s.schedule, "--stages", "8", "--micro-batches",
+            str(candidate.report.num_micro_batches), "--virtual-stages", "4",
+            "--forward-time", "1", "--backward-time", "2", "--json"])
+        assert schedule.exit_code == 0, schedule.output

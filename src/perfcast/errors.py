@@ -15,6 +15,11 @@ class InputError(ValueError):
         self.reason = reason
         super().__init__(f"{field}={value!r}: {reason}")
 
+    def __reduce__(self):
+        """Pickle by the constructor's arguments, so an error raised in a search worker process
+        (``search.parallel``) reaches the parent as itself."""
+        return (type(self), (self.field, self.value, self.reason))
+
 
 def format_validation_error(exc: Exception) -> str:
     """One-line message for a pydantic ``ValidationError`` (first error: field, value, reason)."""

@@ -45,13 +45,16 @@ ExpertTensorParallel = Literal["one", "tp"]
 PipelineSplit = Literal["even", "first_last_one_layer_fewer"]
 """How layers are split over pipeline stages by default."""
 MoeDispatcher = Literal["alltoall", "deepep"]
+TrainingDispatcher = Literal["alltoall", "deepep", "hybridep"]
+"""MoE token dispatchers a training framework may run (``Strategy.moe_token_dispatcher``)."""
 PipelineSplitAccepted = Literal["even", "embedding_as_layer", "embedding_and_loss_as_layers",
-                                "uneven"]
+                                "layout", "uneven"]
 """A split of the layers over pp x vpp model chunks a framework runs: ``even`` (layers a
 multiple of the chunks), ``embedding_as_layer`` / ``embedding_and_loss_as_layers`` (the
 embedding, and the loss, count as one layer each, so the first / last chunk holds one layer
 fewer: Megatron-Core ``--account-for-embedding-in-pipeline-split`` /
-``--account-for-loss-in-pipeline-split``), or ``uneven`` (any split; the framework spreads the
+``--account-for-loss-in-pipeline-split``), ``layout`` (an explicit
+``--pipeline-model-parallel-layout`` string, any split), or ``uneven`` (any split; the framework spreads the
 remainder itself)."""
 
 
@@ -129,6 +132,13 @@ class TrainingFrameworkProfile(BaseModel):
     pipeline_splits_accepted: tuple[SourcedValue[tuple[PipelineSplitAccepted, ...]], ...] = Field(
         default=(), description="Layer splits over pp x vpp chunks the framework runs (the "
                                 "search proposes only these); empty = no pipeline parallelism.")
+    moe_token_dispatchers_accepted: tuple[SourcedValue[tuple[TrainingDispatcher, ...]], ...] = Field(
+        default=(), description="MoE token dispatchers the framework runs, per GPU generation "
+                                "(the search tries these where EP > 1); empty = its default.")
+    ep_overlap_accepted: tuple[SourcedValue[bool], ...] = Field(
+        default=(), description="Whether the framework overlaps the EP all-to-all with another "
+                                "micro-batch's compute (the search tries it where EP > 1); "
+                                "empty = no.")
 
     @model_validator(mode="after")
     def _check(self) -> TrainingFrameworkProfile:

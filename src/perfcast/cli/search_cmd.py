@@ -59,8 +59,9 @@ def search_command(
     max_micro_batch_size: Annotated[int, typer.Option("--max-micro-batch-size", help="Largest micro-batch.")] = 8,
     no_fp8: Annotated[bool, typer.Option("--no-fp8", help="Do not try FP8.")] = False,
     framework: Annotated[str, typer.Option("--framework", help="Training framework profile NAME[@VERSION] whose rules the layouts obey and whose defaults fill the options not searched.")] = "megatron-core",
-    fix: Annotated[list[str] | None, typer.Option("--fix", help="Pin a dimension: KEY=VALUE (tp, pp, vpp, cp, ep, etp, mbs, schedule, recompute, sharding, precision, sp, tp_comm_overlap); repeatable.")] = None,
+    fix: Annotated[list[str] | None, typer.Option("--fix", help="Pin a dimension: KEY=VALUE (tp, pp, vpp, cp, ep, etp, mbs, schedule, recompute, sharding, precision, fp8_recipe, sp, tp_comm_overlap, ep_overlap, dispatcher); repeatable.")] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Never try KEY=VALUE (same keys as --fix); repeatable.")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Worker processes (default: every core when the space has at least 500,000 strategies, else 1); the result does not depend on it.")] = None,
     timings: Annotated[bool, typer.Option("--timings", help="Add the wall seconds of the evaluation (varies run to run).")] = False,
     kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
     kernel_table: KernelTableOption = None,
@@ -82,6 +83,7 @@ def search_command(
         MAX_MICRO_BATCH_SIZE,
         MAX_PARALLEL_SIZE,
         MAX_PRICE_PER_GPU_HOUR,
+        MAX_SEARCH_JOBS,
         MAX_SEARCH_MICRO_BATCH_SIZE,
         MAX_SEQ_LENGTH,
         MAX_TOKEN_BUDGET,
@@ -98,6 +100,8 @@ def search_command(
     if price_per_gpu_hour is not None:
         check_non_negative("price_per_gpu_hour", price_per_gpu_hour, MAX_PRICE_PER_GPU_HOUR)
     check_positive("max_micro_batch_size", max_micro_batch_size, MAX_SEARCH_MICRO_BATCH_SIZE)
+    if jobs is not None:
+        check_positive("jobs", jobs, MAX_SEARCH_JOBS)
     if micro_batch_size is not None:
         check_positive("micro_batch_size", micro_batch_size, MAX_MICRO_BATCH_SIZE)
     for name, value in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep), ("vpp", vpp),
@@ -117,11 +121,8 @@ def search_command(
     kwargs = dict(constraints=constraints, objective=objective.value, top=top,
                   token_budget=token_budget, price_per_gpu_hour=price_per_gpu_hour,
                   kernel_backend=make_backend(kernel_backend.value, kernel_table),
-                  calibration=load_calibration(calibration), framework=framework)
-    if json or csv:
-        result = search_strategies(spec_model, spec_system, workload, gpus, **kwargs)
-    else:
-        result = _with_progress(search_strategies, spec_model, spec_system, workload, gpus, kwargs)
+                  calibration=load_calibration(calibration), framework=framework, jobs=jobs)
+    result = _with_progress(search_strategies, spec_model, spec_system, workload, gpus, kwargs)
     if json:
         from perfcast.report.json_out import to_json
 
@@ -138,10 +139,15 @@ def search_command(
 
 
 def _with_progress(search, model, system, workload, gpus, kwargs):
-    """Run ``search`` with a rich progress bar once it proves long."""
+    """Run ``search`` with a rich progress bar on stderr once it proves long (only where stderr
+    is a terminal: stdout stays the report, JSON or CSV alone)."""
+    from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(transient=True) as bar:
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        return search(model, system, workload, gpus, **kwargs)
+    with Progress(transient=True, console=console) as bar:
         task = bar.add_task("evaluating strategies", total=None, visible=False)
 
         def progress(done: int, total: int) -> None:

@@ -34,6 +34,10 @@ from perfcast.specs.model import ModelSpec
 ACT_BYTES = ACTIVATION_BYTES
 
 
+NODE_DEDUP_DISPATCHERS = ("deepep", "hybridep")
+"""Training dispatchers that send each token once per destination NVLink domain and forward it
+over NVLink (PXN, ``comm.dispatch``): DeepEP and HybridEP cost the same here."""
+
 @dataclass(frozen=True)
 class LayerShape:
     """Execution facts of a layer that set operator shapes (one micro-batch, one GPU)."""
@@ -278,7 +282,7 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         if shape.moe_token_dispatcher == "deepep-low-latency":
             return ops + low_latency_dispatch_ops(copies)
         a2a_bytes = ACT_BYTES * copies
-        deepep = shape.moe_token_dispatcher in ("deepep", "hybridep")
+        deepep = shape.moe_token_dispatcher in NODE_DEDUP_DISPATCHERS
         for phase in (Phase.FORWARD, Phase.BACKWARD_DGRAD):
             ops.append(CommOp("ep_all_to_all", phase, Group.EP, Collective.ALL_TO_ALL,
                               a2a_bytes, count=2, algorithm="pxn" if deepep else None,

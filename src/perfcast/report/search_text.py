@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import shlex
 
 from perfcast.search.result import SearchCandidate, SearchResult
 from perfcast.units import GiB
@@ -53,9 +54,15 @@ def render_search(result: SearchResult, console, timings: bool = False) -> None:
         for rank, c in enumerate(rows, 1):
             table.add_row(str(rank), *_cells(c))
         console.print(table)
-    flags = sorted({flag for c in result.best for flag in c.framework_flags})
-    if flags:
-        console.print(f"pipeline split of the best layouts needs: {' '.join(flags)}")
+    needs: dict[tuple[str, ...], list[int]] = {}
+    for rank, c in enumerate(result.best, start=1):
+        if c.framework_flags:
+            needs.setdefault(c.framework_flags, []).append(rank)
+    if needs:
+        parts = [f"#{','.join(map(str, ranks))}: {shlex.join(flags)}"
+                 for flags, ranks in needs.items()]
+        console.print(f"pipeline split of the best layouts needs: {'; '.join(parts)}",
+                      markup=False, highlight=False)
 
 
 def _cells(c: SearchCandidate) -> list[str]:

@@ -147,9 +147,11 @@ def ep_overlap_window_s(forward_s, backward_s, wgrad_s, strategy):
 
 def layer_time(group: LayerGroup, system, strategy, backend,
                overlap: CommOverlapCalibration | None = None,
-               host: HostLaunchCalibration | None = None) -> LayerTime:
+               host: HostLaunchCalibration | None = None,
+               op_time=compute_op_time_s) -> LayerTime:
     """Seconds of one layer of ``group`` for one micro-batch, by part (``overlap`` and ``host``
-    replace the shipped overlap and host-launch calibrations, for fitting them)."""
+    replace the shipped overlap and host-launch calibrations, for fitting them; ``op_time``
+    is ``compute_op_time_s`` or a memo of it, as the bulk search passes)."""
     kind_s = {GemmOp: 0.0, AttentionOp: 0.0, MemoryOp: 0.0}
     by_pass = {(kind, forward): 0.0 for kind in (GemmOp, AttentionOp, MemoryOp)
                for forward in (True, False)}
@@ -160,7 +162,7 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     modules = getattr(strategy, "recompute_modules", ("core_attn",))
     redo = recomputed_op_names(modules)
     for op in group.compute:
-        t = compute_op_time_s(op, system, strategy, backend)
+        t = op_time(op, system, strategy, backend)
         issued[op.phase == Phase.FORWARD].append((op.name, op.count, t))
         kind_s[type(op)] += t
         by_pass[(type(op), op.phase == Phase.FORWARD)] += t

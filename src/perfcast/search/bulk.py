@@ -24,12 +24,13 @@ import numpy as np
 from perfcast.calibration.bundle import Calibration, load_calibration
 from perfcast.calibration.memory_overheads import load_memory_overheads
 from perfcast.estimate.training import assemble_step, distinct_stages
-from perfcast.graph.layer import layer_ops
+from perfcast.graph.layer import LayerShape, layer_ops
 from perfcast.graph.param_sharding import stage_params
 from perfcast.graph.stage import LayerGroup, embedding_ops, head_ops, layer_shape
 from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackendName, get_backend
 from perfcast.memory.estimate import stage_memory
 from perfcast.schedule.data_parallel import data_parallel_time
+from perfcast.schedule.op_time import compute_op_time_s
 from perfcast.schedule.stage_time import (
     ExtraTime,
     LayerTime,
@@ -71,18 +72,49 @@ def _gather(table, index: np.ndarray):
     return type(table)(**{f.name: getattr(table, f.name)[index] for f in fields(table)})
 
 
-def layer_tables(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_length: int,
-                 backend, calibration: Calibration | None = None) -> LayerTables:
-    """Scalar layer and extra-op times for every ``LayerKey`` of ``space`` (overlap shares
-    from ``calibration``, the shipped one when None)."""
+@dataclass(frozen=True)
+class LayerRows:
+    """Scalar layer and extra-op times of a run of ``LayerKey`` indices (one row per key), the
+    unit of work a parallel search hands to one process; ``stack_layer_rows`` joins them."""
+
+    dense: tuple[LayerTime, ...]
+    moe: tuple[LayerTime, ...]
+    extras: tuple[tuple[ExtraTime, ...], ...]
+    """Per key: embedding / head times for the (first, last) roles of ``EXTRA_ROLES``."""
+
+
+EXTRA_ROLES = ((True, False), (False, True), (True, True))
+"""(first stage, last stage) roles whose embedding / head ops are timed per layer key."""
+
+
+def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_length: int,
+               backend, calibration: Calibration | None = None,
+               keys: range | None = None) -> LayerRows:
+    """Scalar layer and extra-op times for the ``LayerKey`` indices ``keys`` of ``space`` (all
+    when None), with overlap shares from ``calibration`` (the shipped one when None)."""
     cal = calibration or load_calibration()
     overlap, host = cal.comm_overlap, cal.host_launch
-    roles = ((True, False), (False, True), (True, True))
+    keys = range(len(space.layer_keys)) if keys is None else keys
+
+    op_times: dict[tuple, float] = {}
+
+    def op_time(op, system, strategy, backend):
+        """``compute_op_time_s`` once per op and the strategy fields it reads (precision,
+        FP8 recipe, attention kernel): keys differing in sizes share most op shapes."""
+        key = (op, strategy.precision, strategy.fp8_recipe, strategy.attention_kernel)
+        if key not in op_times:
+            op_times[key] = compute_op_time_s(op, system, strategy, backend)
+        return op_times[key]
+
+    @functools.cache
+    def group_of(shape: LayerShape) -> LayerGroup:
+        """The layer's ops (keys differing only in EP overlap share them)."""
+        compute, comm = layer_ops(model, shape)
+        return LayerGroup(1, shape.moe, tuple(compute), tuple(comm))
 
     def timed_layer(strategy: Strategy, is_moe: bool) -> LayerTime:
-        compute, comm = layer_ops(model, layer_shape(model, strategy, seq_length, is_moe))
-        group = LayerGroup(1, is_moe, tuple(compute), tuple(comm))
-        return layer_time(group, system, strategy, backend, overlap, host)
+        group = group_of(layer_shape(model, strategy, seq_length, is_moe))
+        return layer_time(group, system, strategy, backend, overlap, host, op_time)
 
     @functools.cache
     def without_experts(tp, cp, mbs, sp, precision, overlap, recipe):
@@ -91,12 +123,13 @@ def layer_tables(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq
                                  space)
         shape = layer_shape(model, strategy, seq_length, False)
         emb, head = embedding_ops(model, shape), head_ops(model, shape)
-        extras = [extra_time((emb if first else []) + (head if last else []), system, strategy,
-                             backend) for first, last in roles]
+        extras = tuple(extra_time((emb if first else []) + (head if last else []), system,
+                                  strategy, backend) for first, last in EXTRA_ROLES)
         return timed_layer(strategy, False), extras
 
     dense, moe, extras = [], [], []
-    for key in space.layer_keys:
+    for index in keys:
+        key = space.layer_keys[index]
         layer, extra = without_experts(key.tp, key.cp, key.micro_batch_size,
                                        key.sequence_parallel, key.precision, key.tp_comm_overlap,
                                        key.fp8_recipe)
@@ -104,9 +137,26 @@ def layer_tables(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq
         extras.append(extra)
         moe.append(timed_layer(_key_strategy(key, space), True) if model.is_moe
                    else layer)
-    extra = {role: _stack(ExtraTime, [e[i] for e in extras]) for i, role in enumerate(roles)}
+    return LayerRows(tuple(dense), tuple(moe), tuple(extras))
+
+
+def stack_layer_rows(parts: list[LayerRows]) -> LayerTables:
+    """The ``LayerTables`` of consecutive ``LayerRows`` (in key order)."""
+    dense = [r for part in parts for r in part.dense]
+    moe = [r for part in parts for r in part.moe]
+    extras = [e for part in parts for e in part.extras]
+    extra = {role: _stack(ExtraTime, [e[i] for e in extras])
+             for i, role in enumerate(EXTRA_ROLES)}
     extra[(False, False)] = ExtraTime(0.0, 0.0, 0.0)
     return LayerTables(dense=_stack(LayerTime, dense), moe=_stack(LayerTime, moe), extra=extra)
+
+
+def layer_tables(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_length: int,
+                 backend, calibration: Calibration | None = None) -> LayerTables:
+    """Scalar layer and extra-op times for every ``LayerKey`` of ``space`` (overlap shares
+    from ``calibration``, the shipped one when None)."""
+    return stack_layer_rows([layer_rows(model, system, space, seq_length, backend,
+                                        calibration)])
 
 
 def _key_strategy(key: LayerKey, space: StrategySpace) -> Strategy:
@@ -115,7 +165,9 @@ def _key_strategy(key: LayerKey, space: StrategySpace) -> Strategy:
     chosen = dict(num_gpus=space.num_gpus, tp=key.tp, pp=1, vpp=1, cp=key.cp, ep=key.ep,
                   etp=key.etp, micro_batch_size=key.micro_batch_size,
                   sequence_parallel=key.sequence_parallel, precision=key.precision,
-                  tp_comm_overlap=key.tp_comm_overlap, fp8_recipe=key.fp8_recipe, recompute="none",
+                  tp_comm_overlap=key.tp_comm_overlap, fp8_recipe=key.fp8_recipe,
+                  moe_token_dispatcher=key.moe_token_dispatcher, ep_overlap=key.ep_overlap,
+                  delay_wgrad_compute=key.ep_overlap, recompute="none",
                   recompute_num_layers=None, pipeline_schedule=None, zero_stage=0, fsdp=False,
                   distributed_optimizer=False)
     return Strategy(**(space.options.model_dump() | chosen))
@@ -136,13 +188,15 @@ class BulkEvaluator:
     def for_space(cls, model: ModelSpec, system: SystemSpec, workload: Workload,
                   space: StrategySpace,
                   kernel_backend: KernelBackendName | str = DEFAULT_KERNEL_BACKEND,
-                  calibration: Calibration | None = None):
+                  calibration: Calibration | None = None,
+                  tables: Callable[..., LayerTables] = layer_tables):
         """Layer tables of ``space`` timed with ``kernel_backend`` and ``calibration`` (the
-        shipped calibration when None)."""
+        shipped calibration when None); ``tables`` builds them (``layer_tables``'s signature:
+        ``search.parallel`` passes one that spreads the keys over processes)."""
         calibration = calibration or load_calibration()
         backend = calibration.with_kernels(get_backend(kernel_backend))
-        tables = layer_tables(model, system, space, workload.seq_length, backend, calibration)
-        return cls(model, system, workload, tables, backend, calibration)
+        built = tables(model, system, space, workload.seq_length, backend, calibration)
+        return cls(model, system, workload, built, backend, calibration)
 
     def evaluate(self, block: StrategyBlock) -> BlockMetrics:
         """Step time and peak memory per GPU of every strategy in ``block``."""

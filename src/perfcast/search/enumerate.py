@@ -8,9 +8,11 @@ with the rules of
 here): tp must suit the heads, pp·vpp the layers, ep the experts, cp the sequence, the global
 batch whole micro-batches per DP rank, and ep·etp the tp·cp·dp ranks. Each valid layout is
 then crossed with the execution options: sequence parallelism (tp > 1) with and without TP
-comm overlap, bf16 and each FP8/FP4 recipe, ZeRO/FSDP sharding (where there is a DP group to
-shard over), and recompute none / selective / full with every distinct number of recomputed
-layers per stage. ``--fix`` / ``--exclude`` pins (``search.pins``) narrow every dimension.
+comm overlap, for MoE rows with EP > 1 each dispatcher the framework runs on the GPU with and
+without EP all-to-all overlap (not under full recompute), bf16 and each FP8/FP4 recipe,
+ZeRO/FSDP sharding (where there is a DP group to shard over), and recompute none /
+selective / full with every distinct number of recomputed layers per stage. ``--fix`` /
+``--exclude`` pins (``search.pins``) narrow every dimension.
 
 The named framework's own rules (``search.framework_rules``) keep only what it runs: the layer
 splits over pp x vpp chunks it accepts, its sharding modes and FP8 recipes, and interleaved
@@ -26,9 +28,16 @@ import numpy as np
 from pydantic import ValidationError
 
 from perfcast.errors import InputError
+from perfcast.graph.layer import NODE_DEDUP_DISPATCHERS
 from perfcast.graph.param_sharding import layers_per_stage
 from perfcast.search.framework_rules import LayoutRules, interleaved_micro_batches_ok
-from perfcast.search.space import LayerKey, SearchConstraints, StrategyBlock, StrategySpace
+from perfcast.search.space import (
+    DISPATCHERS,
+    LayerKey,
+    SearchConstraints,
+    StrategyBlock,
+    StrategySpace,
+)
 from perfcast.specs.compat import check_strategy_for_model, check_workload_for_strategy
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.model import ModelSpec
@@ -99,6 +108,7 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
     overlaps = {False: c.allowed("tp_comm_overlap", [False]),
                 True: c.allowed("tp_comm_overlap", c.tp_comm_overlap)}
     sp_modes = [sp for sp in c.allowed("sequence_parallel", [False, True]) if overlaps[sp]]
+    moe_options = _moe_options(c, rules, options) if model.is_moe else _no_moe_options(c, options)
     shardings = c.allowed("sharding", [x for x in c.sharding if rules.allows_sharding(x)])
     categorical = list(itertools.product(
         c.allowed("recompute", c.recompute), shardings, precisions, sp_modes))
@@ -129,19 +139,22 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
         schedules = [(name, vs) for name, vs in (
             ("1f1b", [1] if 1 in vpp_ok else []),
             ("interleaved", [v for v in vpp_ok if v > 1])) if c.allows("schedule", name)]
-        tables = {sp: _RowTable.build(rows, sp, overlaps[sp], precisions, pp, n, workload,
-                                      layer_keys) for sp in sp_modes}
+        tables = {sp: _RowTable.build(rows, sp, overlaps[sp], moe_options, precisions, pp, n,
+                                      workload, layer_keys) for sp in sp_modes}
         for (schedule, vs), (recompute, sharding, prec, sp) in itertools.product(
                 schedules, categorical):
             t = tables[sp]
             mask = t.interleaves.copy() if schedule == "interleaved" else np.ones(len(t), bool)
             if sharding != "none":
                 mask &= t.has_dp
+            if recompute == "full":  # no EP overlap with full recompute (MLM:TC L3002-3046)
+                mask &= ~t.ep_overlap.ravel()
             if not vs or not mask.any():
                 continue
             blocks.append(StrategyBlock(
                 num_gpus=n, pp=pp, schedule=schedule, recompute=recompute, sharding=sharding,
                 precision=prec[0], sequence_parallel=sp, tp_comm_overlap=t.overlap[mask],
+                ep_overlap=t.ep_overlap[mask], dispatcher=t.dispatcher[mask],
                 tp=t.tp[mask], cp=t.cp[mask], ep=t.ep[mask], etp=t.etp[mask],
                 micro_batch_size=t.mbs[mask], layer_key=t.keys[prec][mask],
                 vpp=np.array(vs, dtype=np.int64).reshape(1, -1, 1),
@@ -153,6 +166,40 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
             ))
     return StrategySpace(num_gpus=n, blocks=tuple(blocks), layer_keys=tuple(layer_keys),
                          invalid=raw - valid_layouts, options=options)
+
+
+@dataclass(frozen=True)
+class MoeOptions:
+    """The MoE execution options tried for rows with EP > 1 and for rows without."""
+
+    with_ep: tuple[tuple[int, bool], ...]
+    """(dispatcher code into ``DISPATCHERS``, EP overlap) pairs where EP > 1."""
+    without_ep: tuple[tuple[int, bool], ...]
+    """The same where EP = 1: the default dispatcher, no overlap (unless pinned away)."""
+
+    def of(self, ep: int) -> tuple[tuple[int, bool], ...]:
+        return self.with_ep if ep > 1 else self.without_ep
+
+
+def _no_moe_options(c: SearchConstraints, options: Strategy) -> MoeOptions:
+    default = DISPATCHERS.index(options.moe_token_dispatcher)
+    plain = tuple((default, False) for _ in c.allowed("ep_overlap", [False])
+                  if c.allows("moe_token_dispatcher", options.moe_token_dispatcher))
+    return MoeOptions(with_ep=(), without_ep=plain)
+
+
+def _moe_options(c: SearchConstraints, rules: LayoutRules, options: Strategy) -> MoeOptions:
+    """Dispatchers the framework runs on the GPU and EP overlap where it has it, under the
+    pins."""
+    allowed = c.allowed("moe_token_dispatcher", rules.moe_dispatchers(options.moe_token_dispatcher))
+    # One dispatcher per distinct cost model (DeepEP and HybridEP send tokens alike,
+    # graph.layer.NODE_DEDUP_DISPATCHERS): the first the pins allow stands for both.
+    models = {d: "pxn" if d in NODE_DEDUP_DISPATCHERS else d for d in allowed}
+    dispatchers = [d for d in allowed if d == next(x for x in allowed if models[x] == models[d])]
+    overlaps = c.allowed("ep_overlap", rules.ep_overlaps(options.mtp_num_layers))
+    return MoeOptions(
+        with_ep=tuple((DISPATCHERS.index(d), o) for d in dispatchers for o in overlaps),
+        without_ep=_no_moe_options(c, options).without_ep)
 
 
 def _micro_batches(workload: Workload, mbs, dp):
@@ -172,7 +219,8 @@ def _count_layouts(rows, vpp_ok, pp: int, n: int, workload: Workload) -> int:
 @dataclass(frozen=True)
 class _RowTable:
     """Size rows (tp, cp, ep, etp, micro-batch) of one pp and one sequence-parallel mode, each
-    repeated per TP comm overlap setting, as (rows, 1, 1) arrays, with their layer keys."""
+    repeated per TP comm overlap setting and per MoE option (dispatcher, EP overlap), as
+    (rows, 1, 1) arrays, with their layer keys."""
 
     tp: np.ndarray
     cp: np.ndarray
@@ -180,6 +228,8 @@ class _RowTable:
     etp: np.ndarray
     mbs: np.ndarray
     overlap: np.ndarray
+    dispatcher: np.ndarray
+    ep_overlap: np.ndarray
     keys: dict[tuple[str, str], np.ndarray]
     """(precision, FP8 recipe) -> layer key index per row."""
     interleaves: np.ndarray
@@ -189,17 +239,20 @@ class _RowTable:
         return len(self.interleaves)
 
     @classmethod
-    def build(cls, rows, sp: bool, overlaps, precisions, pp: int, n: int, workload: Workload,
-              layer_keys: dict[LayerKey, int]) -> _RowTable:
-        chosen = [(*row, int(o)) for row in rows if row[0] > 1 or not sp for o in overlaps]
-        table = np.array(chosen, dtype=np.int64).reshape(-1, 6)
-        tp, cp, ep, etp, mbs, overlap = (table[:, i].reshape(-1, 1, 1) for i in range(6))
+    def build(cls, rows, sp: bool, overlaps, moe: MoeOptions, precisions, pp: int, n: int,
+              workload: Workload, layer_keys: dict[LayerKey, int]) -> _RowTable:
+        chosen = [(*row, int(o), d, int(eo)) for row in rows if row[0] > 1 or not sp
+                  for o in overlaps for d, eo in moe.of(row[2])]
+        table = np.array(chosen, dtype=np.int64).reshape(-1, 8)
+        tp, cp, ep, etp, mbs, overlap, dispatcher, ep_overlap = (
+            table[:, i].reshape(-1, 1, 1) for i in range(8))
         dp = n // (tp * pp * cp)
         keys = {prec: np.array([layer_keys.setdefault(
-            LayerKey(*map(int, row[:5]), sp, prec[0], bool(row[5]), prec[1]), len(layer_keys))
+            LayerKey(*map(int, row[:5]), sp, prec[0], bool(row[5]), prec[1],
+                     DISPATCHERS[row[6]], bool(row[7])), len(layer_keys))
             for row in chosen], dtype=np.int64).reshape(-1, 1, 1) for prec in precisions}
         return cls(tp=tp, cp=cp, ep=ep, etp=etp, mbs=mbs, overlap=overlap.astype(bool),
-                   keys=keys,
+                   dispatcher=dispatcher, ep_overlap=ep_overlap.astype(bool), keys=keys,
                    interleaves=interleaved_micro_batches_ok(
                        _micro_batches(workload, mbs, dp), pp).ravel(),
                    has_dp=((dp * cp > 1) | ((tp * cp * dp) // (ep * etp) > 1)).ravel())

@@ -13,6 +13,11 @@ adds its own rules, read from its profile (``catalog/data/frameworks/training/*.
   FSDP loops have FSDP full / grad-op sharding but no distributed optimizer);
 * which FP8/FP4 recipes it runs on the GPU's generation (``fp8_recipes_accepted``; else only
   its default recipe), kept to the formats the GPU's tensor cores have;
+* which MoE token dispatchers it runs where EP > 1 (``moe_token_dispatchers_accepted``:
+  Megatron-Core's all-to-all, and the flex dispatcher's DeepEP / HybridEP backends on the GPUs
+  Megatron-Bridge enables them on) and whether it overlaps the EP all-to-all with another
+  micro-batch (``ep_overlap_accepted``: ``--overlap-moe-expert-parallel-comm`` with
+  ``--delay-wgrad-compute``, core_v0.14.0 on; not with full recompute, MLM:TC L3002-3046);
 * the interleaved 1F1B schedule runs micro-batches in groups of pp (Megatron-Core
   ``microbatch_group_size_per_vp_stage`` defaults to the pipeline size, MLM:MPC L431,
   L567-568; ``schedule.orders.schedule_plan`` refuses any other count), so the micro-batches
@@ -42,9 +47,11 @@ SPLIT_FLAGS: dict[PipelineSplitAccepted, tuple[str, ...]] = {
     "embedding_as_layer": ("--account-for-embedding-in-pipeline-split",),
     "embedding_and_loss_as_layers": ("--account-for-embedding-in-pipeline-split",
                                      "--account-for-loss-in-pipeline-split"),
+    "layout": (),
     "uneven": (),
 }
-"""Megatron-LM flags that configure each split (MLM:args L826-836)."""
+"""Megatron-LM flags that configure each split (MLM:args L826-836); a ``layout`` split adds
+``--pipeline-model-parallel-layout`` with its string (``split_flags``)."""
 
 _EXTRA_LAYERS: dict[PipelineSplitAccepted, int] = {
     "even": 0, "embedding_as_layer": 1, "embedding_and_loss_as_layers": 2}
@@ -63,6 +70,10 @@ class LayoutRules:
     """Data-parallel sharding modes the framework has; None = no restriction known."""
     fp8_recipes: tuple[str, ...] = ()
     """FP8/FP4 recipes it runs on the search's GPU generation; empty = its default only."""
+    dispatchers: tuple[str, ...] = ()
+    """MoE token dispatchers it runs on the GPU generation where EP > 1; empty = its default."""
+    ep_overlap: bool = False
+    """Whether it overlaps the EP all-to-all with another micro-batch (where EP > 1)."""
 
     @classmethod
     def of(cls, framework: ResolvedFramework, generation: str | None = None) -> LayoutRules:
@@ -70,9 +81,23 @@ class LayoutRules:
         splits = pick(profile.pipeline_splits_accepted, version)
         shardings = pick(profile.data_parallel_shardings_accepted, version)
         recipes = pick(profile.fp8_recipes_accepted, version, generation)
+        dispatchers = pick(profile.moe_token_dispatchers_accepted, version, generation)
+        ep_overlap = pick(profile.ep_overlap_accepted, version, generation)
         return cls(framework=framework.label, pipeline_splits=splits.value if splits else (),
                    shardings=shardings.value if shardings else None,
-                   fp8_recipes=recipes.value if recipes else ())
+                   fp8_recipes=recipes.value if recipes else (),
+                   dispatchers=dispatchers.value if dispatchers else (),
+                   ep_overlap=bool(ep_overlap and ep_overlap.value))
+
+    def moe_dispatchers(self, default: str) -> tuple[str, ...]:
+        """Dispatchers to try where EP > 1: the framework's for the generation, else its
+        default."""
+        return self.dispatchers or (default,)
+
+    def ep_overlaps(self, mtp_num_layers: int) -> tuple[bool, ...]:
+        """EP overlap settings to try where EP > 1: on as well where the framework has it and
+        the run has at most one MTP layer (MLM:TC L3002-3046)."""
+        return (False, True) if self.ep_overlap and mtp_num_layers <= 1 else (False,)
 
     def low_precision_recipes(self, gpu, default_recipe: str) -> list[str]:
         """Recipes to try on ``gpu`` (a ``GPUSpec``): the framework's for its generation, or
@@ -108,21 +133,58 @@ class LayoutRules:
                 if chunks <= num_layers:  # an uneven split still keeps a layer per chunk
                     return split
                 continue
+            if split == "layout":
+                if chunks <= num_layers + 2:  # every chunk holds a layer, the embedding or loss
+                    return split
+                continue
             if (num_layers + _EXTRA_LAYERS[split]) % chunks == 0:
                 return split
         return None
 
-    def split_fields(self, num_layers: int, pp: int, vpp: int) -> dict[str, bool]:
-        """``Strategy`` fields of the accepted split (the embedding/loss accounting flags)."""
+    def split_fields(self, num_layers: int, pp: int, vpp: int) -> dict[str, bool | str | None]:
+        """``Strategy`` fields of the accepted split (the embedding/loss accounting flags, or
+        the explicit layout string)."""
         flags = self.split_flags(num_layers, pp, vpp)
+        layout = self.layout(num_layers, pp, vpp)
         return {"account_for_embedding_in_pipeline_split":
                 "--account-for-embedding-in-pipeline-split" in flags,
-                "account_for_loss_in_pipeline_split": "--account-for-loss-in-pipeline-split" in flags}
+                "account_for_loss_in_pipeline_split": "--account-for-loss-in-pipeline-split" in flags,
+                "pipeline_layout": layout}
 
     def split_flags(self, num_layers: int, pp: int, vpp: int) -> tuple[str, ...]:
         """Framework flags the layout needs for its split (empty for an even split)."""
         split = self.pipeline_split(num_layers, pp, vpp)
+        if split == "layout":
+            return ("--pipeline-model-parallel-layout", pipeline_layout(num_layers, pp * vpp))
         return SPLIT_FLAGS[split] if split is not None else ()
+
+    def layout(self, num_layers: int, pp: int, vpp: int) -> str | None:
+        """The explicit layout string when the accepted split is ``layout``, else None."""
+        if self.pipeline_split(num_layers, pp, vpp) != "layout":
+            return None
+        return pipeline_layout(num_layers, pp * vpp)
+
+
+def pipeline_layout(num_layers: int, chunks: int) -> str:
+    """A Megatron ``--pipeline-model-parallel-layout`` placing ``num_layers`` over ``chunks``
+    virtual stages (``specs.pipeline_layout``) with the embedding and the loss counted as one
+    layer each, as evenly as can be: ``divmod(L + 2, chunks)`` units per chunk, the larger
+    ones first, so a last chunk may hold the loss alone. For DeepSeek-V3 (61 layers) over
+    PP 8 x VPP 4 it is the published ``Et|(tt|)*30L`` (frameworks.md 1.2, 2.5). Runs of equal
+    segments are written ``(seg|)*N``."""
+    base, extra = divmod(num_layers + 2, chunks)
+    units = [base + (i < extra) for i in range(chunks)]
+    segments = ["t" * n for n in units]
+    segments[0] = "E" + "t" * (units[0] - 1)
+    segments[-1] = "t" * (units[-1] - 1) + "L" if chunks > 1 else "E" + "t" * num_layers + "L"
+    text, i = "", 0
+    while i < len(segments) - 1:
+        run = 1
+        while i + run < len(segments) - 1 and segments[i + run] == segments[i]:
+            run += 1
+        text += f"({segments[i]}|)*{run}" if run > 1 else f"{segments[i]}|"
+        i += run
+    return text + segments[-1]
 
 
 SHARED_OPTION_FIELDS = ("grad_reduce_dtype", "moe_token_dispatcher", "fp8_recipe",

@@ -11,15 +11,18 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from perfcast.catalog.frameworks import TrainingDispatcher
 from perfcast.errors import InputError
 from perfcast.specs.strategy import FP8Recipe
 
 PinKey = Literal["tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "schedule", "recompute",
-                 "sharding", "precision", "fp8_recipe", "sequence_parallel", "tp_comm_overlap"]
+                 "sharding", "precision", "fp8_recipe", "sequence_parallel", "tp_comm_overlap",
+                 "ep_overlap", "moe_token_dispatcher"]
 """Search dimensions a user can pin (``--fix``) or exclude (``--exclude``)."""
-PIN_ALIASES = {"mbs": "micro_batch_size", "sp": "sequence_parallel", "vp": "vpp"}
+PIN_ALIASES = {"mbs": "micro_batch_size", "sp": "sequence_parallel", "vp": "vpp",
+               "dispatcher": "moe_token_dispatcher"}
 SIZE_KEYS = frozenset({"tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size"})
-BOOL_KEYS = frozenset({"sequence_parallel", "tp_comm_overlap"})
+BOOL_KEYS = frozenset({"sequence_parallel", "tp_comm_overlap", "ep_overlap"})
 BOOL_WORDS = {"true": "true", "yes": "true", "on": "true", "1": "true",
               "false": "false", "no": "false", "off": "false", "0": "false"}
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -28,6 +31,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "sharding": ("none", "distributed_optimizer", "zero2", "fsdp"),
     "precision": ("bf16", "fp8"),
     "fp8_recipe": get_args(FP8Recipe),
+    "moe_token_dispatcher": get_args(TrainingDispatcher),
 }
 """Values of the dimensions with a fixed option set (the search's ``Sharding`` and recipes)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 
@@ -11,6 +12,7 @@ from perfcast.calibration.bundle import Calibration
 from perfcast.errors import InputError
 from perfcast.estimate.training import estimate_training
 from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackendName
+from perfcast.search.block_score import BlockScorer
 from perfcast.search.bulk import BulkEvaluator
 from perfcast.search.enumerate import enumerate_strategies
 from perfcast.search.framework_rules import (
@@ -18,14 +20,8 @@ from perfcast.search.framework_rules import (
     LayoutRules,
     framework_options,
 )
-from perfcast.search.rank import (
-    Objective,
-    objective_score,
-    pareto_front,
-    time_to_train_s,
-    top_k,
-    training_cost_usd,
-)
+from perfcast.search.parallel import parallel_layer_tables, parallel_map, resolve_jobs
+from perfcast.search.rank import Objective, pareto_front, time_to_train_s, training_cost_usd
 from perfcast.search.result import SearchCandidate, SearchResult
 from perfcast.search.space import SearchConstraints, StrategySpace
 from perfcast.specs.hardware import SystemSpec
@@ -71,6 +67,7 @@ def search_strategies(
     kernel_backend: KernelBackendName | str = DEFAULT_KERNEL_BACKEND,
     calibration: Calibration | None = None,
     framework: str = DEFAULT_SEARCH_FRAMEWORK,
+    jobs: int | None = None,
 ) -> SearchResult:
     """Best strategies for ``model`` on ``num_gpus`` GPUs of ``system`` that ``framework``
     (a profile ``NAME[@VERSION]``) runs, with its defaults for the options not searched (no
@@ -79,6 +76,8 @@ def search_strategies(
     ``progress(done, total)`` is called after each evaluated block. ``kernel_backend`` times
     the kernels of both the bulk evaluation and the full forecasts of the reported strategies;
     ``calibration`` (``perfcast.calibration.bundle``; the shipped one when None) calibrates both.
+    ``jobs`` processes share the work (``search.parallel``; None: every core when the space is
+    large); the result does not depend on it.
     """
     objective = Objective(objective)
     if objective is Objective.COST and price_per_gpu_hour is None:
@@ -91,38 +90,38 @@ def search_strategies(
     total = len(space)
     if total == 0:
         raise InputError("gpus", num_gpus, "no valid strategy under the search constraints")
+    jobs = resolve_jobs(jobs, total)
     start = time.perf_counter()
+    if progress is not None:
+        progress(0, total)
+    tables = functools.partial(parallel_layer_tables, jobs=jobs)
     evaluator = BulkEvaluator.for_space(model, system, workload, space, kernel_backend,
-                                        calibration)
-    done, kept, front = 0, [], []
-    capacity = system.gpu.usable_hbm_bytes
-    tokens_per_step = workload.tokens_per_step
-    feasible = 0
-    for b, block in enumerate(space.blocks):
-        metrics = evaluator.evaluate(block)
-        tps = tokens_per_step / metrics.step_time_s / num_gpus
-        fits = metrics.memory_bytes <= capacity
-        feasible += int(fits.sum())
-        score = np.where(fits, objective_score(objective, tps, num_gpus, token_budget,
-                                               price_per_gpu_hour or 0.0), -np.inf)
-        kept += [(score[i], b, i) for i in top_k(score, top)]
-        rows = np.flatnonzero(fits)
-        headroom = capacity - metrics.memory_bytes[rows]
-        front += [(tps[i], capacity - metrics.memory_bytes[i], b, i)
-                  for i in rows[pareto_front(tps[rows], headroom)]]
-        done += len(block)
+                                        calibration, tables)
+    scorer = BlockScorer(evaluator, objective, num_gpus, token_budget, price_per_gpu_hour or 0.0,
+                         top)
+    done = 0
+
+    def advance(n: int) -> None:
+        nonlocal done
+        done += n
         if progress is not None:
             progress(done, total)
+
+    summaries = parallel_map(lambda b: scorer(b, space.blocks[b]),
+                             [len(block) for block in space.blocks], jobs, advance)
+    feasible = sum(summary.feasible for summary in summaries)
+    kept = [item for summary in summaries for item in summary.kept()]
+    front = [item for summary in summaries for item in summary.front()]
     evaluate_s = time.perf_counter() - start
 
-    kept.sort(key=lambda item: (-item[0], item[1], item[2]))
-    best = [(b, i) for _, b, i in kept[:top]]
+    kept.sort(key=lambda item: (-item.score, item.block, item.row))
+    best = [(item.block, item.row) for item in kept[:top]]
     if front:
-        xy = np.array([(x, y) for x, y, _, _ in front])
+        xy = np.array([(item.tokens_per_s_per_gpu, item.headroom_bytes) for item in front])
         on_front = pareto_front(xy[:, 0], xy[:, 1])
         if len(on_front) > MAX_PARETO_POINTS:
             on_front = on_front[np.linspace(0, len(on_front) - 1, MAX_PARETO_POINTS).astype(int)]
-        pareto = [front[j][2:] for j in on_front]
+        pareto = [(front[j].block, front[j].row) for j in on_front]
     else:
         pareto = []
 

@@ -10,11 +10,12 @@ functions of ``schedule``, ``memory`` and ``estimate`` evaluate a whole block in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from perfcast.catalog.frameworks import TrainingDispatcher
 from perfcast.search.pins import Pin, pin_text
 from perfcast.specs.limits import MAX_SEARCH_MICRO_BATCH_SIZE
 from perfcast.specs.strategy import Strategy
@@ -25,6 +26,8 @@ SHARDING_STAGE: dict[str, int] = {"none": 0, "distributed_optimizer": 1, "zero2"
 MAX_SEARCH_VPP = 64
 """Most model chunks per pipeline rank searched: beyond the layers per stage of any catalog
 model at pp >= 2 (the largest have ~128 layers), so a larger bound only adds invalid layouts."""
+DISPATCHERS: tuple[str, ...] = get_args(TrainingDispatcher)
+"""MoE token dispatchers by code (``StrategyBlock.dispatcher`` holds indices into it)."""
 MAX_SEARCH_MICRO_BATCH = MAX_SEARCH_MICRO_BATCH_SIZE.value
 """Largest micro-batch searched: each one is a candidate row; published runs use 1-16."""
 
@@ -96,14 +99,18 @@ class StrategyBlock:
     sequence_parallel: bool
     tp_comm_overlap: np.ndarray
     """TP comm overlap per row (bool; only layer times depend on it, through ``layer_key``)."""
+    ep_overlap: np.ndarray
+    """EP all-to-all overlap (with deferred weight gradients) per row (bool; layer times only)."""
+    dispatcher: np.ndarray
+    """MoE token dispatcher per row, an index into ``DISPATCHERS`` (layer times only)."""
     tp: np.ndarray
     cp: np.ndarray
     ep: np.ndarray
     etp: np.ndarray
     micro_batch_size: np.ndarray
     layer_key: np.ndarray
-    """Index of (tp, cp, ep, etp, micro-batch, sp, precision, TP overlap, recipe) into
-    ``StrategySpace.layer_keys``."""
+    """Index of (tp, cp, ep, etp, micro-batch, sp, precision, TP overlap, recipe, dispatcher,
+    EP overlap) into ``StrategySpace.layer_keys``."""
     vpp: np.ndarray
     recompute_num_layers: np.ndarray
     grad_reduce_dtype: str = "fp32"
@@ -166,6 +173,8 @@ class StrategyBlock:
             num_gpus=self.num_gpus, tp=tp, pp=self.pp, vpp=at("vpp"), cp=at("cp"), ep=at("ep"),
             etp=None if etp == tp else etp, sequence_parallel=self.sequence_parallel,
             tp_comm_overlap=bool(at("tp_comm_overlap")),
+            ep_overlap=bool(at("ep_overlap")), delay_wgrad_compute=bool(at("ep_overlap")),
+            moe_token_dispatcher=DISPATCHERS[at("dispatcher")],
             zero_stage=2 if self.sharding == "zero2" else 0, fsdp=self.sharding == "fsdp",
             distributed_optimizer=self.sharding == "distributed_optimizer",
             recompute=self.recompute, recompute_num_layers=rnl or None,
@@ -190,6 +199,9 @@ class LayerKey:
     tp_comm_overlap: bool = False
     fp8_recipe: str = "tensorwise"
     """Scaling recipe of FP8 GEMMs (the space's default recipe when ``precision`` is bf16)."""
+    moe_token_dispatcher: str = "alltoall"
+    ep_overlap: bool = False
+    """EP all-to-all overlap with deferred weight gradients (``--delay-wgrad-compute``)."""
 
 
 @dataclass(frozen=True)

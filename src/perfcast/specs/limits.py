@@ -67,6 +67,8 @@ MAX_SEARCH_TOP = Bound("MAX_SEARCH_TOP", 10_000, "ranked deployments shown; each
                        "by a request-stream simulation")
 MAX_TOKEN_RATE = Bound("MAX_TOKEN_RATE", 1e9, "tokens/s per user; no decoder emits a token "
                        "faster than a nanosecond")
+MAX_SEARCH_JOBS = Bound("MAX_SEARCH_JOBS", 1024, "worker processes of one search: above the "
+                        "cores of any single machine (2 x 192-core sockets with SMT = 768)")
 
 
 def check_at_most(field: str, value: int | float, bound: Bound) -> None:
