@@ -152,3 +152,18 @@ def test_a_daemonic_worker_searches_in_one_process():
     worker.start()
     assert queue.get(timeout=60) == (False, 1, 1)
     worker.join(timeout=60)
+
+
+@needs_fork
+def test_a_search_on_a_server_thread_runs_in_one_process():
+    """``perfcast serve`` runs commands on server threads: forking there could copy locks other
+    threads hold, so such a search stays in its own process."""
+    import threading
+
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(
+        (can_fork(), resolve_jobs(None, PARALLEL_MIN_STRATEGIES), resolve_jobs(4, 10))))
+    thread.start()
+    thread.join(timeout=60)
+    assert seen == [(False, 1, 1)]
+    assert can_fork()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import TypeVar
@@ -51,10 +52,14 @@ def available_cores() -> int:
 
 def can_fork() -> bool:
     """Whether this process may start workers that inherit its memory: the ``fork`` start
-    method exists and the process is not itself daemonic (a Dask or multiprocessing worker,
-    e.g. a ``perfcast sweep --engine dask`` point, may not have children)."""
+    method exists, the process is not itself daemonic (a Dask or multiprocessing worker,
+    e.g. a ``perfcast sweep --engine dask`` point, may not have children), and the caller is
+    the main thread: a fork from another thread copies only that thread, and locks other
+    threads hold stay locked in the child (POSIX fork(2), "async-signal-safe" note) — the web
+    explorer (``perfcast serve``) runs searches on server threads."""
     return ("fork" in multiprocessing.get_all_start_methods()
-            and not multiprocessing.current_process().daemon)
+            and not multiprocessing.current_process().daemon
+            and threading.current_thread() is threading.main_thread())
 
 
 def resolve_jobs(requested: int | None, num_strategies: int) -> int:
