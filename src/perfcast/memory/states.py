@@ -73,14 +73,25 @@ def fp8_weight_copy_bytes(params: StageParams, strategy: Strategy) -> float:
     casts per call and saves the high-precision weight for backward; Composer calls TE without
     ``is_first_microbatch``: the framework profiles' ``fp8_weight_cache`` false), so only the
     copies of the layer being computed are alive: one layer's GEMM weights (after TP/EP).
+
+    With weights sharded (ZeRO-3 / FSDP over more than one rank) a cached copy lives only as
+    long as its gathered weight: FSDP frees the unsharded layer after use, and a persistent FP8
+    copy of every unsharded weight would undo the sharding (Megatron-FSDP drops the FP8
+    transpose cache after use unless ``--keep-fp8-transpose-cache``: Megatron-LM arguments,
+    cited from knowledge of Megatron-LM core_r0.13+, not a copy in shared/reference). The
+    copies then cover the gathered layers (the current and the prefetched one, as for the
+    bf16 all-gather buffers in ``state_bytes``).
     """
     gemm_params = params.total - params.embedding
     if strategy.fp8_param:
         return gemm_params * BYTES_PER_ELEMENT["fp8"]
-    if strategy.fp8_weight_cache:
-        return gemm_params * FP8_WEIGHT_CACHE_BYTES
     layers = max(params.num_layers, 1)
-    return gemm_params / layers * FP8_WEIGHT_CACHE_BYTES
+    per_layer = gemm_params / layers * FP8_WEIGHT_CACHE_BYTES
+    if not strategy.fp8_weight_cache:
+        return per_layer
+    if strategy.sharding_stage >= 3 and strategy.dp * strategy.cp > 1:
+        return min(2, layers) * per_layer
+    return gemm_params * FP8_WEIGHT_CACHE_BYTES
 
 
 def _shard(value, group: int, applies: bool):
