@@ -89,9 +89,10 @@ def fp8_weight_copy_bytes(params: StageParams, strategy: Strategy) -> float:
     per_layer = gemm_params / layers * FP8_WEIGHT_CACHE_BYTES
     if not strategy.fp8_weight_cache:
         return per_layer
-    if strategy.sharding_stage >= 3 and strategy.dp * strategy.cp > 1:
-        return min(2, layers) * per_layer
-    return gemm_params * FP8_WEIGHT_CACHE_BYTES
+    full = gemm_params * FP8_WEIGHT_CACHE_BYTES
+    gathered = min(2, layers) * per_layer
+    sharded = (strategy.sharding_stage >= 3) * (strategy.dp * strategy.cp > 1)  # array-friendly
+    return full + sharded * (gathered - full)
 
 
 def _shard(value, group: int, applies: bool):
