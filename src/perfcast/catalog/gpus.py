@@ -95,6 +95,7 @@ def _to_spec(slug: str, row: dict[str, Any], where: str | None = None) -> GPUSpe
         fields.update(_power_capped(slug, row, fields))
     if row.get("hbm_usable_MiB") is not None:
         fields["hbm_usable_bytes"] = float(row["hbm_usable_MiB"]) * MiB
+    if row.get("hbm_usable_source"):
         fields["source"] += f" | usable HBM: {row['hbm_usable_source']}"
     if row.get("l2_cache_MiB") is not None:
         fields["l2_cache_bytes"] = float(row["l2_cache_MiB"]) * MiB

@@ -63,6 +63,38 @@ def grad_bytes_per_param(strategy: Strategy) -> int:
     return BYTES_PER_ELEMENT[strategy.grad_reduce_dtype]
 
 
+def fp8_weight_copy_bytes(params: StageParams, strategy: Strategy) -> float:
+    """Bytes of FP8 weight copies (and transposes) held by an FP8 run.
+
+    With FP8 parameters the weight is the copy (1 B per GEMM weight). With
+    ``fp8_weight_cache`` (Transformer Engine ``is_first_microbatch``) the FP8 copy and its
+    transpose of every GEMM weight persist over the step (``FP8_WEIGHT_CACHE_BYTES`` per
+    parameter). Without it the weight is cast inside each GEMM call (torchao ``Float8Linear``
+    casts per call and saves the high-precision weight for backward; Composer calls TE without
+    ``is_first_microbatch``: the framework profiles' ``fp8_weight_cache`` false), so only the
+    copies of the layer being computed are alive: one layer's GEMM weights (after TP/EP).
+
+    With weights sharded (ZeRO-3 / FSDP over more than one rank) a cached copy lives only as
+    long as its gathered weight: FSDP frees the unsharded layer after use, and a persistent FP8
+    copy of every unsharded weight would undo the sharding (Megatron-FSDP drops the FP8
+    transpose cache after use unless ``--keep-fp8-transpose-cache``: Megatron-LM arguments,
+    cited from knowledge of Megatron-LM core_r0.13+, not a copy in shared/reference). The
+    copies then cover the gathered layers (the current and the prefetched one, as for the
+    bf16 all-gather buffers in ``state_bytes``).
+    """
+    gemm_params = params.total - params.embedding
+    if strategy.fp8_param:
+        return gemm_params * BYTES_PER_ELEMENT["fp8"]
+    layers = max(params.num_layers, 1)
+    per_layer = gemm_params / layers * FP8_WEIGHT_CACHE_BYTES
+    if not strategy.fp8_weight_cache:
+        return per_layer
+    full = gemm_params * FP8_WEIGHT_CACHE_BYTES
+    gathered = min(2, layers) * per_layer
+    sharded = (strategy.sharding_stage >= 3) * (strategy.dp * strategy.cp > 1)  # array-friendly
+    return full + sharded * (gathered - full)
+
+
 def _shard(value, group: int, applies: bool):
     return value / group if applies else value
 
@@ -95,9 +127,7 @@ def state_bytes(params: StageParams, strategy: Strategy) -> StateBytes:
         gathered = min(2, params.num_layers) * per_layer_full * WEIGHT_BYTES_16BIT
         weights += (dense_dp > 1) * gathered  # (array-friendly "if dense_dp > 1")
     if strategy.precision == "fp8":
-        # The FP8 copy and its transpose; with FP8 parameters the weight is the copy.
-        cache = BYTES_PER_ELEMENT["fp8"] if fp8_param else FP8_WEIGHT_CACHE_BYTES
-        weights += gemm_params * cache
+        weights += fp8_weight_copy_bytes(params, strategy)
     grads = sharded(grad_bytes_per_param(strategy), 2)
     optimizer = sharded(adam_state_bytes(strategy), 1)
     return StateBytes(weights=weights, grads=grads, optimizer=optimizer)
