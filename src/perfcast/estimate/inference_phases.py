@@ -15,6 +15,7 @@ excess to ``offload_s``.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import cast
 
 import numpy as np
 
@@ -127,8 +128,9 @@ def tp_comm_time_s(op: CommOp, ctx: ServingContext) -> float:
     shared/reference/collectives.md §3 and §5a: 43.8 µs for a 32 KiB all-reduce on 8×A100)."""
     if ctx.tp_all_reduce == "nccl" and op.collective == Collective.ALL_REDUCE \
             and ctx.strategy.tp > 1:
-        return op.count * group_collective_time_s(Collective.ALL_REDUCE, op.size_bytes,
-                                                  ctx.system, ctx.strategy.tp)
+        # scalar for a scalar size (arrays only on the array paths, as for the other ops)
+        return cast(float, op.count * group_collective_time_s(
+            Collective.ALL_REDUCE, op.size_bytes, ctx.system, ctx.strategy.tp))
     ring = comm_op_time_s(op, ctx.system, ctx.strategy)
     if op.collective != Collective.ALL_REDUCE or ctx.strategy.tp <= 1:
         return ring

@@ -41,7 +41,7 @@ def render_calibration(result: CalibrationResult, console) -> None:
     bands = result.intervals
     for kind in ("training", "serving"):
         band = getattr(bands, kind) if bands is not None else None
-        if band is not None and band.cv_coverage is not None:
+        if bands is not None and band is not None and band.cv_coverage is not None:
             console.print(f"{kind} {bands.level:.0%} bands: {band.cv_coverage:.1%} of held-out "
                           f"rows inside the band built without their source (mean over "
                           f"sources {band.cv_coverage_by_source:.1%}; prior sources "

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, TypeVar, cast
 
 from perfcast.errors import InputError
 from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND
@@ -181,10 +182,20 @@ def read_rows(path: Path) -> list[dict]:
     return open_store(path, row_columns()).load()
 
 
-def run_sweep(tasks: Sequence[SweepTask], out: Path | None = None, engine: str = "local",
+class _Task(Protocol):
+    """What ``run_sweep`` needs of a task: a stable id (training or serving sweep task)."""
+
+    @property
+    def task_id(self) -> str: ...
+
+
+TaskT = TypeVar("TaskT", bound=_Task)
+
+
+def run_sweep(tasks: Sequence[TaskT], out: Path | None = None, engine: str = "local",
               scheduler: str | None = None, workers: int | None = None,
               progress: Callable[[int, int], None] | None = None,
-              run: Callable[[SweepTask], dict] | None = None,
+              run: Callable[[TaskT], dict] | None = None,
               columns: tuple[str, ...] | None = None) -> list[dict]:
     """Run ``tasks`` once each (skipping those already in ``out``), each row stored durably
     as it finishes (``sweep_store``).
@@ -196,7 +207,7 @@ def run_sweep(tasks: Sequence[SweepTask], out: Path | None = None, engine: str =
     """
     from perfcast.search.sweep_store import open_store
 
-    run = run or run_task
+    run = run or cast(Callable[[TaskT], dict], run_task)
     tasks = list({t.task_id: t for t in tasks}.values())
     store = open_store(out, columns or row_columns()) if out is not None else None
     done = store.load() if store is not None else []

@@ -120,18 +120,20 @@ def evaluate_disaggregated(model: ModelSpec, system: SystemSpec, dep: Deployment
     demand = dep.instances * b / ((output_len - 1) * tpot)
     pre = dep.prefill
     prefill_gpus = pre.gpus * dep.prefill_instances
-    run = dict(engine=engine, precision=pre.precision, kv_precision=pre.kv_precision,
-               attention_dp=pre.attention_dp)
     pool = system.with_num_gpus(prefill_gpus)
     requests = max(10 * dep.concurrency, 100)
     stream = serving_workload(concurrency=None, request_rate=demand, num_requests=requests,
                               input_len=input_len, output_len=1)
-    report = estimate_serving(model, pool, pre.strategy(prefill_gpus), stream, **run)
+    report = estimate_serving(model, pool, pre.strategy(prefill_gpus), stream, engine=engine,
+                              precision=pre.precision, kv_precision=pre.kv_precision,
+                              attention_dp=pre.attention_dp)
     if not report.fits:
         return _result(dep, False, nan, nan, 0.0, 0.0, targets)
     backlog = serving_workload(concurrency=None, request_rate=None, num_requests=requests,
                                input_len=input_len, output_len=1)
-    capacity = estimate_serving(model, pool, pre.strategy(prefill_gpus), backlog, **run)
+    capacity = estimate_serving(model, pool, pre.strategy(prefill_gpus), backlog, engine=engine,
+                                precision=pre.precision, kv_precision=pre.kv_precision,
+                                attention_dp=pre.attention_dp)
     transfer = kv_transfer_s(model, system, pre, dec, input_len)
     served = min(demand, capacity.requests_per_s)
     return _result(dep, True, report.ttft.mean_s + transfer, tpot, served * output_len,

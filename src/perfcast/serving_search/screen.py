@@ -27,6 +27,7 @@ capacity (c > b) queue for a whole lifetime per round.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import cast
 
 import numpy as np
 
@@ -93,14 +94,15 @@ def layout_table(model: ModelSpec, system: SystemSpec, layout: InstanceLayout, i
     no_a2a = replicated_moe(ctx, config)
     b = np.asarray(levels, dtype=float)
     context = input_len + (output_len - 1) / 2.0
-    decode = (AttentionPass(b, 1, context, causal=False),)
+    # array form of the scalar formulas: one entry per batch level (module docstring)
+    decode = (AttentionPass(cast(float, b), 1, context, causal=False),)
     graphed = _total_s(replace(ctx, cuda_graphs=True), b, decode, b, False, no_a2a)
     eager = _total_s(replace(ctx, cuda_graphs=False), b, decode, b, False, no_a2a)
     use_graph = (b <= config.cuda_graph_max_batch) | config.mixed_step_graphs
     k = max(1, config.token_budget_per_step // input_len)
     prompts = np.array([1.0, float(k)])  # one prompt alone; a full token budget of prompts
     prefill = _total_s(replace(ctx, cuda_graphs=False), prompts * input_len,
-                       (AttentionPass(prompts, input_len, input_len, True),), prompts, True,
+                       (AttentionPass(cast(float, prompts), input_len, input_len, True),), prompts, True,
                        no_a2a) * np.ones(2)
     return LayoutTable(layout=layout, max_seqs=max_seqs, levels=b,
                        decode_s=np.where(use_graph, graphed, eager),

@@ -31,9 +31,9 @@ MAX_SEARCH_CONCURRENCY = 1024
 """Largest clients per instance the search tries (vLLM ``max_num_seqs`` defaults to 256–1024;
 TensorRT-LLM max-throughput recipes run 896–1024 per rank)."""
 
-PRECISIONS = ("bf16", "fp8", "fp4")
+PRECISIONS: tuple[Literal["bf16", "fp8", "fp4"], ...] = ("bf16", "fp8", "fp4")
 """Weight/activation formats tried, each where the GPU supports it."""
-KV_PRECISIONS = ("bf16", "fp8")
+KV_PRECISIONS: tuple[Literal["bf16", "fp8"], ...] = ("bf16", "fp8")
 """KV-cache formats tried (``infer --kv-precision``)."""
 
 Mode = Literal["aggregated", "disaggregated"]

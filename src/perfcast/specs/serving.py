@@ -60,8 +60,9 @@ def serving_workload(*, concurrency: int | None, request_rate: float | None,
     """The ``ServingWorkload`` the flags describe (offline when neither concurrency nor rate is
     given); ``--num-requests`` defaults to 10 × concurrency, at least 100. ``infer-search``
     builds its workloads here too, so its numbers are those of ``infer``."""
-    mode = "concurrency" if concurrency is not None else \
-        "request_rate" if request_rate is not None else "offline"
+    mode: Literal["concurrency", "request_rate", "offline"] = (
+        "concurrency" if concurrency is not None
+        else "request_rate" if request_rate is not None else "offline")
     default_requests = max(10 * (concurrency or 10), 100)
     return ServingWorkload(
         mode=mode, concurrency=concurrency, request_rate_per_s=request_rate,

@@ -57,9 +57,7 @@ class _ThreadStream(io.TextIOBase):
     def isatty(self) -> bool:
         return False
 
-    @property
-    def encoding(self) -> str:
-        return "utf-8"
+    encoding = "utf-8"
 
 
 _INSTALL_LOCK = threading.Lock()
