@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
+from typing import Any, Literal, cast
 
 from perfcast.calibration.inference_overheads import InferenceOverheads, load_inference_overheads
 from perfcast.catalog.serving_engines import EngineConfig, engine_config
@@ -58,7 +59,9 @@ def override_engine(config: EngineConfig, overrides: dict[str, object]) -> Engin
     if unknown:
         raise InputError("engine_overrides", sorted(unknown)[0], "not an engine setting")
     sources = tuple((k, "set by the user" if k in overrides else v) for k, v in config.sources)
-    return replace(config, **overrides, sources=sources)
+    # names checked above; values typed by the CLI options that set them
+    values = cast(dict[str, Any], overrides)
+    return replace(config, **values, sources=sources)
 
 
 def attention_dp_scheduler(config: EngineConfig, tp: int) -> EngineConfig:
@@ -75,7 +78,8 @@ def attention_dp_scheduler(config: EngineConfig, tp: int) -> EngineConfig:
                    cuda_graph_max_batch=config.cuda_graph_max_batch * tp)
 
 
-def default_kv_cache(engine: EngineConfig, weights: str, activations: str) -> str:
+def default_kv_cache(engine: EngineConfig, weights: str,
+                     activations: str) -> Literal["bf16", "fp16", "fp8"]:
     """KV-cache dtype when none is given: the engine's kv dtype 'auto' keeps what the checkpoint
     declares (``EngineConfig.fp8_checkpoint_kv_cache``: FP8 for NIM's ModelOpt FP8 checkpoints),
     else the 16-bit activation type (frameworks.md §5-7 ``--kv-cache-dtype auto``)."""
