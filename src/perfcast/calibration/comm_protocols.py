@@ -66,6 +66,14 @@ class NvlsParams(_Frozen):
     source: str
 
 
+class RingLlCap(_Frozen):
+    """NCCL's per-generation ceiling on Ring LL bus bandwidth (``llMaxBw``, one node)."""
+
+    per_generation: dict[Generation, float] = Field(
+        description="Ceiling per GPU generation, GB/s of nccl-tests busbw (1e9 B/s).")
+    source: str
+
+
 class CommProtocols(_Frozen):
     """Everything in ``comm_protocols.yaml``."""
 
@@ -73,8 +81,10 @@ class CommProtocols(_Frozen):
     launch_overhead_us: SourcedValue
     protocols: dict[Protocol, ProtocolParams]
     base_latency_us: BaseLatencies
+    ring_ll_max_bus_bandwidth_GBps: RingLlCap
     ring_multi_node_latency_factor: SourcedValue
     tree_bandwidth_fraction: SourcedValue
+    tree_ll_bus_bandwidth_divisor: SourcedValue
     nvls: dict[Generation, NvlsParams]
 
     @property
@@ -88,6 +98,12 @@ class CommProtocols(_Frozen):
         table: dict[Protocol, float] = getattr(self.base_latency_us, algorithm)
         value = table.get(protocol)
         return None if value is None else value * US
+
+    def ring_ll_max_bus_Bps(self, generation: Generation) -> float | None:
+        """NCCL's single-node Ring LL bus-bandwidth ceiling of ``generation``, B/s; None when
+        the reference gives none (then LL runs at 0.5 x the Simple bus bandwidth only)."""
+        value = self.ring_ll_max_bus_bandwidth_GBps.per_generation.get(generation)
+        return None if value is None else value * 1e9
 
     def nvls_for(self, generation: Generation) -> NvlsParams | None:
         """NVLS parameters of ``generation``; None when it has no measured NVLS."""

@@ -1,7 +1,8 @@
 """Which algorithm and protocol a collective runs with, and its time on a placed group.
 
 Default rule (what NCCL does): among the algorithms NCCL would consider for the collective,
-take the (algorithm, protocol) pair with the least predicted time — NCCL's tuner evaluates
+take the (algorithm, protocol) pair with the least predicted time (the ring algorithm's LL
+protocol under NCCL's per-generation ``llMaxBw`` ceiling, ``comm.protocols``) — NCCL's tuner evaluates
 ``ncclTopoGetAlgoTime`` for every enabled algorithm and protocol and keeps the fastest
 (``src/graph/tuning.cc``, shared/reference/collectives.md §3). The candidates per collective:
 
@@ -55,8 +56,11 @@ def _candidates(kind: Collective, size_bytes, topo: GroupTopology, system: Syste
     out = []
     for alg in algorithms:
         cost = algorithm_cost(alg, kind, size_bytes, topo, system, protocols)
+        ll_cap = (protocols.ring_ll_max_bus_Bps(system.gpu.generation)
+                  if alg is Algorithm.RING else None)
         for protocol in Protocol:
-            out.append((alg, protocol, protocol_time_s(cost, topo, protocol, protocols)))
+            out.append((alg, protocol, protocol_time_s(cost, topo, protocol, protocols,
+                                                       ll_cap)))
     return out
 
 
