@@ -305,3 +305,20 @@ def test_llm_foundry_triton_attention_only_where_it_ran(system, kernel):
     data = _json(["train", "--model", "llama3-8b", "--system", system, "--gpus", "8",
                   "--framework", "llm-foundry", "--json"])
     assert data["strategy"]["attention_kernel"] == kernel
+
+
+def test_pipeline_micro_batches_come_from_the_profile_not_the_name():
+    """A pipelined row that states no micro-batch size is split into pp micro-batches only where
+    its framework profile says ``pipeline_microbatches: pp_degree`` (torchtitan); a Megatron row
+    of the same shape keeps one sequence per micro-batch."""
+    from perfcast.validate.row_strategy import ParallelSizes, micro_batch
+
+    sizes = ParallelSizes(num_gpus=512, tp=8, pp=4, vpp=1, cp=1, ep=1, dp=16)
+    rows = {"torchtitan": 16, "Megatron-LM (2021)": 1}  # local batch 64 over 4 stages
+    for framework, expected in rows.items():
+        notes: list[str] = []
+        row = {"framework": framework, "version_or_date": "2024-10"}
+        assert micro_batch(row, 1024, sizes, notes) == expected, framework
+    titan = [p for p in training_profiles() if p.name == "torchtitan"][0]
+    assert [v.value for v in titan.pipeline_microbatches] == ["pp_degree"]
+    assert all(not p.pipeline_microbatches for p in training_profiles() if p.name != "torchtitan")

@@ -43,6 +43,7 @@ RecomputeDefault = Literal["none", "selective", "full", "every_second_layer"]
 ExpertTensorParallel = Literal["one", "tp"]
 """Expert tensor-parallel size: 1, or equal to the dense TP size (Megatron-Core's own default)."""
 PipelineSplit = Literal["even", "first_last_one_layer_fewer"]
+PipelineMicrobatches = Literal["pp_degree"]
 """How layers are split over pipeline stages by default."""
 MoeDispatcher = Literal["alltoall", "deepep"]
 TrainingDispatcher = Literal["alltoall", "deepep", "hybridep"]
@@ -120,6 +121,10 @@ class TrainingFrameworkProfile(BaseModel):
         description="Whether a fused (flash) attention kernel exists at all.")
     cuda_graphs: tuple[SourcedValue[str], ...] = Field(
         default=(), description="CUDA-graph scope (informational; not modelled).")
+    pipeline_microbatches: tuple[SourcedValue[PipelineMicrobatches], ...] = Field(
+        default=(), description="Micro-batches of a pipeline-parallel step when the run states "
+                                "no micro-batch size: 'pp_degree' (the local batch split into "
+                                "pp micro-batches); empty = one sequence per micro-batch.")
     pipeline_split: tuple[SourcedValue[PipelineSplit], ...] = Field(
         default=(), description="Default split of layers over pipeline stages (informational).")
     fp8_recipes_accepted: tuple[SourcedValue[tuple[FP8Recipe, ...]], ...] = Field(

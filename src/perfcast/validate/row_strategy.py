@@ -30,9 +30,10 @@ skip reason naming the column and value.
   Transformer Engine's default delayed scaling); "FP8 primary weights" / "fp8 param" ->
   ``fp8_param``; fp16 -> fp16; bf16 -> bf16; empty -> bf16. Composer "MP mode PURE" reduces
   gradients in bf16; otherwise the profile's reduce dtype.
-- micro-batch: ``micro_batch``; else global/(dp·grad_accum); else for torchtitan pipelines the
-  local batch split into pp micro-batches (``pipeline_parallel_microbatches`` defaults to the
-  number of stages); else 1.
+- micro-batch: ``micro_batch``; else global/(dp·grad_accum); else, where the framework
+  profile's ``pipeline_microbatches`` is ``pp_degree`` (torchtitan:
+  ``pipeline_parallel_microbatches`` defaults to the number of stages), the local batch split
+  into pp micro-batches; else 1.
 - global batch: ``global_batch_seqs``; else ``global_batch_tokens``/``seq_len`` (token counts
   with k/M suffixes are powers of two: "2M" = 2,097,152); else
   micro_batch·dp·grad_accum.
@@ -63,7 +64,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from perfcast.catalog.frameworks import framework_of_text
+from perfcast.catalog.frameworks import framework_of_text, pick
 from perfcast.validate.csv_fields import RowError, cell_text, lower_text, positive_int
 from perfcast.validate.vocabulary import (
     read_bool,
@@ -93,10 +94,14 @@ def _framework(row: Mapping[str, str | None]) -> str:
     return cell_text(row, "framework").lower()
 
 
-def is_torchtitan(row: Mapping[str, str | None]) -> bool:
-    """The row's framework column selects the torchtitan profile."""
-    found = framework_of_text(cell_text(row, "framework"))
-    return found is not None and found.profile.name == "torchtitan"
+def pipeline_microbatches_default(row: Mapping[str, str | None]) -> str | None:
+    """The row's framework profile's ``pipeline_microbatches`` default for its release
+    (None: no profile, or one sequence per micro-batch)."""
+    found = framework_of_text(cell_text(row, "framework"), cell_text(row, "version_or_date"))
+    if found is None:
+        return None
+    picked = pick(found.profile.pipeline_microbatches, found.version)
+    return picked.value if picked is not None else None
 
 
 def parallel_sizes(row: Mapping[str, str | None], notes: list[str]) -> ParallelSizes:
@@ -325,8 +330,10 @@ def micro_batch(
     if accum is not None and global_batch_size % (sizes.dp * accum) == 0:
         return global_batch_size // (sizes.dp * accum)
     local = global_batch_size // sizes.dp
-    if sizes.pp > 1 and is_torchtitan(row) and local % sizes.pp == 0:
-        notes.append(f"micro_batch not stated: local batch {local} / pp {sizes.pp} micro-batches")
+    if sizes.pp > 1 and local % sizes.pp == 0 \
+            and pipeline_microbatches_default(row) == "pp_degree":
+        notes.append(f"micro_batch not stated: local batch {local} / pp {sizes.pp} micro-batches "
+                     f"(framework profile: pipeline_microbatches pp_degree)")
         return local // sizes.pp
     notes.append("micro_batch not stated: 1")
     return 1
