@@ -17,6 +17,7 @@ weights cast in every forward (no framework known to cache them); everything els
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,8 +35,11 @@ def row_framework(row: Mapping[str, str | None]) -> ResolvedFramework | None:
 
 
 def added_frameworks(row: Mapping[str, str | None]) -> list[ResolvedFramework]:
-    """Profiles named after a ``+`` in the framework column (module docstring), in order."""
-    parts = cell_text(row, "framework").split("+")[1:]
+    """Profiles named after a top-level ``+`` (not inside parentheses) in a framework column
+    whose first framework has a profile (module docstring), in order."""
+    if row_framework(row) is None:
+        return []
+    parts = re.sub(r"\([^)]*\)", " ", cell_text(row, "framework")).split("+")[1:]
     found = (framework_of_text(part.strip(), cell_text(row, "version_or_date")) for part in parts)
     return [framework for framework in found if framework is not None]
 
