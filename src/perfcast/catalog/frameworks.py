@@ -109,6 +109,13 @@ class TrainingFrameworkProfile(BaseModel):
         default=(), description="MoE token dispatcher when EP > 1.")
     recompute: tuple[SourcedValue[RecomputeDefault], ...] = Field(
         description="Activation recomputation.")
+    zero3_prefetch_params: tuple[SourcedValue[float], ...] = Field(
+        default=(), description="ZeRO-3: parameters gathered ahead of use (prefetch bucket); "
+                                "empty = the whole next module (FSDP).")
+    zero3_max_live_params: tuple[SourcedValue[float], ...] = Field(
+        default=(), description="ZeRO-3: most gathered parameters kept resident; a larger "
+                                "recomputed layer is gathered again for its recompute forward; "
+                                "empty = no limit (FSDP).")
     recompute_modules: tuple[SourcedValue[tuple[str, ...]], ...] = Field(
         default=(), description="Modules recomputed by selective recompute (informational).")
     fp8_recipe: tuple[SourcedValue[FP8Recipe], ...] = Field(

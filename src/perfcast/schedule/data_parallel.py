@@ -7,10 +7,22 @@
 - ZeRO-1/2 (Megatron distributed optimizer): reduce-scatter of gradients (same overlap) and an
   all-gather of updated 16-bit parameters, overlapped with the next step's first forward
   (``--overlap-param-gather``).
-- ZeRO-3 / FSDP full shard (Zhao et al. 2023, PyTorch FSDP §3.3-3.4): per micro-batch and
-  layer, an all-gather of the layer's parameters in forward and again in backward, and a
-  reduce-scatter of its gradients; each is prefetched under the neighbouring layer's compute,
-  so per layer exposed = max(0, comm − that layer's compute); the first gather is exposed.
+- ZeRO-3 / FSDP full shard (Zhao et al. 2023, PyTorch FSDP §3.3-3.4; Rajbhandari et al. 2020,
+  ZeRO §7.2: parameters all-gathered in forward and again in backward, gradients
+  reduce-scattered, 1.5x the DP volume): per micro-batch and layer, an all-gather of the layer's
+  parameters in forward and again in backward, and a reduce-scatter of its gradients; each is
+  prefetched under the neighbouring layer's compute, so per layer exposed = max(0, comm − that
+  layer's compute); the first gather is exposed. Two framework behaviours
+  (``Strategy.zero3_*``, from the framework profile):
+  - ``zero3_max_live_params``: DeepSpeed releases a sub-module's parameters after its forward
+    unless they are reused soon and the resident total stays under
+    ``stage3_max_live_parameters``; a recomputed layer with more parameters than that limit is
+    therefore gathered a third time for its recompute forward (3 gathers + 1 reduce-scatter
+    per micro-batch), overlapped with the recompute forward of the neighbouring layer. FSDP
+    unshards the wrapped block once in its pre-backward hook, and that gather serves both.
+  - ``zero3_prefetch_params``: only that many parameters are fetched ahead of use (DeepSpeed
+    ``stage3_prefetch_bucket_size``); the rest of a layer's gather is issued when the layer
+    runs and waits in full: hideable share of a gather = min(1, prefetch / layer parameters).
 
 Every overlapped part still costs ``stream_overlap_exposed_fraction`` of its seconds on the
 critical path (``schedule.overlap``: SM sharing, host-issued hooks, gather-before-use and
@@ -20,6 +32,8 @@ reduce-after-gradient ordering, one collective at a time per communicator).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from perfcast.calibration.comm_overlap import CommOverlapCalibration
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
@@ -42,6 +56,33 @@ class DataParallelTime:
     """Exposed once per step (gradient reduction, parameter gather)."""
     exposed_per_micro_batch_s: float
     """Exposed on every micro-batch (FSDP/ZeRO-3 gathers and reduce-scatters)."""
+
+
+def zero3_regathered_layers(strategy: Strategy, num_layers: int, layer_params):
+    """Layers gathered again for their recompute forward (module docstring): the recomputed
+    layers when a layer holds more parameters than ``zero3_max_live_params``; none without a
+    limit. Array-friendly in ``layer_params``."""
+    if strategy.zero3_max_live_params is None:
+        return 0
+    over = np.greater(layer_params, strategy.zero3_max_live_params)
+    return np.where(over, strategy.recomputed_layers(num_layers), 0)[()]
+
+
+def zero3_gathers_per_micro_batch(strategy: Strategy, num_layers: int, layer_params):
+    """Layer all-gathers per micro-batch under ZeRO-3/FSDP: forward and backward for every
+    layer (ZeRO §7.2), plus the recompute forward of each re-gathered layer (DeepSpeed with
+    layers over its live-parameter limit: 3 per recomputed layer)."""
+    return 2 * num_layers + zero3_regathered_layers(strategy, num_layers, layer_params)
+
+
+def prefetch_hideable_fraction(strategy: Strategy, layer_params):
+    """Share of a layer's ZeRO-3 all-gather that can run ahead of the layer: min(1, prefetch
+    parameters / layer parameters) with a prefetch limit (DeepSpeed
+    ``stage3_prefetch_bucket_size``), 1 without one (FSDP prefetches the whole next module).
+    Array-friendly in ``layer_params``."""
+    if strategy.zero3_prefetch_params is None:
+        return 1.0
+    return np.minimum(1.0, strategy.zero3_prefetch_params / np.maximum(layer_params, 1.0))[()]
 
 
 def _time(name, collective, group, size_bytes, system, strategy) -> float:
@@ -71,11 +112,19 @@ def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec
                          grad_b * dense_layer, system, strategy)
                    + _time("fsdp_expert_reduce_scatter", Collective.REDUCE_SCATTER, Group.EDP,
                            grad_b * expert_layer, system, strategy))
-        exposed_fwd = exposed_comm_s(gather, times.layer_forward_s, slow) * (layers - 1) + gather
-        exposed_bwd = exposed_comm_s(gather + scatter, times.layer_backward_s, slow) * layers
-        per_mb_total = layers * (2 * gather + scatter)
+        hide = prefetch_hideable_fraction(strategy, dense_layer + expert_layer)
+        regathers = zero3_regathered_layers(strategy, layers, dense_layer + expert_layer)
+        bwd_comm = gather + scatter
+        bwd_hide = (hide * gather + scatter) / np.maximum(bwd_comm, 1e-300)
+        exposed_fwd = (exposed_comm_s(gather, times.layer_forward_s, slow, hide) * (layers - 1)
+                       + gather)
+        exposed_recompute = exposed_comm_s(gather, times.layer_forward_s, slow, hide) * regathers
+        exposed_bwd = exposed_comm_s(bwd_comm, times.layer_backward_s, slow, bwd_hide) * layers
+        per_mb_total = (zero3_gathers_per_micro_batch(strategy, layers, dense_layer + expert_layer)
+                        * gather) + layers * scatter
         return DataParallelTime(total_s=per_mb_total, exposed_step_s=0.0,
-                                exposed_per_micro_batch_s=exposed_fwd + exposed_bwd)
+                                exposed_per_micro_batch_s=exposed_fwd + exposed_recompute
+                                + exposed_bwd)
     if stage >= 1:
         reduce = (_time("grad_reduce_scatter", Collective.REDUCE_SCATTER, Group.DP_CP,
                         grad_b * params.dense, system, strategy)

@@ -98,6 +98,20 @@ class Strategy(BaseModel):
     distributed_optimizer: bool = Field(
         default=False, description="Megatron distributed optimizer (optimizer states sharded, ZeRO-1)."
     )
+    zero3_prefetch_params: float | None = Field(
+        default=None, ge=0,
+        description="ZeRO-3/FSDP: parameters gathered ahead of the layer that needs them "
+                    "(DeepSpeed stage3_prefetch_bucket_size); None = the whole next layer "
+                    "(FSDP/FSDP2 prefetch one module ahead).",
+    )
+    zero3_max_live_params: float | None = Field(
+        default=None, ge=0,
+        description="ZeRO-3: most gathered parameters kept resident (DeepSpeed "
+                    "stage3_max_live_parameters); a recomputed layer larger than this is "
+                    "gathered again for its recompute forward. None = no limit: one gather "
+                    "serves the recompute forward and the backward (FSDP unshards the wrapped "
+                    "block once).",
+    )
     precision_aware_optimizer: bool = Field(
         default=False,
         description="Megatron --use-precision-aware-optimizer: Transformer Engine FusedAdam keeps "

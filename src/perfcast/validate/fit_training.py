@@ -47,7 +47,7 @@ FRACTION_BOUNDS = (0.0, 3.0)
 FRACTION_START = 0.2
 """Start of every fraction: a fixed value, so that a fit never starts from (and, for a
 parameter its rows do not constrain, never returns) a value fitted on other data."""
-OVERLAP_GRID = tuple(round(0.1 * i, 1) for i in range(11))
+OVERLAP_GRID = tuple(round(0.05 * i, 2) for i in range(21))
 RATIO_GRID = tuple(1.0 + 0.25 * i for i in range(9))
 OVERLAP_KEY = "stream_overlap_exposed_fraction"
 
