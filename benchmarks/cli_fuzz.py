@@ -34,7 +34,7 @@ def _run_share(job: tuple[int, int, float]) -> list[tuple]:
               suppress_health_check=list(HealthCheck))
     @given(command_lines())
     def run(argv):
-        o = invoke(argv, limit_s)
+        o = invoke(argv, limit_s, clock="wall")
         outcomes.append((o.argv, o.exit_code, round(o.elapsed_s, 3), o.problem))
 
     run()

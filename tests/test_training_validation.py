@@ -18,7 +18,8 @@ nemo_perf 20.5%, torchao_float8 36.4%, torchao_moe 60.5%, torchtitan 15.8%, torc
 ZeRO-3 as DeepSpeed runs it (deepspeed profile: 5e7-parameter prefetch bucket, re-gather of
 layers over the 1e9 live-parameter limit for the recompute forward; zero21 branch): CV MAPE
 15.2% all, 13.55% dense; megatron_sc21 44.4% -> 33.2% (ZeRO-3 rows 11-16 now +25, +73, +160,
-+35, +62, +151%; the PTD-P rows within 4%); in-sample all 10.6%; stream overlap refit 0.783 -> 0.727; per source
++35, +62, +151%; the PTD-P rows within 4%); in-sample all 10.6%; stream overlap refit
+0.783 -> 0.727; per source
 otherwise within 0.75 pt (nemo_automodel 15.2 -> 15.6%, torchao_float8 36.4 -> 37.1%, both via
 the refit of the shared overlap fraction, their own forecasts unchanged). What is left of the
 ZeRO-3 gap is bandwidth: the model's all-gather over 384-2240 A100s runs at ~150 GB/s per GPU

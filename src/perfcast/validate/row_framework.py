@@ -50,9 +50,9 @@ def framework_fields(
 ) -> dict[str, Any]:
     """Strategy fields the row's framework profile (then ``ROW_FALLBACKS``) adds to
     ``explicit`` (the fields the row states); notes record every default used."""
-    framework = row_framework(row)
+    first = row_framework(row)
     fields: dict[str, Any] = {}
-    for framework in ([framework] if framework else []) + added_frameworks(row):
+    for framework in ([first] if first else []) + added_frameworks(row):
         applied = apply_framework_profile(framework, {**explicit, **fields}, facts)
         fields.update({k: v for k, v in applied.fields.items() if k not in fields})
         notes.extend(f"framework default: {a.sentence}" for a in applied.assumptions)
