@@ -37,6 +37,10 @@ CASES = [
     ("infer", {"model": "llama-3-8b", "tp": "2", "curve": "on", "kv_precision": "fp8"}),
     ("search", {"model": "llama-3.2-1b", "gpus": "8", "global_batch_size": "64", "top": "3",
                 "max_tp": "2"}),
+    ("infer-search", {"model": "llama-3-8b", "gpus": "16", "input_len": "1024",
+                      "output_len": "256", "tpot_ms": "30", "disaggregated": "on", "top": "4"}),
+    ("infer", {"model": "mixtral-8x7b", "gpus": "8", "tp": "8", "ep": "8", "attention_dp": "on",
+               "concurrency": "64"}),
 ]
 
 
@@ -73,6 +77,8 @@ def test_api_is_byte_identical_to_the_cli(client, command, query):
     ("infer", {"model": "llama-3-8b", "input_len": "0"}, "input_len"),
     ("infer", {"model": "llama-3-8b", "request_rate": "nan"}, "request_rate"),
     ("search", {"model": "llama-3-8b", "gpus": "0"}, "gpus"),
+    ("infer-search", {"model": "llama-3-8b", "gpus": "8", "tpot_ms": "-3"}, "tpot_ms"),
+    ("infer-search", {"model": "llama-3-8b", "gpus": "8", "engine": "trt"}, "engine"),
 ])
 def test_bad_input_gets_the_cli_message_and_its_field(client, command, query, field):
     response = client.get(f"/api/{command}", query)
@@ -104,7 +110,7 @@ def test_the_server_never_crashes(client, value):
 
 
 def test_pages_and_fields(client):
-    for page in ("/train", "/serve", "/search", "/compare"):
+    for page in ("/train", "/serve", "/deploy", "/search", "/compare"):
         response = client.get(page)
         assert response.status == 200
         assert "<script src=\"/static/main.js\">" in response.text

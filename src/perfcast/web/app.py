@@ -1,4 +1,4 @@
-"""The Starlette application of ``perfcast serve``: four pages, their static files, one API.
+"""The Starlette application of ``perfcast serve``: five pages, their static files, one API.
 
 Framework: Starlette (with uvicorn as the server) - a small, actively maintained ASGI toolkit
 with no template engine, ORM or front-end build step to carry; the pages are one static HTML
@@ -28,7 +28,7 @@ from perfcast.web.fields import cli_args, page_fields
 from perfcast.web.runner import command_line, run_cli
 
 STATIC_DIR = Path(__file__).parent / "static"
-PAGES = ("train", "serve", "search", "compare")
+PAGES = ("train", "serve", "deploy", "search", "compare")
 COMMANDS_WITH_CALIBRATION = ("train", "infer", "search")
 
 
