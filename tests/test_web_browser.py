@@ -187,6 +187,41 @@ def test_search_page(page):
     assert page.metric("tokens_per_s_per_gpu")[0] == cli["best"][1]["tokens_per_s_per_gpu"]
 
 
+def test_deploy_page(page):
+    """Deploy runs ``perfcast infer-search``; a row's 'open in Serve' forecasts that deployment
+    with ``perfcast infer`` and shows the search's numbers."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page.open("/deploy?model=llama-3-8b&gpus=16&input_len=1024&output_len=256&top=4")
+    page.driver.execute_script(  # a search runs on the button, not on every edit
+        "for (const [id, value] of [['f-tpot_ms', '30'], ['f-disaggregated', 'on']]) {"
+        "  const e = document.getElementById(id); e.value = value;"
+        "  e.dispatchEvent(new Event(e.tagName === 'SELECT' ? 'change' : 'input')); }"
+        "document.body.dataset.state = 'typing'; document.getElementById('run').click();")
+    page.wait_done()
+    query = page.query()
+    assert query["disaggregated"] == "on" and query["tpot_ms"] == "30"
+    cli = _cli("infer-search", query)
+    cells = page.driver.find_elements(
+        By.CSS_SELECTOR, '#deployments td[data-metric="output_tokens_per_s_per_gpu"]')
+    assert [float(c.get_attribute("data-value")) for c in cells] == [
+        b["output_tokens_per_s_per_gpu"] for b in cli["best"]]
+    modes = {g.get_attribute("data-series"): len(g.find_elements(By.TAG_NAME, "circle"))
+             for g in page.driver.find_elements(By.CSS_SELECTOR, "#pareto svg g[data-series]")}
+    assert modes == {mode: len(points) for mode, points in cli["pareto_by_mode"].items()}
+    assert set(modes) == {"aggregated", "disaggregated"}
+    page.screenshot("deploy")
+    rows = page.driver.find_elements(By.CSS_SELECTOR, "#deployments tr[data-mode=aggregated]")
+    index = [b["deployment"]["mode"] for b in cli["best"]].index("aggregated")
+    rows[0].find_element(By.CSS_SELECTOR, "a.open-serve").click()
+    WebDriverWait(page.driver, WAIT_S).until(lambda d: urlparse(d.current_url).path == "/serve")
+    page.wait_done()
+    best = cli["best"][index]
+    for key in ("ttft_s", "tpot_s", "output_tokens_per_s_per_gpu"):  # equal, not close
+        assert page.metric(key)[0] == best[key], key
+
+
 def test_compare_page(page):
     from urllib.parse import quote
 
