@@ -165,3 +165,22 @@ def test_concurrent_requests_get_their_own_output(client):
     for query, reply in zip(queries, replies, strict=True):
         assert reply.status == 200, reply.text
         assert reply.text == _cli("train", cli_args("train", query)).stdout
+
+
+def test_serving_compare_requests_get_the_cli_bodies(client):
+    """Compare (kind=serve) asks /api/infer for 2-4 Serve configurations at once: each reply is
+    that configuration's ``perfcast infer --json``, and differing inputs give differing bodies."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    base = {"model": "llama-3-8b", "gpus": "8", "input_len": "1024", "output_len": "256",
+            "concurrency": "64"}
+    queries = [{**base, "tp": "1"}, {**base, "tp": "2"}, {**base, "tp": "2", "kv_precision": "fp8"},
+               {**base, "tp": "8", "engine": "sglang"}]
+    with ThreadPoolExecutor(max_workers=len(queries)) as pool:
+        replies = list(pool.map(lambda q: client.get("/api/infer", q), queries))
+    bodies = [reply.text for reply in replies]
+    for query, reply in zip(queries, replies, strict=True):
+        assert reply.status == 200, reply.text
+        assert reply.text == _cli("infer", cli_args("infer", query)).stdout
+    assert len(set(bodies)) == len(bodies)
+    assert client.get("/compare", {"kind": "serve"}).status == 200

@@ -55,7 +55,16 @@ function renderDeploy(view, d) {
          best ? best.output_tokens_per_s_per_gpu : null, best ? Fmt.int(best.output_tokens_per_s_per_gpu) : "—",
          best ? best.label : "no deployment meets the targets"),
   ]));
-  view.append(panel(`Best deployments on ${d.num_gpus} × ${d.gpu} (${d.engine}, ${targets})`, deploymentRows(d)));
+  const ranked = panel(`Best deployments on ${d.num_gpus} × ${d.gpu} (${d.engine}, ${targets})`, deploymentRows(d));
+  const aggregated = d.best.filter((b) => b.deployment.mode === "aggregated").slice(0, Compare.MAX);
+  if (aggregated.length >= 2) {
+    const link = document.createElement("a");
+    link.id = "compare-deployments";
+    link.href = "/compare?kind=serve&" + aggregated.map((b) => "c=" + encodeURIComponent(serveQueryOf(d, b.deployment))).join("&");
+    link.textContent = `Compare the ${aggregated.length} best aggregated deployments in Serve…`;
+    ranked.append(link);
+  }
+  view.append(ranked);
   const colors = { aggregated: "#2457c5", disaggregated: "#e07b00" };
   const series = Object.entries(d.pareto_by_mode).filter(([, pts]) => pts.length).map(([mode, pts]) => ({
     name: mode, color: colors[mode] || "#667085",

@@ -143,7 +143,7 @@ function renderTrain(view, d, state) {
   view.append(link);
 }
 
-function renderServe(view, d) {
+function renderServe(view, d, state) {
   const p = d.percentiles;
   const pct = (m) => (p ? `median ${Fmt.ms(p[m].median)} · p90 ${Fmt.ms(p[m].p90)} · p99 ${Fmt.ms(p[m].p99)}` : "");
   view.append(cards([
@@ -159,6 +159,11 @@ function renderServe(view, d) {
   curve.id = "curve";
   curve.textContent = "computing the throughput–latency curve…";
   view.append(panel("Throughput vs latency (static batches 1…512, `perfcast infer --curve`)", curve));
+  const link = document.createElement("a");
+  link.href = "/compare?kind=serve&c=" + encodeURIComponent(Forms.query(state)) + "&c=" + encodeURIComponent(Forms.query(state));
+  link.id = "compare-link";
+  link.textContent = "Compare this configuration with another…";
+  view.append(link);
 }
 
 // The Train page's Gantt: the Chrome trace the CLI writes with --trace, drawn per stage/stream.
