@@ -184,3 +184,31 @@ def test_serving_compare_requests_get_the_cli_bodies(client):
         assert reply.text == _cli("infer", cli_args("infer", query)).stdout
     assert len(set(bodies)) == len(bodies)
     assert client.get("/compare", {"kind": "serve"}).status == 200
+
+
+def test_search_progress_is_polled_by_token(client):
+    """A search run with ``X-Perfcast-Progress: <token>`` reports done/total strategies to
+    ``/api/progress/<token>``; the body stays the CLI's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    query = {"model": "llama-3-8b", "gpus": "32", "global_batch_size": "256", "top": "2"}
+    token = "test-progress-0123"
+    assert client.get(f"/api/progress/{token}").status == 404
+    polled = []
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(client.get, "/api/search", query, {"X-Perfcast-Progress": token})
+        while not future.done():
+            reply = client.get(f"/api/progress/{token}")
+            if reply.status == 200:
+                polled.append(reply.json())
+        response = future.result()
+    assert response.status == 200, response.text
+    assert response.text == _cli("search", cli_args("search", query)).stdout
+    evaluated = response.json()["evaluated"]
+    final = client.get(f"/api/progress/{token}").json()
+    assert final == {"done": evaluated, "total": evaluated}
+    assert all(p["total"] == evaluated and 0 <= p["done"] <= evaluated for p in polled)
+    assert [p["done"] for p in polled] == sorted(p["done"] for p in polled)
+    assert any(0 < p["done"] < evaluated for p in polled)  # seen while it ran
+    client.get("/api/search", query, {"X-Perfcast-Progress": "../x"})  # not a token: not kept
+    assert client.get("/api/progress/..%2Fx").status == 404

@@ -177,6 +177,8 @@ def test_search_page(page):
     page.driver.find_element(By.ID, "run").click()
     page.wait_done()
     cli = _cli("search", page.query())
+    assert page.driver.execute_script("return document.body.dataset.progress") == (
+        f"{cli['evaluated']}/{cli['evaluated']}")  # polled from /api/progress while it ran
     cells = page.driver.find_elements(By.CSS_SELECTOR, "#best td[data-value]")
     assert [float(c.get_attribute("data-value")) for c in cells] == [
         b["tokens_per_s_per_gpu"] for b in cli["best"]]
