@@ -37,6 +37,10 @@ CASES = [
     ("infer", {"model": "llama-3-8b", "tp": "2", "curve": "on", "kv_precision": "fp8"}),
     ("search", {"model": "llama-3.2-1b", "gpus": "8", "global_batch_size": "64", "top": "3",
                 "max_tp": "2"}),
+    ("infer-search", {"model": "llama-3-8b", "gpus": "16", "input_len": "1024",
+                      "output_len": "256", "tpot_ms": "30", "disaggregated": "on", "top": "4"}),
+    ("infer", {"model": "mixtral-8x7b", "gpus": "8", "tp": "8", "ep": "8", "attention_dp": "on",
+               "concurrency": "64"}),
 ]
 
 
@@ -73,6 +77,8 @@ def test_api_is_byte_identical_to_the_cli(client, command, query):
     ("infer", {"model": "llama-3-8b", "input_len": "0"}, "input_len"),
     ("infer", {"model": "llama-3-8b", "request_rate": "nan"}, "request_rate"),
     ("search", {"model": "llama-3-8b", "gpus": "0"}, "gpus"),
+    ("infer-search", {"model": "llama-3-8b", "gpus": "8", "tpot_ms": "-3"}, "tpot_ms"),
+    ("infer-search", {"model": "llama-3-8b", "gpus": "8", "engine": "trt"}, "engine"),
 ])
 def test_bad_input_gets_the_cli_message_and_its_field(client, command, query, field):
     response = client.get(f"/api/{command}", query)
@@ -104,7 +110,7 @@ def test_the_server_never_crashes(client, value):
 
 
 def test_pages_and_fields(client):
-    for page in ("/train", "/serve", "/search", "/compare"):
+    for page in ("/train", "/serve", "/deploy", "/search", "/compare"):
         response = client.get(page)
         assert response.status == 200
         assert "<script src=\"/static/main.js\">" in response.text
@@ -159,3 +165,50 @@ def test_concurrent_requests_get_their_own_output(client):
     for query, reply in zip(queries, replies, strict=True):
         assert reply.status == 200, reply.text
         assert reply.text == _cli("train", cli_args("train", query)).stdout
+
+
+def test_serving_compare_requests_get_the_cli_bodies(client):
+    """Compare (kind=serve) asks /api/infer for 2-4 Serve configurations at once: each reply is
+    that configuration's ``perfcast infer --json``, and differing inputs give differing bodies."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    base = {"model": "llama-3-8b", "gpus": "8", "input_len": "1024", "output_len": "256",
+            "concurrency": "64"}
+    queries = [{**base, "tp": "1"}, {**base, "tp": "2"}, {**base, "tp": "2", "kv_precision": "fp8"},
+               {**base, "tp": "8", "engine": "sglang"}]
+    with ThreadPoolExecutor(max_workers=len(queries)) as pool:
+        replies = list(pool.map(lambda q: client.get("/api/infer", q), queries))
+    bodies = [reply.text for reply in replies]
+    for query, reply in zip(queries, replies, strict=True):
+        assert reply.status == 200, reply.text
+        assert reply.text == _cli("infer", cli_args("infer", query)).stdout
+    assert len(set(bodies)) == len(bodies)
+    assert client.get("/compare", {"kind": "serve"}).status == 200
+
+
+def test_search_progress_is_polled_by_token(client):
+    """A search run with ``X-Perfcast-Progress: <token>`` reports done/total strategies to
+    ``/api/progress/<token>``; the body stays the CLI's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    query = {"model": "llama-3-8b", "gpus": "32", "global_batch_size": "256", "top": "2"}
+    token = "test-progress-0123"
+    assert client.get(f"/api/progress/{token}").status == 404
+    polled = []
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(client.get, "/api/search", query, {"X-Perfcast-Progress": token})
+        while not future.done():
+            reply = client.get(f"/api/progress/{token}")
+            if reply.status == 200:
+                polled.append(reply.json())
+        response = future.result()
+    assert response.status == 200, response.text
+    assert response.text == _cli("search", cli_args("search", query)).stdout
+    evaluated = response.json()["evaluated"]
+    final = client.get(f"/api/progress/{token}").json()
+    assert final == {"done": evaluated, "total": evaluated}
+    assert all(p["total"] == evaluated and 0 <= p["done"] <= evaluated for p in polled)
+    assert [p["done"] for p in polled] == sorted(p["done"] for p in polled)
+    assert any(0 < p["done"] < evaluated for p in polled)  # seen while it ran
+    client.get("/api/search", query, {"X-Perfcast-Progress": "../x"})  # not a token: not kept
+    assert client.get("/api/progress/..%2Fx").status == 404

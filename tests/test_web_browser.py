@@ -177,6 +177,8 @@ def test_search_page(page):
     page.driver.find_element(By.ID, "run").click()
     page.wait_done()
     cli = _cli("search", page.query())
+    assert page.driver.execute_script("return document.body.dataset.progress") == (
+        f"{cli['evaluated']}/{cli['evaluated']}")  # polled from /api/progress while it ran
     cells = page.driver.find_elements(By.CSS_SELECTOR, "#best td[data-value]")
     assert [float(c.get_attribute("data-value")) for c in cells] == [
         b["tokens_per_s_per_gpu"] for b in cli["best"]]
@@ -185,6 +187,45 @@ def test_search_page(page):
     WebDriverWait(page.driver, WAIT_S).until(lambda d: urlparse(d.current_url).path == "/train")
     page.wait_done()
     assert page.metric("tokens_per_s_per_gpu")[0] == cli["best"][1]["tokens_per_s_per_gpu"]
+
+
+def test_deploy_page(page):
+    """Deploy runs ``perfcast infer-search``; a row's 'open in Serve' forecasts that deployment
+    with ``perfcast infer`` and shows the search's numbers."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page.open("/deploy?model=llama-3-8b&gpus=16&input_len=1024&output_len=256&top=4")
+    page.driver.execute_script(  # a search runs on the button, not on every edit
+        "for (const [id, value] of [['f-tpot_ms', '30'], ['f-disaggregated', 'on']]) {"
+        "  const e = document.getElementById(id); e.value = value;"
+        "  e.dispatchEvent(new Event(e.tagName === 'SELECT' ? 'change' : 'input')); }"
+        "document.body.dataset.state = 'typing'; document.getElementById('run').click();")
+    page.wait_done()
+    query = page.query()
+    assert query["disaggregated"] == "on" and query["tpot_ms"] == "30"
+    cli = _cli("infer-search", query)
+    cells = page.driver.find_elements(
+        By.CSS_SELECTOR, '#deployments td[data-metric="output_tokens_per_s_per_gpu"]')
+    assert [float(c.get_attribute("data-value")) for c in cells] == [
+        b["output_tokens_per_s_per_gpu"] for b in cli["best"]]
+    modes = {g.get_attribute("data-series"): len(g.find_elements(By.TAG_NAME, "circle"))
+             for g in page.driver.find_elements(By.CSS_SELECTOR, "#pareto svg g[data-series]")}
+    assert modes == {mode: len(points) for mode, points in cli["pareto_by_mode"].items()}
+    assert set(modes) == {"aggregated", "disaggregated"}
+    page.screenshot("deploy")
+    compare = page.driver.find_element(By.ID, "compare-deployments").get_attribute("href")
+    aggregated = [b for b in cli["best"] if b["deployment"]["mode"] == "aggregated"]
+    assert [parse_qs_one(q)["concurrency"] for q in parse_qs(urlparse(compare).query)["c"]] == [
+        str(b["deployment"]["concurrency"]) for b in aggregated]
+    rows = page.driver.find_elements(By.CSS_SELECTOR, "#deployments tr[data-mode=aggregated]")
+    index = [b["deployment"]["mode"] for b in cli["best"]].index("aggregated")
+    rows[0].find_element(By.CSS_SELECTOR, "a.open-serve").click()
+    WebDriverWait(page.driver, WAIT_S).until(lambda d: urlparse(d.current_url).path == "/serve")
+    page.wait_done()
+    best = cli["best"][index]
+    for key in ("ttft_s", "tpot_s", "output_tokens_per_s_per_gpu"):  # equal, not close
+        assert page.metric(key)[0] == best[key], key
 
 
 def test_compare_page(page):
@@ -203,6 +244,34 @@ def test_compare_page(page):
     highlighted = tokens.find_elements(By.TAG_NAME, "td")[2].get_attribute("class")
     assert highlighted == ("better" if expected[1] > expected[0] else "worse")
     page.screenshot("compare")
+
+
+def test_compare_serving_page(page):
+    """Three Serve configurations side by side: numbers from ``perfcast infer --json``, the
+    inputs that differ and the better/worse cells highlighted against A."""
+    from urllib.parse import quote
+
+    from selenium.webdriver.common.by import By
+
+    base = "model=llama-3-8b&gpus=8&input_len=1024&output_len=256&concurrency=64"
+    configs = [base + "&tp=1", base + "&tp=2", base + "&tp=2&kv_precision=fp8"]
+    page.open("/compare?kind=serve&" + "&".join(f"c={quote(c)}" for c in configs))
+    rows = {r.find_elements(By.TAG_NAME, "td")[0].text: r.find_elements(By.TAG_NAME, "td")[1:]
+            for r in page.driver.find_elements(By.CSS_SELECTOR, "#compare tr")
+            if r.find_elements(By.TAG_NAME, "td")}
+    cli = [_cli("infer", parse_qs_one(c)) for c in configs]
+    for label, key in (("output tokens/s/GPU", "output_tokens_per_s_per_gpu"), ("TTFT", "ttft_s"),
+                       ("TPOT", "tpot_s"), ("peak memory/GPU", "peak_memory_bytes")):
+        assert [float(c.get_attribute("data-value")) for c in rows[label]] == [d[key] for d in cli]
+    for i in (1, 2):  # higher throughput is better, lower TPOT is better
+        up = cli[i]["output_tokens_per_s_per_gpu"] > cli[0]["output_tokens_per_s_per_gpu"]
+        assert rows["output tokens/s/GPU"][i].get_attribute("class") == ("better" if up else "worse")
+        faster = cli[i]["tpot_s"] < cli[0]["tpot_s"]
+        assert rows["TPOT"][i].get_attribute("class") == ("better" if faster else "worse")
+    assert [c.text for c in rows["input: tp"]] == ["1", "2", "2"]
+    assert [c.get_attribute("class") for c in rows["input: kv_precision"]] == ["", "", "differs"]
+    assert "input: model" not in rows
+    page.screenshot("compare-serve")
 
 
 def parse_qs_one(query: str) -> dict[str, str]:

@@ -27,10 +27,12 @@ class Reply:
 class LocalServer:
     base_url: str
 
-    def get(self, path: str, params: dict[str, str] | None = None) -> Reply:
+    def get(self, path: str, params: dict[str, str] | None = None,
+            headers: dict[str, str] | None = None) -> Reply:
         url = self.base_url + path + ("?" + urllib.parse.urlencode(params) if params else "")
+        request = urllib.request.Request(url, headers=headers or {})
         try:
-            with urllib.request.urlopen(url, timeout=120) as response:
+            with urllib.request.urlopen(request, timeout=120) as response:
                 return Reply(response.status, response.read().decode(),
                              {k.lower(): v for k, v in response.headers.items()})
         except urllib.error.HTTPError as exc:

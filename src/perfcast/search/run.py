@@ -21,6 +21,7 @@ from perfcast.search.framework_rules import (
     framework_options,
 )
 from perfcast.search.parallel import parallel_layer_tables, parallel_map, resolve_jobs
+from perfcast.search.progress_watch import observed
 from perfcast.search.rank import Objective, pareto_front, time_to_train_s, training_cost_usd
 from perfcast.search.result import SearchCandidate, SearchResult
 from perfcast.search.space import SearchConstraints, StrategySpace
@@ -92,6 +93,7 @@ def search_strategies(
         raise InputError("gpus", num_gpus, "no valid strategy under the search constraints")
     jobs = resolve_jobs(jobs, total)
     start = time.perf_counter()
+    progress = observed(progress)  # and a watcher of this thread's (perfcast serve)
     if progress is not None:
         progress(0, total)
     tables = functools.partial(parallel_layer_tables, jobs=jobs)

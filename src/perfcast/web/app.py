@@ -1,4 +1,4 @@
-"""The Starlette application of ``perfcast serve``: four pages, their static files, one API.
+"""The Starlette application of ``perfcast serve``: five pages, their static files, one API.
 
 Framework: Starlette (with uvicorn as the server) - a small, actively maintained ASGI toolkit
 with no template engine, ORM or front-end build step to carry; the pages are one static HTML
@@ -9,7 +9,9 @@ prints (``perfcast.web.runner``), with the equivalent command in the ``X-Perfcas
 header; bad input answers 400 with ``{"error", "field", "command"}`` (the CLI's one-line message
 and the form field it names). ``GET /api/fields`` describes every page's form;
 ``GET /api/trace/train?<query>`` is the Chrome-trace JSON ``perfcast train --trace`` writes (the
-Train page's pipeline Gantt).
+Train page's pipeline Gantt). A request with an ``X-Perfcast-Progress: <token>`` header records
+its search's progress, which ``GET /api/progress/<token>`` answers as ``{"done", "total"}``
+(``perfcast.web.progress``).
 """
 
 from __future__ import annotations
@@ -25,16 +27,19 @@ from starlette.staticfiles import StaticFiles
 
 from perfcast.errors import InputError
 from perfcast.web.fields import cli_args, page_fields
+from perfcast.web.progress import TOKEN, ProgressBoard
 from perfcast.web.runner import command_line, run_cli
 
 STATIC_DIR = Path(__file__).parent / "static"
-PAGES = ("train", "serve", "search", "compare")
+PAGES = ("train", "serve", "deploy", "search", "compare")
 COMMANDS_WITH_CALIBRATION = ("train", "infer", "search")
 
 
 def create_app(calibration: Path | None = None) -> Starlette:
     """The app; ``calibration`` (``perfcast serve --calibration DIR``) is passed to every
     command that takes it."""
+
+    board = ProgressBoard()
 
     def extra(command: str) -> tuple[str, ...]:
         if calibration is None or command not in COMMANDS_WITH_CALIBRATION:
@@ -60,13 +65,27 @@ def create_app(calibration: Path | None = None) -> Starlette:
             field = exc.field if exc.field in query else ""
             return JSONResponse({"error": str(exc), "field": field,
                                  "command": command_line(command, [])}, status_code=400)
-        outcome = run_cli(command, args, extra(command))
+        token = request.headers.get("x-perfcast-progress", "")
+        if TOKEN.fullmatch(token):
+            from perfcast.search.progress_watch import watching
+
+            with watching(board.reporter(token)):
+                outcome = run_cli(command, args, extra(command))
+        else:
+            outcome = run_cli(command, args, extra(command))
         if not outcome.ok:
             return JSONResponse({"error": outcome.message, "field": outcome.field,
                                  "command": outcome.command_line},
                                 status_code=400 if outcome.exit_code == 2 else 500)
         return Response(outcome.stdout, media_type="application/json",
                         headers={"X-Perfcast-Command": outcome.command_line})
+
+    def progress(request: Request) -> Response:
+        """How far the search of a token has got (404 before its first report)."""
+        run = board.get(request.path_params["token"])
+        if run is None:
+            return JSONResponse({"done": None, "total": None}, status_code=404)
+        return JSONResponse(run.to_dict(), headers={"Cache-Control": "no-store"})
 
     def trace(request: Request) -> Response:
         """The Train page's pipeline Gantt: the Chrome-trace file ``perfcast train --trace``
@@ -93,6 +112,7 @@ def create_app(calibration: Path | None = None) -> Starlette:
         *(Route(f"/{name}", page) for name in PAGES),
         Route("/api/fields", fields),
         Route("/api/trace/train", trace),
+        Route("/api/progress/{token}", progress),
         Route("/api/{command}", api),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]

@@ -79,8 +79,10 @@ def _catalog_choices() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...
 
 @lru_cache(maxsize=1)
 def page_fields() -> dict[str, tuple[Field, ...]]:
-    """Fields per CLI command the pages run (train, memory, infer, search); built once."""
+    """Fields per CLI command the pages run (train, memory, infer, search, infer-search); built
+    once."""
     from perfcast.cli.infer_cmd import ActPrecisionOpt, KVPrecisionOpt, WeightPrecisionOpt
+    from perfcast.cli.infer_search_cmd import SearchEngineOpt
     from perfcast.cli.options import FP8RecipeOpt, PrecisionOpt, RecomputeOpt
     from perfcast.cli.search_cmd import ObjectiveOpt
     from perfcast.cli.train_cmd import ScheduleOpt
@@ -143,7 +145,22 @@ def page_fields() -> dict[str, tuple[Field, ...]]:
               ("", *_enum(WeightPrecisionOpt))),
         Field("kv_precision", "--kv-precision", "choice", "KV precision", "",
               ("", *_enum(KVPrecisionOpt))),
+        Field("attention_dp", "--attention-dp", "flag", "attention DP", "", ("", "on")),
         Field("curve", "--curve", "flag", "throughput-latency curve", "", ("", "on"), hidden=True),
+    )
+    deploy = (
+        model, system,
+        Field("gpus", "--gpus", "int", "GPUs", "8"),
+        Field("input_len", "--input-len", "int", "input tokens", "1024"),
+        Field("output_len", "--output-len", "int", "output tokens", "1024"),
+        Field("ttft_ms", "--ttft-ms", "float", "TTFT target (ms, mean)", ""),
+        Field("tpot_ms", "--tpot-ms", "float", "TPOT target (ms, mean)", ""),
+        Field("min_tokens_per_s_per_user", "--min-tokens-per-s-per-user", "float",
+              "least tokens/s per user", ""),
+        Field("engine", "--engine", "choice", "engine", "vllm", _enum(SearchEngineOpt)),
+        Field("disaggregated", "--disaggregated", "switch", "disaggregated (xPyD)", "off",
+              ("on", "off"), off_flag="--no-disaggregated"),
+        Field("top", "--top", "int", "top", "5"),
     )
     search = (
         model, system,
@@ -158,7 +175,8 @@ def page_fields() -> dict[str, tuple[Field, ...]]:
         Field("framework", "--framework", "choice", "framework profile", "megatron-core",
               frameworks),
     )
-    return {"train": run, "memory": run, "infer": infer, "search": search}
+    return {"train": run, "memory": run, "infer": infer, "search": search,
+            "infer-search": deploy}
 
 
 def cli_args(command: str, query: dict[str, str]) -> list[str]:

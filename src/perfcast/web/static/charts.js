@@ -107,7 +107,14 @@ const Charts = {
   },
 
   // points: [{x, y, label}] -> scatter (line: true joins them in x order); log axes optional.
-  xy(points, { xLabel, yLabel, line = false, logX = false, width = 560, height = 260 }) {
+  xy(points, opts) {
+    return Charts.series([{ name: "", points, color: "#2457c5" }], opts);
+  },
+
+  // series: [{name, color, points: [{x, y, label}]}] -> one scatter (joined in x order with
+  // line: true) per series on shared axes, a legend when the series have names.
+  series(list, { xLabel, yLabel, line = false, logX = false, width = 560, height = 260 }) {
+    const points = list.flatMap((s) => s.points);
     const pad = { l: 64, r: 16, t: 10, b: 40 };
     const fx = (v) => (logX ? Math.log10(v) : v);
     const xs = points.map((p) => fx(p.x)), ys = points.map((p) => p.y);
@@ -125,16 +132,25 @@ const Charts = {
     }
     svg.append(Charts.el("text", { x: (width + pad.l) / 2, y: height - 6, "text-anchor": "middle" }, xLabel));
     svg.append(Charts.el("text", { x: 12, y: height / 2, transform: `rotate(-90 12 ${height / 2})`, "text-anchor": "middle" }, yLabel));
-    const sorted = [...points].sort((a, b) => a.x - b.x);
-    if (line) {
-      svg.append(Charts.el("polyline", { fill: "none", stroke: "#2457c5", "stroke-width": 1.5,
-        points: sorted.map((p) => `${sx(p.x)},${sy(p.y)}`).join(" ") }));
-    }
-    for (const p of sorted) {
-      const c = Charts.el("circle", { cx: sx(p.x), cy: sy(p.y), r: 3.5, fill: p.color || "#2457c5" });
-      if (p.label) c.append(Charts.el("title", {}, p.label));
-      svg.append(c);
-    }
+    list.forEach((s, i) => {
+      const sorted = [...s.points].sort((a, b) => a.x - b.x);
+      const g = Charts.el("g", { "data-series": s.name });
+      if (line) {
+        g.append(Charts.el("polyline", { fill: "none", stroke: s.color, "stroke-width": 1.5,
+          points: sorted.map((p) => `${sx(p.x)},${sy(p.y)}`).join(" ") }));
+      }
+      for (const p of sorted) {
+        const c = Charts.el("circle", { cx: sx(p.x), cy: sy(p.y), r: 3.5, fill: s.color });
+        if (p.label) c.append(Charts.el("title", {}, p.label));
+        g.append(c);
+      }
+      svg.append(g);
+      if (s.name) {
+        const ly = pad.t + 4 + 14 * i;
+        svg.append(Charts.el("rect", { x: width - pad.r - 130, y: ly, width: 10, height: 10, fill: s.color }));
+        svg.append(Charts.el("text", { x: width - pad.r - 116, y: ly + 9 }, s.name));
+      }
+    });
     return svg;
   },
 };

@@ -97,10 +97,12 @@ const Forms = {
     }
   },
 
-  // GET /api/<command>?query -> {ok, data, text, command, error, field}
-  async call(command, query, signal) {
+  // GET /api/<command>?query -> {ok, data, text, command, error, field}; a `progress` token
+  // lets /api/progress/<token> report the run's search while it lasts.
+  async call(command, query, signal, progress) {
     const url = `/api/${command}` + (query ? "?" + query : "");
-    const response = await fetch(url, { signal });
+    const headers = progress ? { "X-Perfcast-Progress": progress } : {};
+    const response = await fetch(url, { signal, headers });
     const text = await response.text();
     if (!response.ok) {
       let body;

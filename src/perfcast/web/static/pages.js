@@ -31,8 +31,19 @@ function cards(items) {
 
 const DEBOUNCE_MS = 80;  // wait this long after a keystroke before asking the server
 
-// A page whose result follows the form: every edit re-runs the command (debounced).
-function livePage(command, render, { auto = true, extra } = {}) {
+// How far a search has got: {done, total} from /api/progress/<token>, null before its first report.
+async function searchProgress(token) {
+  const response = await fetch("/api/progress/" + token, { cache: "no-store" });
+  return response.ok ? response.json() : null;
+}
+
+function progressText(p) {
+  return p && p.total ? ` · ${Fmt.int(p.done)} / ${Fmt.int(p.total)} strategies (${Fmt.pct(p.done / p.total)})` : "";
+}
+
+// A page whose result follows the form: every edit re-runs the command (debounced). With
+// `progress`, the status line shows the search's done/total while it runs.
+function livePage(command, render, { auto = true, extra, progress = false } = {}) {
   return async function start(form) {
     const state = Forms.state(command);
     let controller = null, timer = null, changedAt = null;
@@ -45,17 +56,25 @@ function livePage(command, render, { auto = true, extra } = {}) {
       const t0 = performance.now();
       document.body.dataset.state = "busy";
       status.textContent = "computing…";
-      const ticker = setInterval(() => {
-        status.textContent = `computing… ${((performance.now() - t0) / 1000).toFixed(1)} s`;
+      const token = progress ? "run" + Math.random().toString(36).slice(2) + Date.now().toString(36) : "";
+      let seen = null;
+      const ticker = setInterval(async () => {
+        if (token) seen = (await searchProgress(token)) || seen;
+        if (document.body.dataset.state !== "busy") return;
+        status.textContent = `computing… ${((performance.now() - t0) / 1000).toFixed(1)} s` + progressText(seen);
       }, 250);
       let result;
       try {
-        result = await Forms.call(command, query, controller.signal);
+        result = await Forms.call(command, query, controller.signal, token);
       } catch (e) {
         if (e.name === "AbortError") return;
         result = { ok: false, error: String(e), field: "" };
       } finally {
         clearInterval(ticker);
+      }
+      if (token) {  // the last report: every strategy evaluated
+        seen = await searchProgress(token);
+        document.body.dataset.progress = seen ? `${seen.done}/${seen.total}` : "";
       }
       const view = document.getElementById("view");
       if (!result.ok) {
@@ -71,7 +90,7 @@ function livePage(command, render, { auto = true, extra } = {}) {
       render(view, result.data, state);
       Forms.exports(result);
       const ms = performance.now() - t0;
-      status.textContent = `computed in ${ms.toFixed(0)} ms`;
+      status.textContent = `computed in ${ms.toFixed(0)} ms` + (token ? progressText(seen) : "");
       document.body.dataset.renderMs = ms.toFixed(1);
       if (changedAt !== null) {  // from the keystroke to the drawn result, debounce included
         document.body.dataset.changeToRenderMs = (performance.now() - changedAt).toFixed(1);
@@ -143,7 +162,7 @@ function renderTrain(view, d, state) {
   view.append(link);
 }
 
-function renderServe(view, d) {
+function renderServe(view, d, state) {
   const p = d.percentiles;
   const pct = (m) => (p ? `median ${Fmt.ms(p[m].median)} · p90 ${Fmt.ms(p[m].p90)} · p99 ${Fmt.ms(p[m].p99)}` : "");
   view.append(cards([
@@ -159,6 +178,11 @@ function renderServe(view, d) {
   curve.id = "curve";
   curve.textContent = "computing the throughput–latency curve…";
   view.append(panel("Throughput vs latency (static batches 1…512, `perfcast infer --curve`)", curve));
+  const link = document.createElement("a");
+  link.href = "/compare?kind=serve&c=" + encodeURIComponent(Forms.query(state)) + "&c=" + encodeURIComponent(Forms.query(state));
+  link.id = "compare-link";
+  link.textContent = "Compare this configuration with another…";
+  view.append(link);
 }
 
 // The Train page's Gantt: the Chrome trace the CLI writes with --trace, drawn per stage/stream.
@@ -253,5 +277,5 @@ function renderSearch(view, d, state) {
 const Pages = {
   train: livePage("train", renderTrain, { extra: trainGantt }),
   serve: livePage("infer", renderServe, { extra: serveCurve }),
-  search: livePage("search", renderSearch, { auto: false }),
+  search: livePage("search", renderSearch, { auto: false, progress: true }),
 };
