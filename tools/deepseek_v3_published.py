@@ -4,7 +4,8 @@ DeepSeek-V3 technical report (arXiv 2412.19437): 2,048 H800 (§3.1), PP 16 with 
 over 8 nodes, ZeRO-1 DP, no TP (§3.2), FP8 mixed precision with 1x128 / 128x128 block scaling
 (§3.3), MTP depth 1 (§2.2), RMSNorm and MLA up-projection recomputed and the MoE SwiGLU output
 recomputed (§3.2.3, §3.3.2) with the SwiGLU inputs cached in FP8 (§3.3.2), AdamW moments in
-BF16 with FP32 master weights and gradients (§3.3.3), DeepEP-style node-limited dispatch (§3.2.2), sequence 4,096 and a final batch of 15,360 sequences (§4.2). The report's
+BF16 with FP32 master weights and gradients (§3.3.3), DeepEP-style node-limited dispatch
+(§3.2.2), sequence 4,096 and a final batch of 15,360 sequences (§4.2). The report's
 180K H800 GPU-hours per trillion tokens is 1e12 / (180e3 * 3600) = 1,543 tokens/s/GPU
 (training.csv row 76). The per-stage layer split is not published: the default split and a
 3 / 2 first/last split (the DualPipe device holding both ends also holds the embedding, the
