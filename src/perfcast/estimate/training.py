@@ -133,10 +133,12 @@ def assemble_step(model: ModelSpec, system: SystemSpec, strategy: Strategy, seq_
 
     The pipeline phase is the closed form for GPipe / 1F1B / interleaved (array-friendly: the
     bulk search passes numpy arrays) and the event simulation of ``stage_passes`` (one
-    ``PassTimes`` per stage) for the zero-bubble and bidirectional schedules.
+    ``PassTimes`` per stage) for the zero-bubble and bidirectional schedules; without
+    ``stage_passes`` (the bulk search) those take the work bound of ``pipeline_time_s``, a
+    lower bound on the step that the search re-scores.
     """
     totals = [times.total_s + dp.exposed_per_micro_batch_s for times, dp, _ in stages]
-    if strategy.schedule in CLOSED_FORM_SCHEDULES:
+    if strategy.schedule in CLOSED_FORM_SCHEDULES or not stage_passes:
         pipeline_s = pipeline_time_s(totals, num_micro_batches, strategy.schedule, strategy.vpp,
                                      stage_counts)
     else:

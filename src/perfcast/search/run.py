@@ -12,7 +12,7 @@ from perfcast.calibration.bundle import Calibration
 from perfcast.errors import InputError
 from perfcast.estimate.training import estimate_training
 from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackendName
-from perfcast.search.block_score import BlockScorer
+from perfcast.search.block_score import BlockScorer, RankedRow
 from perfcast.search.bulk import BulkEvaluator
 from perfcast.search.enumerate import enumerate_strategies
 from perfcast.search.framework_rules import (
@@ -21,7 +21,13 @@ from perfcast.search.framework_rules import (
     framework_options,
 )
 from perfcast.search.parallel import parallel_layer_tables, parallel_map, resolve_jobs
-from perfcast.search.rank import Objective, pareto_front, time_to_train_s, training_cost_usd
+from perfcast.search.rank import (
+    Objective,
+    objective_score,
+    pareto_front,
+    time_to_train_s,
+    training_cost_usd,
+)
 from perfcast.search.result import SearchCandidate, SearchResult
 from perfcast.search.space import SearchConstraints, StrategySpace
 from perfcast.specs.hardware import SystemSpec
@@ -115,7 +121,6 @@ def search_strategies(
     evaluate_s = time.perf_counter() - start
 
     kept.sort(key=lambda item: (-item.score, item.block, item.row))
-    best = [(item.block, item.row) for item in kept[:top]]
     if front:
         xy = np.array([(item.tokens_per_s_per_gpu, item.headroom_bytes) for item in front])
         on_front = pareto_front(xy[:, 0], xy[:, 1])
@@ -139,6 +144,11 @@ def search_strategies(
         return SearchCandidate(report=report, time_to_train_s=t, cost_usd=cost,
                                framework_flags=flags)
 
+    def exact_score(c: SearchCandidate) -> float:
+        return float(objective_score(objective, c.report.tokens_per_s_per_gpu, num_gpus,
+                                     token_budget, price_per_gpu_hour or 0.0))
+
+    best = rescore_best(kept, top, candidate, exact_score)
     return SearchResult(
         model=model.name, system=system.name, gpu=system.gpu.name, num_gpus=num_gpus,
         seq_length=workload.seq_length, global_batch_size=workload.global_batch_size,
@@ -146,6 +156,35 @@ def search_strategies(
         feasible=feasible, invalid=space.invalid, framework=rules.framework,
         distinct=space.distinct_without_recompute_layers,
         recompute_layer_variants=space.recompute_layer_variants,
-        best=tuple(candidate(b, i) for b, i in best),
+        best=best,
         pareto=tuple(candidate(b, i) for b, i in pareto), evaluate_s=evaluate_s,
     )
+
+
+MAX_RESCORED_CANDIDATES = 64
+"""Most bulk-ranked candidates forecast in full to settle the best (each costs one
+``estimate_training``, with the event simulation for zero-bubble / DualPipe schedules)."""
+
+
+def rescore_best(kept: list[RankedRow], top: int,
+                 candidate: Callable[[int, int], SearchCandidate],
+                 exact_score: Callable[[SearchCandidate], float]) -> tuple[SearchCandidate, ...]:
+    """The ``top`` best of ``kept`` (sorted by bulk score, best first) by their full forecast.
+
+    The bulk score is exact for GPipe / 1F1B / interleaved (the closed form that
+    ``estimate_training`` also runs) and an upper bound for the zero-bubble and DualPipe
+    schedules (``schedule.pipeline.pipeline_work_bound_s``: their step is never shorter than
+    the busiest device's work). So candidates are forecast in bulk order until ``top`` of them
+    score at least the next one's bound (branch and bound: no later candidate can beat them),
+    or ``MAX_RESCORED_CANDIDATES`` have been; the reported best are the full forecasts, equal
+    to ``perfcast train`` with the same flags."""
+    scored: list[tuple[float, int, SearchCandidate]] = []
+    for n, item in enumerate(kept):
+        if n >= MAX_RESCORED_CANDIDATES:
+            break
+        if len(scored) >= top and item.score <= sorted(s for s, _, _ in scored)[-top]:
+            break
+        c = candidate(item.block, item.row)
+        scored.append((exact_score(c), n, c))
+    scored.sort(key=lambda e: (-e[0], e[1]))
+    return tuple(c for _, _, c in scored[:top])
