@@ -8,7 +8,10 @@ strategies per second per core (numpy runs element-wise work on one core), the w
 the whole search, and the best strategy found next to the reference layout as forecast by
 perfcast.
 
-    python benchmarks/search_speed.py [--moe] [--jobs N]
+    python benchmarks/search_speed.py [--moe] [--jobs N] [--framework NAME]
+
+``--framework torchtitan`` searches the framework's larger schedule space (GPipe and ZB-V
+beside 1F1B / interleaved, ranked in bulk by the work bound of ``schedule.pipeline``).
 
 The whole search runs with ``--jobs`` processes (default: every core, as ``perfcast search``
 does for a space this large); its wall time is the figure the 5 s target of issue 18 is about.
@@ -24,6 +27,7 @@ from perfcast.catalog.models import load_model
 from perfcast.catalog.systems import load_system
 from perfcast.estimate.training import estimate_training
 from perfcast.search.bulk import BulkEvaluator
+from perfcast.search.framework_rules import DEFAULT_SEARCH_FRAMEWORK
 from perfcast.search.parallel import resolve_jobs
 from perfcast.search.run import search_space, search_strategies
 from perfcast.specs import Strategy, Workload
@@ -38,12 +42,13 @@ CASES = {
 }
 
 
-def main(case: str = "dense", jobs: int | None = None) -> None:
+def main(case: str = "dense", jobs: int | None = None,
+         framework: str = DEFAULT_SEARCH_FRAMEWORK) -> None:
     name, num_gpus, workload, reference_name, reference = CASES[case]
     model = load_model(name)
     system = load_system("dgx-h100", num_gpus=num_gpus)
 
-    _, space = search_space(model, system, workload, num_gpus)  # the space the search runs
+    _, space = search_space(model, system, workload, num_gpus, framework=framework)
     evaluator = BulkEvaluator.for_space(model, system, workload, space)
     start, cpu = time.perf_counter(), time.process_time()
     evaluator.evaluate_all(space)
@@ -62,7 +67,8 @@ def main(case: str = "dense", jobs: int | None = None) -> None:
     jobs = resolve_jobs(jobs, len(space))
     start, cpu = time.perf_counter(), time.process_time()
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = search_strategies(model, system, workload, num_gpus, top=1, jobs=jobs)
+    result = search_strategies(model, system, workload, num_gpus, top=1, jobs=jobs,
+                               framework=framework)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     workers_cpu_s = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
     print(f"search_wall_s: {time.perf_counter() - start:.2f}  jobs: {jobs}  "
@@ -85,4 +91,6 @@ def main(case: str = "dense", jobs: int | None = None) -> None:
 if __name__ == "__main__":
     args = sys.argv[1:]
     main("moe" if "--moe" in args else "dense",
-         int(args[args.index("--jobs") + 1]) if "--jobs" in args else None)
+         int(args[args.index("--jobs") + 1]) if "--jobs" in args else None,
+         args[args.index("--framework") + 1] if "--framework" in args
+         else DEFAULT_SEARCH_FRAMEWORK)

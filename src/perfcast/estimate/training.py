@@ -41,6 +41,7 @@ from perfcast.schedule.optimizer import optimizer_time_s
 from perfcast.schedule.pipeline import (
     CLOSED_FORM_SCHEDULES,
     pipeline_time_s,
+    pipeline_work_bound_s,
     schedule_chunks,
     simulated_pipeline_time_s,
 )
@@ -133,12 +134,17 @@ def assemble_step(model: ModelSpec, system: SystemSpec, strategy: Strategy, seq_
 
     The pipeline phase is the closed form for GPipe / 1F1B / interleaved (array-friendly: the
     bulk search passes numpy arrays) and the event simulation of ``stage_passes`` (one
-    ``PassTimes`` per stage) for the zero-bubble and bidirectional schedules.
+    ``PassTimes`` per stage) for the zero-bubble and bidirectional schedules; without
+    ``stage_passes`` (the bulk search) those take ``pipeline_work_bound_s``, a lower bound
+    on the step that the search re-scores.
     """
     totals = [times.total_s + dp.exposed_per_micro_batch_s for times, dp, _ in stages]
     if strategy.schedule in CLOSED_FORM_SCHEDULES:
         pipeline_s = pipeline_time_s(totals, num_micro_batches, strategy.schedule, strategy.vpp,
                                      stage_counts)
+    elif not stage_passes:
+        pipeline_s = pipeline_work_bound_s(totals, [t.forward_s for t, _, _ in stages],
+                                           stage_counts, num_micro_batches, strategy.schedule)
     else:
         pipeline_s = simulated_pipeline_time_s(strategy.schedule, stage_passes,
                                                num_micro_batches, strategy.vpp)

@@ -136,9 +136,8 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
             continue
         valid_layouts += _count_layouts(rows, vpp_ok, pp, n, workload)
         max_layers = max(layers_per_stage(model.num_hidden_layers, pp))
-        schedules = [(name, vs) for name, vs in (
-            ("1f1b", [1] if 1 in vpp_ok else []),
-            ("interleaved", [v for v in vpp_ok if v > 1])) if c.allows("schedule", name)]
+        schedules = [(name, vs) for name, vs in rules.pipeline_schedules(pp, vpp_ok)
+                     if c.allows("schedule", name)]
         tables = {sp: _RowTable.build(rows, sp, overlaps[sp], moe_options, precisions, pp, n,
                                       workload, layer_keys) for sp in sp_modes}
         for (schedule, vs), (recompute, sharding, prec, sp) in itertools.product(

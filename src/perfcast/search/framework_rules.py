@@ -18,6 +18,11 @@ adds its own rules, read from its profile (``catalog/data/frameworks/training/*.
   Megatron-Bridge enables them on) and whether it overlaps the EP all-to-all with another
   micro-batch (``ep_overlap_accepted``: ``--overlap-moe-expert-parallel-comm`` with
   ``--delay-wgrad-compute``, core_v0.14.0 on; not with full recompute, MLM:TC L3002-3046);
+* which pipeline schedules it runs (``pipeline_schedules_accepted``: Megatron-Core 1F1B and
+  interleaved 1F1B; torchtitan also GPipe and ZB-V through torch.distributed.pipelining;
+  DeepSpeed 1F1B only); a profile with no entry runs 1F1B and interleaved 1F1B. ZB-V and
+  DualPipe place two chunks per rank themselves (vpp = 1) and DualPipe needs an even pp
+  (``schedule.orders.schedule_plan``);
 * the interleaved 1F1B schedule runs micro-batches in groups of pp (Megatron-Core
   ``microbatch_group_size_per_vp_stage`` defaults to the pipeline size, MLM:MPC L431,
   L567-568; ``schedule.orders.schedule_plan`` refuses any other count), so the micro-batches
@@ -41,6 +46,9 @@ from perfcast.specs.strategy import Strategy
 
 DEFAULT_SEARCH_FRAMEWORK = "megatron-core"
 """The framework whose rules the search follows unless told otherwise."""
+
+DEFAULT_SCHEDULES: tuple[str, ...] = ("1f1b", "interleaved")
+"""Pipeline schedules of a profile that names none (Megatron-style 1F1B and interleaved)."""
 
 SPLIT_FLAGS: dict[PipelineSplitAccepted, tuple[str, ...]] = {
     "even": (),
@@ -74,6 +82,8 @@ class LayoutRules:
     """MoE token dispatchers it runs on the GPU generation where EP > 1; empty = its default."""
     ep_overlap: bool = False
     """Whether it overlaps the EP all-to-all with another micro-batch (where EP > 1)."""
+    schedules: tuple[str, ...] = DEFAULT_SCHEDULES
+    """Pipeline schedules it runs (where pp > 1)."""
 
     @classmethod
     def of(cls, framework: ResolvedFramework, generation: str | None = None) -> LayoutRules:
@@ -83,11 +93,29 @@ class LayoutRules:
         recipes = pick(profile.fp8_recipes_accepted, version, generation)
         dispatchers = pick(profile.moe_token_dispatchers_accepted, version, generation)
         ep_overlap = pick(profile.ep_overlap_accepted, version, generation)
+        schedules = pick(profile.pipeline_schedules_accepted, version, generation)
         return cls(framework=framework.label, pipeline_splits=splits.value if splits else (),
                    shardings=shardings.value if shardings else None,
                    fp8_recipes=recipes.value if recipes else (),
                    dispatchers=dispatchers.value if dispatchers else (),
-                   ep_overlap=bool(ep_overlap and ep_overlap.value))
+                   ep_overlap=bool(ep_overlap and ep_overlap.value),
+                   schedules=schedules.value if schedules else DEFAULT_SCHEDULES)
+
+    def pipeline_schedules(self, pp: int, vpps: list[int]) -> list[tuple[str, list[int]]]:
+        """(schedule, the ``vpps`` it runs with) for each schedule the framework runs on ``pp``
+        stages: pp = 1 is plain 1F1B; interleaved needs vpp > 1; GPipe, 1F1B, ZB-H1, ZB-V and
+        DualPipe run vpp = 1 (ZB-V and DualPipe place their two chunks per rank themselves);
+        DualPipe pairs stage i with p - 1 - i, so pp must be even (DeepSeek-V3 Sec. 3.2.1,
+        ``schedule.orders.schedule_plan``)."""
+        if pp == 1:
+            return [("1f1b", [1] if 1 in vpps else [])]
+        out = []
+        for name in self.schedules:
+            if name == "interleaved":
+                out.append((name, [v for v in vpps if v > 1]))
+            elif name != "dualpipe" or pp % 2 == 0:
+                out.append((name, [1] if 1 in vpps else []))
+        return out
 
     def moe_dispatchers(self, default: str) -> tuple[str, ...]:
         """Dispatchers to try where EP > 1: the framework's for the generation, else its

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from perfcast.catalog.frameworks import TrainingDispatcher
 from perfcast.errors import InputError
-from perfcast.specs.strategy import FP8Recipe
+from perfcast.specs.strategy import FP8Recipe, PipelineSchedule
 
 PinKey = Literal["tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "schedule", "recompute",
                  "sharding", "precision", "fp8_recipe", "sequence_parallel", "tp_comm_overlap",
@@ -26,7 +26,7 @@ BOOL_KEYS = frozenset({"sequence_parallel", "tp_comm_overlap", "ep_overlap"})
 BOOL_WORDS = {"true": "true", "yes": "true", "on": "true", "1": "true",
               "false": "false", "no": "false", "off": "false", "0": "false"}
 CHOICES: dict[str, tuple[str, ...]] = {
-    "schedule": ("1f1b", "interleaved"),
+    "schedule": get_args(PipelineSchedule),
     "recompute": ("none", "selective", "full"),
     "sharding": ("none", "distributed_optimizer", "zero2", "fsdp"),
     "precision": ("bf16", "fp8"),

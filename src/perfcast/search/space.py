@@ -178,6 +178,7 @@ class StrategyBlock:
             zero_stage=2 if self.sharding == "zero2" else 0, fsdp=self.sharding == "fsdp",
             distributed_optimizer=self.sharding == "distributed_optimizer",
             recompute=self.recompute, recompute_num_layers=rnl or None,
+            pipeline_schedule=None if self.schedule in ("1f1b", "interleaved") else self.schedule,
             micro_batch_size=at("micro_batch_size"), precision=self.precision,
             fp8_recipe=self.fp8_recipe, grad_reduce_dtype=self.grad_reduce_dtype,
             flash_attention=self.flash_attention,
