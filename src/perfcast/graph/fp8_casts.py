@@ -61,6 +61,7 @@ GEMMs under ``rowwise-hp-wgrad``.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Literal
 
 from perfcast.errors import InputError
 from perfcast.graph.ops import GemmOp, MemoryOp, Op, Phase
@@ -80,7 +81,7 @@ NVFP4_BLOCK = 16
 pretraining paper §2, §4.1)."""
 
 
-def gemm_format(recipe: str | None) -> str:
+def gemm_format(recipe: str | None) -> Literal["fp8", "fp4"]:
     """Tensor-core format of the low-precision GEMMs of ``recipe``: 'fp4' for NVFP4, else 'fp8'."""
     return "fp4" if recipe == "nvfp4" else "fp8"
 
