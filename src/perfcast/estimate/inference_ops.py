@@ -27,7 +27,7 @@ from perfcast.graph.layer import (
     layer_memory_bound_ops,
     mlp_forward_ops,
 )
-from perfcast.graph.ops import AttentionOp, CommOp, ComputeOp, GemmOp, Group, MemoryOp, Phase
+from perfcast.graph.ops import AttentionOp, CommOp, GemmOp, Group, MemoryOp, Phase
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.strategy import Strategy
 
@@ -52,7 +52,7 @@ class AttentionPass:
 class StepOps:
     """Ops of one layer for one step on one GPU (attention as passes, timed separately)."""
 
-    compute: tuple[ComputeOp, ...]
+    compute: tuple[GemmOp | MemoryOp, ...]
     comm: tuple[CommOp, ...]
     attention: tuple[AttentionPass, ...]
 
@@ -120,7 +120,8 @@ def step_layer_ops(
     return StepOps(compute=compute, comm=tuple(comm), attention=passes)
 
 
-def head_step_ops(model: ModelSpec, strategy: Strategy, logits_tokens: float) -> tuple[ComputeOp, ...]:
+def head_step_ops(model: ModelSpec, strategy: Strategy,
+                  logits_tokens: float) -> tuple[GemmOp | MemoryOp, ...]:
     """Final norm and LM head for the ``logits_tokens`` tokens that are sampled (one per
     sequence: prefill needs only the last prompt position's logits)."""
     h, V, t = model.hidden_size, model.vocab_size, strategy.tp

@@ -60,6 +60,7 @@ GEMMs under ``rowwise-hp-wgrad``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal
 
@@ -149,7 +150,7 @@ def _fp8_uses(op: GemmOp, recipe: str) -> dict[str, tuple[str, ...]]:
     }
 
 
-def fp8_cast_ops(forward: list[Op], recipe: str | None, fused: bool = True,
+def fp8_cast_ops(forward: Sequence[Op], recipe: str | None, fused: bool = True,
                  weight_cache: bool = True) -> list[MemoryOp]:
     """Cast/scale kernels of the forward GEMMs in ``forward`` for one micro-batch: input casts
     (forward phase), weight casts (forward; none when cached per step), gradient casts

@@ -12,6 +12,7 @@ Backward of ``Y = X·W`` is dgrad ``dX = dY·Wᵀ`` (m×k×n) and wgrad ``dW = X
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfcast.graph.fp8_casts import DEEPSEEK_TILE, fp8_cast_ops
@@ -305,10 +306,10 @@ def low_latency_dispatch_ops(copies: float) -> list[CommOp]:
                                ("ep_combine_low_latency", ACT_BYTES * copies))]
 
 
-def backward_ops(forward: list[Op]) -> list[Op]:
+def backward_ops(forward: Sequence[Op]) -> list[ComputeOp]:
     """Backward of forward compute ops: dgrad + wgrad GEMMs, attention backward, and
     memory-bound ops that move about twice the forward bytes (read grad and saved input)."""
-    ops: list[Op] = []
+    ops: list[ComputeOp] = []
     for op in forward:
         if isinstance(op, GemmOp):
             ops.append(GemmOp(op.name + "_dgrad", Phase.BACKWARD_DGRAD, op.m, op.k, op.n,
