@@ -29,6 +29,7 @@ is memoized (a training estimate times the same few attention shapes many times)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import lru_cache
 
@@ -60,6 +61,11 @@ SPLIT_KV = (1, 2, 4, 8, 16, 32)
 
 ATTENTION_MEMO_SIZE = 1 << 14
 """Scalar attention calls memoized per direction (key: the call's shapes and the rates)."""
+
+
+def _constant_wave_s(unit_s: Floats) -> Callable[[Floats], Floats]:
+    """A wave time that does not depend on how many units are in flight (split-KV decode)."""
+    return lambda _active: unit_s
 
 
 def _overlapped(t_mma: Floats, t_exp: Floats, overlap: float) -> Floats:
@@ -143,7 +149,7 @@ def _forward_time_s(call: AttentionCall, rates: AttentionRates) -> Floats:
     for split in SPLIT_KV:
         units = base_units * split
         unit_s = ceil_div(keys, bkv * split) * step + model.unit_overhead_cycles / clock
-        waves = wave_quantized_time_s(units, sms, lambda _active: unit_s)  # called right here
+        waves = wave_quantized_time_s(units, sms, _constant_wave_s(unit_s))
         total = np.maximum(waves, hbm)
         if split > 1:
             total = np.where(units <= sms, total, np.inf)
