@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from perfcast.arrays import Floats
 from perfcast.graph.layer import (
     LayerShape,
     attention_forward_ops,
@@ -38,7 +39,7 @@ class AttentionPass:
 
     num_seqs: float
     seq_q: float
-    seq_kv: object
+    seq_kv: Floats
     """Keys per sequence: a float, or a numpy array (one entry per decode step)."""
     causal: bool
 

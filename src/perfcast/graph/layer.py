@@ -44,7 +44,8 @@ class LayerShape:
     """Execution facts of a layer that set operator shapes (one micro-batch, one GPU)."""
 
     micro_batch: int
-    seq_length: int
+    seq_length: float
+    """Tokens per sequence (a float where serving splits a step's tokens over TP ranks)."""
     tp: int = 1
     cp: int = 1
     ep: int = 1
