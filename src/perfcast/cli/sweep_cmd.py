@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -44,12 +45,12 @@ def _ints(text: str, name: str) -> list[int]:
     return list(dict.fromkeys(values))
 
 
-def _vary(items: list[str]) -> dict[str, list[float]]:
+def _vary(items: list[str]) -> dict[str, Sequence[float]]:
     """``peak_flops=0.5,1,2`` -> {"peak_flops": [0.5, 1.0, 2.0]} (factors in (0, 1000])."""
     from perfcast.errors import InputError
     from perfcast.specs.limits import MAX_HARDWARE_FACTOR, check_positive
 
-    out = {}
+    out: dict[str, Sequence[float]] = {}
     for item in items:
         name, _, values = item.partition("=")
         try:

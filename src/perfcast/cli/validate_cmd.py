@@ -58,15 +58,16 @@ def validate_command(
     from perfcast.cli.build import kernel_backend as make_backend
     from perfcast.estimate.inference import estimate_inference
     from perfcast.estimate.training import estimate_training
-    from perfcast.validate.compare import validate_training
+    from perfcast.validate.compare import ValidationReport, validate_training
     from perfcast.validate.csv_schema import check_csv_schema
-    from perfcast.validate.inference_compare import validate_inference
+    from perfcast.validate.inference_compare import InferenceValidationReport, validate_inference
 
     if not data.is_file():
         raise FileNotFoundError(f"--data {data}: file not found")
     cal = load_calibration(calibration)
     inference = check_csv_schema(data) == "inference"
     backend = make_backend(kernel_backend.value, kernel_table)
+    report: ValidationReport | InferenceValidationReport
     if inference:
         report = validate_inference(data, partial(estimate_inference, calibration=cal))
     else:
@@ -94,7 +95,7 @@ def validate_command(
         from perfcast.report.cross_validation_text import render_cross_validation
 
         render_cross_validation(cv, Console())
-    if inference:
+    if isinstance(report, InferenceValidationReport):  # the inference schema's report
         from perfcast.report.inference_validation_text import render_inference_validation
 
         render_inference_validation(report, Console())

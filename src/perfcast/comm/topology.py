@@ -82,7 +82,7 @@ def group_topology(
     r = np.asarray(ranks_per_domain(system, n, stride), dtype=float)
     k = np.asarray(num_domains(system, n, stride), dtype=float)
     up = scale_up_link_Bps(system, r) * cal.scale_up_efficiency(system.gpu.generation)
-    out = system.scale_out_bandwidth_Bps * cal.scale_out_efficiency
+    out: Floats = system.scale_out_bandwidth_Bps * cal.scale_out_efficiency
     out_latency = np.full_like(n, system.scale_out_latency_s)
     crosses_pod = np.zeros_like(n, dtype=bool)
     if system.pod_gpus is not None:

@@ -20,6 +20,7 @@ counts for activations, weights and the KV cache:
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Literal
 
 import numpy as np
 
@@ -50,7 +51,8 @@ def roofline_params(backend: KernelBackend, gpu: GPUSpec) -> GenerationKernelCal
     return params(gpu)
 
 
-def compute_format(precision: InferencePrecision, quantized_op: bool) -> str:
+def compute_format(precision: InferencePrecision,
+                   quantized_op: bool) -> Literal["fp8", "fp4", "fp16", "bf16"]:
     """Format the tensor cores run in: FP8/FP4 for quantized W+A ops, else the 16-bit format."""
     if quantized_op and precision.activations in ("fp8", "fp4"):
         return precision.activations

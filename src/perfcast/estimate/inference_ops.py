@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from perfcast.arrays import Floats
 from perfcast.graph.layer import (
     LayerShape,
     attention_forward_ops,
@@ -27,7 +28,7 @@ from perfcast.graph.layer import (
     layer_memory_bound_ops,
     mlp_forward_ops,
 )
-from perfcast.graph.ops import AttentionOp, CommOp, ComputeOp, GemmOp, Group, MemoryOp, Phase
+from perfcast.graph.ops import AttentionOp, CommOp, GemmOp, Group, MemoryOp, Phase
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.strategy import Strategy
 
@@ -38,7 +39,7 @@ class AttentionPass:
 
     num_seqs: float
     seq_q: float
-    seq_kv: object
+    seq_kv: Floats
     """Keys per sequence: a float, or a numpy array (one entry per decode step)."""
     causal: bool
 
@@ -52,7 +53,7 @@ class AttentionPass:
 class StepOps:
     """Ops of one layer for one step on one GPU (attention as passes, timed separately)."""
 
-    compute: tuple[ComputeOp, ...]
+    compute: tuple[GemmOp | MemoryOp, ...]
     comm: tuple[CommOp, ...]
     attention: tuple[AttentionPass, ...]
 
@@ -120,7 +121,8 @@ def step_layer_ops(
     return StepOps(compute=compute, comm=tuple(comm), attention=passes)
 
 
-def head_step_ops(model: ModelSpec, strategy: Strategy, logits_tokens: float) -> tuple[ComputeOp, ...]:
+def head_step_ops(model: ModelSpec, strategy: Strategy,
+                  logits_tokens: float) -> tuple[GemmOp | MemoryOp, ...]:
     """Final norm and LM head for the ``logits_tokens`` tokens that are sampled (one per
     sequence: prefill needs only the last prompt position's logits)."""
     h, V, t = model.hidden_size, model.vocab_size, strategy.tp

@@ -19,6 +19,7 @@ from typing import cast
 
 import numpy as np
 
+from perfcast.arrays import Floats
 from perfcast.calibration.inference_overheads import InferenceOverhead
 from perfcast.calibration.kernel_roofline import GenerationKernelCalibration
 from perfcast.catalog.host_io import HostIO
@@ -66,14 +67,14 @@ class ServingContext:
 class StepTime:
     """Seconds of one step by category (sums to ``total_s``); fields may be numpy arrays."""
 
-    gemm_s: object
-    attention_s: object
-    memory_bound_s: object
-    tp_comm_s: object
-    ep_comm_s: object
-    pp_comm_s: object
-    offload_s: object
-    overhead_s: object
+    gemm_s: Floats
+    attention_s: Floats
+    memory_bound_s: Floats
+    tp_comm_s: Floats
+    ep_comm_s: Floats
+    pp_comm_s: Floats
+    offload_s: Floats
+    overhead_s: Floats
 
     @property
     def total_s(self):
@@ -97,7 +98,7 @@ class StepTime:
 
 
 def _layer_parts(ctx: ServingContext, tokens: float, passes: tuple[AttentionPass, ...],
-                 moe: bool) -> dict[str, object]:
+                 moe: bool) -> dict[str, Floats]:
     """Seconds of one layer by category."""
     ops = step_layer_ops(ctx.model, ctx.strategy, tokens, passes, moe, ctx.attention_dp)
     gpu, params, bw = ctx.system.gpu, ctx.params, ctx.overhead.bandwidth_efficiency
@@ -161,11 +162,11 @@ def stage_step_times(ctx: ServingContext, tokens: float, passes: tuple[Attention
                      logits_tokens: float, prefill: bool) -> list[StepTime]:
     """Time of the step on each pipeline stage (no send/recv)."""
     model, strategy = ctx.model, ctx.strategy
-    cache: dict[bool, dict[str, object]] = {}
+    cache: dict[bool, dict[str, Floats]] = {}
     stages = []
     for index, layers in enumerate(stage_layer_ranges(model.num_hidden_layers, strategy.pp)):
-        parts = {"gemm_s": 0.0, "attention_s": 0.0, "memory_bound_s": 0.0, "tp_comm_s": 0.0,
-                 "ep_comm_s": 0.0}
+        parts: dict[str, Floats] = {"gemm_s": 0.0, "attention_s": 0.0, "memory_bound_s": 0.0,
+                                    "tp_comm_s": 0.0, "ep_comm_s": 0.0}
         for layer in layers:
             moe = is_moe_layer(model, layer)
             if moe not in cache:
@@ -182,12 +183,12 @@ def stage_step_times(ctx: ServingContext, tokens: float, passes: tuple[Attention
                                        ctx.overhead.bandwidth_efficiency))
         kernels = parts["gemm_s"] + parts["attention_s"] + parts["memory_bound_s"]
         graphed = ctx.cuda_graphs and not prefill
-        overhead = 0.0 if graphed else len(layers) * ctx.overhead.layer_overhead_s
+        overhead: Floats = 0.0 if graphed else len(layers) * ctx.overhead.layer_overhead_s
         if prefill:
             overhead = overhead + len(layers) * ctx.overhead.prefill_layer_overhead_s
             overhead = overhead + ctx.overhead.prefill_overhead_fraction * kernels
         gpu_time = kernels + parts["tp_comm_s"] + parts["ep_comm_s"] + overhead
-        offload = 0.0
+        offload: Floats = 0.0
         if ctx.offload.any:
             offload = np.maximum(_offload_io_s(ctx, tokens, passes, len(layers)) - gpu_time, 0.0)
         stages.append(StepTime(**parts, pp_comm_s=0.0, offload_s=offload, overhead_s=overhead))

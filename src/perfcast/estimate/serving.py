@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
+from functools import partial
 from typing import Any, Literal, cast
 
 from perfcast.calibration.inference_overheads import InferenceOverheads, load_inference_overheads
@@ -172,17 +173,17 @@ def estimate_serving(
     share = replica_workload(workload, replicas)
     max_seqs = memory.max_concurrent_seqs(workload.context_tokens)
     fits = max_seqs >= 1
-    common = dict(
-        model=model.name, system=system.name, gpu=system.gpu.name, engine=engine,
+    report = partial(
+        ServingReport, model=model.name, system=system.name, gpu=system.gpu.name, engine=engine,
         engine_version=engine_version, strategy=strategy, workload=workload, replicas=replicas,
         concurrency_per_replica=share.concurrency, memory=memory, fits=fits,
         max_concurrent_seqs=max_seqs)
     if not fits:
         nan = LatencyStats(*(float("nan"),) * 4)
-        return ServingReport(**common, ttft=nan, tpot=nan, itl=nan, e2e_latency=nan,
+        return report(ttft=nan, tpot=nan, itl=nan, e2e_latency=nan,
                              duration_s=float("nan"), output_tokens=0.0, input_tokens=0.0,
                              num_requests=0, num_steps=0)
     running = min(max_seqs, share.concurrency or share.num_requests)
     cost = build_step_cost(ctx, config, running, workload.context_tokens)
     run = simulate(share, cost, config, memory.kv_pool_tokens, memory.kv_block_tokens)
-    return ServingReport(**common, **run_statistics(run))
+    return report(**run_statistics(run))

@@ -10,6 +10,7 @@ last finish).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -121,7 +122,21 @@ class ServingReport:
         }
 
 
-def run_statistics(run: SimulatedRun) -> dict[str, object]:
+class RunStatistics(TypedDict):
+    """The ``ServingReport`` fields a simulated run sets (``run_statistics``)."""
+
+    ttft: LatencyStats
+    tpot: LatencyStats
+    itl: LatencyStats
+    e2e_latency: LatencyStats
+    duration_s: float
+    output_tokens: float
+    input_tokens: float
+    num_requests: int
+    num_steps: int
+
+
+def run_statistics(run: SimulatedRun) -> RunStatistics:
     """Latency statistics and token counts of a simulated run (module docstring definitions)."""
     ttft = run.first_token_s - run.arrival_s
     e2e = run.finish_s - run.arrival_s

@@ -76,8 +76,8 @@ def sample_lengths(w: ServingWorkload, rng: np.random.Generator) -> tuple[np.nda
 def arrival_times(w: ServingWorkload, rng: np.random.Generator) -> np.ndarray | None:
     """Open-loop Poisson arrivals (cumulative exponential gaps), t = 0 for offline, None for
     closed loop (each arrival is the finish of the client's previous request)."""
-    if w.mode == "request_rate":
-        return np.cumsum(rng.exponential(1.0 / float(w.request_rate_per_s), w.num_requests))
+    if w.mode == "request_rate" and w.request_rate_per_s is not None:  # the spec requires it
+        return np.cumsum(rng.exponential(1.0 / w.request_rate_per_s, w.num_requests))
     if w.mode == "offline":
         return np.zeros(w.num_requests)
     return None

@@ -228,11 +228,11 @@ def estimate_training(
         cp_comm_s=on_critical("cp_comm_s"),
         ep_comm_s=on_critical("ep_comm_s"),
         host_s=on_critical("host_s"),
-        pp_comm_s=parts.pp_comm_s,
-        dp_comm_s=parts.dp_exposed_s + on_critical("exposed_per_micro_batch_s", 1),
+        pp_comm_s=float(parts.pp_comm_s),  # one strategy: scalars (numpy or Python)
+        dp_comm_s=float(parts.dp_exposed_s + on_critical("exposed_per_micro_batch_s", 1)),
         pipeline_bubble_s=max(0.0, float(parts.pipeline_s - busy[critical])),  # ≥ 0 up to rounding
-        optimizer_s=parts.optimizer_s,
-        other_s=parts.other_s,
+        optimizer_s=float(parts.optimizer_s),
+        other_s=float(parts.other_s),
         offload_s=on_critical("offload_s"),
     )
     step = parts.step_time_s
@@ -285,7 +285,8 @@ def _calibration_notes(system: SystemSpec, strategy: Strategy,
     notes = [f"host: eager ops issued from the CPU, CUDA graphs '{strategy.cuda_graphs}'; "
              "a pass takes max(GPU stream, host issue) per sync-free segment "
              "(calibration/host_launch.yaml)"]
-    if gpu.power_limit_W is not None and gpu.tdp_W is not None:
+    if (gpu.power_limit_W is not None and gpu.tdp_W is not None
+            and gpu.matrix_clock_Hz is not None):
         notes.append(f"{gpu.name} capped at {gpu.power_limit_W:g} W of {gpu.tdp_W:g} W: "
                      f"sustained matrix clock {gpu.matrix_clock_Hz / 1e6:,.0f} MHz "
                      "(catalog/power.py)")

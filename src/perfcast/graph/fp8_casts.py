@@ -60,7 +60,9 @@ GEMMs under ``rowwise-hp-wgrad``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import Literal
 
 from perfcast.errors import InputError
 from perfcast.graph.ops import GemmOp, MemoryOp, Op, Phase
@@ -80,7 +82,7 @@ NVFP4_BLOCK = 16
 pretraining paper §2, §4.1)."""
 
 
-def gemm_format(recipe: str | None) -> str:
+def gemm_format(recipe: str | None) -> Literal["fp8", "fp4"]:
     """Tensor-core format of the low-precision GEMMs of ``recipe``: 'fp4' for NVFP4, else 'fp8'."""
     return "fp4" if recipe == "nvfp4" else "fp8"
 
@@ -148,7 +150,7 @@ def _fp8_uses(op: GemmOp, recipe: str) -> dict[str, tuple[str, ...]]:
     }
 
 
-def fp8_cast_ops(forward: list[Op], recipe: str | None, fused: bool = True,
+def fp8_cast_ops(forward: Sequence[Op], recipe: str | None, fused: bool = True,
                  weight_cache: bool = True) -> list[MemoryOp]:
     """Cast/scale kernels of the forward GEMMs in ``forward`` for one micro-batch: input casts
     (forward phase), weight casts (forward; none when cached per step), gradient casts

@@ -12,6 +12,7 @@ Backward of ``Y = X·W`` is dgrad ``dX = dY·Wᵀ`` (m×k×n) and wgrad ``dW = X
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfcast.graph.fp8_casts import DEEPSEEK_TILE, fp8_cast_ops
@@ -43,7 +44,8 @@ class LayerShape:
     """Execution facts of a layer that set operator shapes (one micro-batch, one GPU)."""
 
     micro_batch: int
-    seq_length: int
+    seq_length: float
+    """Tokens per sequence (a float where serving splits a step's tokens over TP ranks)."""
     tp: int = 1
     cp: int = 1
     ep: int = 1
@@ -244,7 +246,7 @@ def layer_memory_bound_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     hidden_bytes = ACT_BYTES * norm_tokens * h
     ops: list[Op] = [MemoryOp("norm", Phase.FORWARD, 2 * hidden_bytes, count=model.norms_per_layer)]
     if model.hidden_dropout > 0:
-        fused = fused_chain_bytes(2.0, 1.5, norm_tokens * h, ACT_BYTES)  # x, residual -> y, mask
+        fused = float(fused_chain_bytes(2.0, 1.5, norm_tokens * h, ACT_BYTES))  # x, residual -> y, mask
         ops.append(MemoryOp("dropout_add", Phase.FORWARD, fused, count=2))
     else:
         ops.append(MemoryOp("residual_add", Phase.FORWARD, 3 * hidden_bytes, count=2))
@@ -305,10 +307,10 @@ def low_latency_dispatch_ops(copies: float) -> list[CommOp]:
                                ("ep_combine_low_latency", ACT_BYTES * copies))]
 
 
-def backward_ops(forward: list[Op]) -> list[Op]:
+def backward_ops(forward: Sequence[Op]) -> list[ComputeOp]:
     """Backward of forward compute ops: dgrad + wgrad GEMMs, attention backward, and
     memory-bound ops that move about twice the forward bytes (read grad and saved input)."""
-    ops: list[Op] = []
+    ops: list[ComputeOp] = []
     for op in forward:
         if isinstance(op, GemmOp):
             ops.append(GemmOp(op.name + "_dgrad", Phase.BACKWARD_DGRAD, op.m, op.k, op.n,

@@ -17,6 +17,7 @@ exactly.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -52,6 +53,9 @@ class AnalyticalBackend:
     calibration: KernelAnalyticalCalibration = field(default_factory=load_kernel_analytical)
     roofline: RooflineBackend = field(default_factory=RooflineBackend)
     name: KernelBackendName = KernelBackendName.ANALYTICAL
+    _gemm_memo: Callable[..., Floats] = field(init=False, repr=False, compare=False)
+    _memory_memo: Callable[[GPUSpec, float], Floats] = field(init=False, repr=False,
+                                                             compare=False)
 
     def __post_init__(self) -> None:
         # Per-instance memo of scalar GEMM calls (key: GPU, m, n, k, batch, precision).

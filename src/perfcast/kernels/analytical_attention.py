@@ -29,6 +29,7 @@ is memoized (a training estimate times the same few attention shapes many times)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import lru_cache
 
@@ -62,6 +63,11 @@ ATTENTION_MEMO_SIZE = 1 << 14
 """Scalar attention calls memoized per direction (key: the call's shapes and the rates)."""
 
 
+def _constant_wave_s(unit_s: Floats) -> Callable[[Floats], Floats]:
+    """A wave time that does not depend on how many units are in flight (split-KV decode)."""
+    return lambda _active: unit_s
+
+
 def _overlapped(t_mma: Floats, t_exp: Floats, overlap: float) -> Floats:
     """Matmul and softmax of one step: max + (1 − ω)·min (ω = fraction hidden)."""
     return np.maximum(t_mma, t_exp) + (1.0 - overlap) * np.minimum(t_mma, t_exp)
@@ -87,7 +93,9 @@ class AttentionCall:
         values = [getattr(self, f.name) for f in fields(self)[:-2]]
         if not all_scalars(*values, self.causal):
             return None
-        return AttentionCall(*(float(v) for v in values), bool(self.causal), self.precision)
+        batch, heads, kv_heads, seq_q, seq_kv, dim_qk, dim_v = (float(v) for v in values)
+        return AttentionCall(batch, heads, kv_heads, seq_q, seq_kv, dim_qk, dim_v,
+                             bool(self.causal), self.precision)
 
 
 @dataclass(frozen=True)
@@ -137,15 +145,15 @@ def _forward_time_s(call: AttentionCall, rates: AttentionRates) -> Floats:
         attention_bytes(batch, num_heads, num_kv_heads, seq_q, seq_kv, head_dim_qk, head_dim_v,
                         False, precision),
         rates.hbm_Bps, 1.0)
-    best = None
+    best: Floats = np.inf  # the minimum over the splits below (SPLIT_KV is not empty)
     for split in SPLIT_KV:
         units = base_units * split
         unit_s = ceil_div(keys, bkv * split) * step + model.unit_overhead_cycles / clock
-        waves = wave_quantized_time_s(units, sms, lambda _active, u=unit_s: u)
+        waves = wave_quantized_time_s(units, sms, _constant_wave_s(unit_s))
         total = np.maximum(waves, hbm)
         if split > 1:
             total = np.where(units <= sms, total, np.inf)
-        best = total if best is None else np.minimum(best, total)
+        best = np.minimum(best, total)
     return best + rates.launch_overhead_s
 
 

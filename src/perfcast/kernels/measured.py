@@ -16,6 +16,7 @@ published points of ``shared/reference/kernel_efficiency.csv`` by
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -35,7 +36,7 @@ from perfcast.kernels.kernel_table import (
     KernelTable,
     load_kernel_table,
 )
-from perfcast.specs.hardware import GPUSpec, Precision
+from perfcast.specs.hardware import GPUSpec, Precision, as_precision
 from perfcast.specs.strategy import AttentionKernel
 
 __all__ = ["KERNEL_MEASURED_PATH", "KERNEL_TABLE_COLUMNS", "KernelTable", "MeasuredBackend",
@@ -63,7 +64,7 @@ _FEATURES: Final[dict[str, tuple[str, ...]]] = {
 """Shape dimensions a table point is located by (natural log of each)."""
 
 
-def _features(kind: str, values: dict[str, Floats]) -> list[Floats]:
+def _features(kind: str, values: Mapping[str, Floats | str]) -> list[Floats]:
     return [np.log(np.asarray(values[key], dtype=float)) for key in _FEATURES[kind]]
 
 
@@ -102,12 +103,13 @@ class MeasuredBackend:
         if kind == "gemm":
             return float(self.analytical.gemm_time_s(
                 gpu, float(row["m"]), float(row["n"]), float(row["k"]), float(row["batch"]),
-                row["precision"]))
+                as_precision(row["precision"], "kernel_table precision")))
         if kind == "attention":
             return float(self.analytical.attention_time_s(
                 gpu, float(row["batch"]), float(row["num_heads"]), float(row["seq_q"]),
                 float(row["seq_kv"]), float(row["head_dim_qk"]), float(row["head_dim_v"]),
-                _flag(row["causal"]), _flag(row["backward"]), row["precision"],
+                _flag(row["causal"]), _flag(row["backward"]),
+                as_precision(row["precision"], "kernel_table precision"),
                 num_kv_heads=float(row["num_kv_heads"] or row["num_heads"])))
         return float(self.analytical.memory_bound_time_s(gpu, float(row["bytes_moved"])))
 
@@ -210,7 +212,9 @@ def _matching_rows(table: KernelTable, gpu_name: str, query: _Query) -> list[dic
     kind = query.kind
     name = gpu_name.lower()
     rows = [r for r in table.rows if r["gpu"].lower() == name and r["kind"] == kind
-            and (kind == "memory" or GEMM_CLASS[r["precision"]] == query.group)
+            and (kind == "memory"
+                 or GEMM_CLASS[as_precision(r["precision"], "kernel_table precision")]
+                 == query.group)
             and (kind != "attention" or (_flag(r["causal"]), _flag(r["backward"])) == query.flags)]
     if kind != "gemm":
         return rows

@@ -43,7 +43,7 @@ class StateBytes:
     optimizer: float
 
 
-def master_weight_bytes(strategy: Strategy) -> int:
+def master_weight_bytes(strategy: Strategy) -> float:
     """fp32 master weight per parameter: 2 B as a 16-bit remainder beside bf16 weights under the
     precision-aware optimizer (store_param_remainders), else 4 B."""
     remainders = (strategy.precision_aware_optimizer and strategy.store_param_remainders
@@ -51,14 +51,14 @@ def master_weight_bytes(strategy: Strategy) -> int:
     return BYTES_PER_ELEMENT["bf16"] if remainders else BYTES_PER_ELEMENT["fp32"]
 
 
-def adam_state_bytes(strategy: Strategy) -> int:
+def adam_state_bytes(strategy: Strategy) -> float:
     """Optimizer bytes per parameter: master weight + first and second moments (12 B for fp32
     Adam; 6 B with the precision-aware optimizer and bf16 moments)."""
     return (master_weight_bytes(strategy) + BYTES_PER_ELEMENT[strategy.exp_avg_dtype]
             + BYTES_PER_ELEMENT[strategy.exp_avg_sq_dtype])
 
 
-def grad_bytes_per_param(strategy: Strategy) -> int:
+def grad_bytes_per_param(strategy: Strategy) -> float:
     """4 for fp32 main gradients, 2 for bf16 gradient reduction."""
     return BYTES_PER_ELEMENT[strategy.grad_reduce_dtype]
 

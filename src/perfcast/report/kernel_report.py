@@ -7,9 +7,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from perfcast.kernels.analytical import AnalyticalBackend
 from perfcast.kernels.backend import KernelBackend
 from perfcast.op_counts import attention_bytes, attention_flops, gemm_bytes, gemm_flops
 from perfcast.specs.hardware import GPUSpec, Precision
+from perfcast.specs.strategy import AttentionKernel
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ class AttentionShape:
     head_dim_v: int
     causal: bool
     backward: bool
-    kernel: str = "auto"
+    kernel: AttentionKernel = "auto"
     """``Strategy.attention_kernel`` class (``kernels.attention_kernels``)."""
 
 
@@ -93,9 +95,8 @@ def gemm_kernel_report(backend: KernelBackend, gpu: GPUSpec, m: int, n: int, k: 
     num_bytes = float(gemm_bytes(m, n, k, batch, precision))
     time_s = float(backend.gemm_time_s(gpu, m, n, k, batch, precision, gemm_pass=gemm_pass))
     tile, waves, bound = None, None, None
-    plan_fn = getattr(backend, "plan_gemm", None)
-    if plan_fn is not None and not backend.uses_roofline(gpu):
-        plan = plan_fn(gpu, m, n, k, batch, precision)
+    if isinstance(backend, AnalyticalBackend) and not backend.uses_roofline(gpu):
+        plan = backend.plan_gemm(gpu, m, n, k, batch, precision)
         tile = f"{int(plan.tile_m)}x{int(plan.tile_n)}" + (
             f" split-k {int(plan.split_k)}" if plan.split_k > 1 else "")
         waves, bound = float(plan.waves), str(np.asarray(plan.bound))

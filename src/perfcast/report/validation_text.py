@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from perfcast.validate.compare import ValidationReport
 from perfcast.validate.error_stats import ErrorStats
+
+if TYPE_CHECKING:
+    from perfcast.validate.inference_compare import InferenceValidationReport
 
 SKIP_REASON_WIDTH = 110
 
@@ -52,7 +56,7 @@ def _stats_row(name: str, stats: ErrorStats) -> tuple[str, ...]:
             _pct(stats.within_10pct), _pct(stats.within_20pct), worst or "-")
 
 
-def render_summary(report: ValidationReport, console) -> None:
+def render_summary(report: ValidationReport | InferenceValidationReport, console) -> None:
     """Error statistics per source and overall."""
     from rich.table import Table
 
@@ -70,7 +74,7 @@ def render_summary(report: ValidationReport, console) -> None:
     console.print(table)
 
 
-def render_skipped(report: ValidationReport, console) -> None:
+def render_skipped(report: ValidationReport | InferenceValidationReport, console) -> None:
     """Skipped rows with their reasons, then the reasons by count."""
     from rich.table import Table
 

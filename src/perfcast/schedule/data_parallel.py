@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfcast.arrays import Floats
 from perfcast.calibration.comm_overlap import CommOverlapCalibration
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
 from perfcast.graph.param_sharding import StageParams
@@ -50,11 +51,11 @@ from perfcast.specs.strategy import Strategy
 class DataParallelTime:
     """Seconds of data-parallel communication per step for one stage."""
 
-    total_s: float
+    total_s: Floats
     """All DP communication (hidden or not)."""
-    exposed_step_s: float
-    """Exposed once per step (gradient reduction, parameter gather)."""
-    exposed_per_micro_batch_s: float
+    exposed_step_s: Floats
+    """Exposed once per step (gradient reduction, parameter gather); arrays in the bulk search."""
+    exposed_per_micro_batch_s: Floats
     """Exposed on every micro-batch (FSDP/ZeRO-3 gathers and reduce-scatters)."""
 
 

@@ -181,7 +181,7 @@ class _Engine:
                     if other != index and other not in queued:
                         pending.append(other)
                         queued.add(other)
-        left = sum(len(dev.order) for dev in self.devices)
+        left = sum(len(dev.order or ()) for dev in self.devices)  # fixed orders: never None
         if left:
             raise RuntimeError(f"schedule {self.plan.name!r} deadlocked with {left} passes left")
 
@@ -189,12 +189,11 @@ class _Engine:
         remaining = 3 * sum(len(route) for route in self.plan.routes)
         proposals = [self.propose(dev) for dev in self.devices]
         while remaining:
-            best = min((i for i, prop in enumerate(proposals) if prop is not None),
-                       key=lambda i: (proposals[i][0], i), default=None)
-            if best is None:
+            live = [(prop, i) for i, prop in enumerate(proposals) if prop is not None]
+            if not live:
                 raise RuntimeError(f"schedule {self.plan.name!r} deadlocked with {remaining} "
                                    "passes left")
-            start, ref = proposals[best]
+            (start, ref), best = min(live, key=lambda live_i: (live_i[0][0], live_i[1]))
             self.commit(self.devices[best], start, ref)
             remaining -= 1
             for i in {best, *self.neighbours(ref)}:

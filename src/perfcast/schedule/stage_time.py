@@ -173,9 +173,10 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     fwd = sum(t for (_, forward), t in by_pass.items() if forward)
     bwd = sum(t for (_, forward), t in by_pass.items() if not forward)
     comm = {(g, forward): 0.0 for g in (Group.TP, Group.CP, Group.EP) for forward in (True, False)}
-    for op in group.comm:
-        comm[(op.group, op.phase == Phase.FORWARD)] += comm_op_time_s(op, system, strategy)
-        issued[op.phase == Phase.FORWARD].append((op.name, op.count, 0.0))
+    for comm_op in group.comm:
+        comm[(comm_op.group, comm_op.phase == Phase.FORWARD)] += comm_op_time_s(
+            comm_op, system, strategy)
+        issued[comm_op.phase == Phase.FORWARD].append((comm_op.name, comm_op.count, 0.0))
     slow = compute_slowdown(system, overlap)
     tp_fwd, tp_bwd = comm[(Group.TP, True)], comm[(Group.TP, False)]
     if strategy.tp_comm_overlap:

@@ -6,13 +6,14 @@ converted once, at load (``perfcast.catalog.gpus``).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from perfcast.errors import InputError
 
 Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8"]
+PRECISIONS: Final[tuple[Precision, ...]] = get_args(Precision)
 Vendor = Literal["nvidia", "amd", "google", "intel"]
 Generation = Literal[
     "volta", "ampere", "hopper", "blackwell", "blackwell-ultra",
@@ -234,3 +235,12 @@ class SystemSpec(BaseModel):
     def with_num_gpus(self, num_gpus: int) -> SystemSpec:
         """The same system sized to ``num_gpus`` GPUs."""
         return self.model_copy(update={"num_gpus": num_gpus})
+
+
+def as_precision(value: str, field: str = "precision") -> Precision:
+    """``value`` as a ``Precision`` (a typed narrowing of text read from files or flags);
+    ``InputError`` naming ``field`` and the value when it is not one."""
+    for precision in PRECISIONS:
+        if precision == value:
+            return precision
+    raise InputError(field, value, f"choose from {', '.join(PRECISIONS)}")

@@ -75,7 +75,7 @@ class CalibrationResult:
             out["intervals"] = {kind: {k: getattr(getattr(self.intervals, kind), k) for k in
                                        ("prior_sources", "cv_coverage", "cv_coverage_by_source")}
                                 for kind in ("training", "serving")}
-        if self.training_cv is not None:
+        if self.training_cv is not None and self.training is not None:  # CV implies a fit
             out["training"]["cv"] = self.training_cv.summary_dict()
             out["training"]["cv_ranges"] = {
                 p.name: self.training_cv.parameter_range(p.name) for p in self.training.parameters}
@@ -84,7 +84,8 @@ class CalibrationResult:
 
 def split_by_schema(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
     """(training CSVs, inference CSVs) by header."""
-    training, inference = [], []
+    training: list[Path] = []
+    inference: list[Path] = []
     for path in paths:
         (inference if is_inference_file(path) else training).append(Path(path))
     return training, inference

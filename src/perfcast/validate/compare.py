@@ -142,7 +142,10 @@ def compare_rows(
     all_skipped = list(skipped)
     for row in parsed:
         outcome = compare_row(row, estimator)
-        (results if isinstance(outcome, RowResult) else all_skipped).append(outcome)
+        if isinstance(outcome, RowResult):
+            results.append(outcome)
+        else:
+            all_skipped.append(outcome)
     return ValidationReport(rows=tuple(results), skipped=tuple(all_skipped),
                             summary=summarize(results))
 

@@ -71,7 +71,8 @@ def cross_validate_file(path: Path, inference: bool, calibration: Calibration, b
         static = [r for r in cv.rows if r not in memory
                   and r.row_id not in serving.concurrency_ids]
         concurrency = [r for r in cv.rows if r.row_id in serving.concurrency_ids]
-        groups = (("overall", cv.stats()), ("static/batch-1 (time)", cv.stats(static)),
+        groups: tuple[tuple[str, ErrorStats], ...] = (
+            ("overall", cv.stats()), ("static/batch-1 (time)", cv.stats(static)),
                   ("concurrency (time)", cv.stats(concurrency)), ("memory", cv.stats(memory)))
         residuals = residuals_serving(cv.rows, serving.concurrency_ids)
         prior = bands.serving.prior_sources if bands else 0.0

@@ -24,9 +24,16 @@ ROUNDING_SLACK = 1e-12
 
 
 class HasError(Protocol):
-    row_id: str
-    source_id: str
-    error: float
+    """A compared row (read-only, so frozen dataclasses and properties both qualify)."""
+
+    @property
+    def row_id(self) -> str: ...
+
+    @property
+    def source_id(self) -> str: ...
+
+    @property
+    def error(self) -> float: ...
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from perfcast.calibration.bundle import Calibration
 from perfcast.calibration.inference_overheads import InferenceOverhead, InferenceOverheads
 from perfcast.validate.inference_rows import InferenceCase
 from perfcast.validate.least_squares_fit import Bounded, ParameterEstimate, solve
+from perfcast.validate.serving_rows import ServingCase
 from perfcast.validate.serving_table import BANDWIDTH_GRID, DEQUANT_GRID, ServingTable
 
 MIN_ROWS_PER_GENERATION = 10
@@ -75,7 +76,7 @@ CONCURRENCY_BATCHING = ("continuous", "offline")
 class ServingRows:
     """Parsed inference rows, and which were measured at concurrency (``batching`` column)."""
 
-    cases: tuple[InferenceCase, ...]
+    cases: tuple[InferenceCase | ServingCase, ...]
     concurrency_ids: frozenset[str]
     skipped: tuple = ()
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from perfcast.calibration.bundle import Calibration, load_calibration
 from perfcast.calibration.training_overheads import POOLED_KEY, TrainingOverheads
-from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, get_backend
+from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackend, get_backend
 from perfcast.validate.least_squares_fit import Bounded, ParameterEstimate, solve
 from perfcast.validate.response_table import GridParameter, ResponseTable
 from perfcast.validate.training_rows import ParsedRow, parse_rows, read_rows
@@ -97,7 +97,7 @@ class TrainingData:
     skipped: tuple
     data_sha256: dict[str, str]
     kernel_backend: str
-    backend: object = None
+    backend: KernelBackend | None = None
     """The kernel backend instance the rows were forecast with."""
 
     @property
@@ -111,7 +111,7 @@ class TrainingData:
 
 
 def load_training_data(paths: Sequence[Path], calibration: Calibration | None = None,
-                       kernel_backend: str | object = DEFAULT_KERNEL_BACKEND.value,
+                       kernel_backend: str | KernelBackend = DEFAULT_KERNEL_BACKEND.value,
                        qualities: Sequence[str] | None = None) -> TrainingData:
     """Parse ``paths`` (training.csv schema) and build the response table of every row that
     parses and forecasts (``qualities`` keeps only those grades). ``kernel_backend``: a

@@ -131,14 +131,18 @@ def compare_cases(parsed, skipped, estimator: InferenceEstimator,
                   serving_estimator: ServingEstimator | None = None) -> InferenceValidationReport:
     results: list[InferenceRowResult] = []
     all_skipped = list(skipped)
-    cache = ServingReportCache(serving_estimator) if any(
-        isinstance(c, ServingCase) for c in parsed) else None
+    cache: ServingReportCache | None = None  # built at the first serving case
     for case in parsed:
         if isinstance(case, ServingCase):
+            if cache is None:
+                cache = ServingReportCache(serving_estimator)
             outcome = compare_serving_case(case, cache)
         else:
             outcome = compare_case(case, estimator)
-        (results if isinstance(outcome, InferenceRowResult) else all_skipped).append(outcome)
+        if isinstance(outcome, InferenceRowResult):
+            results.append(outcome)
+        else:
+            all_skipped.append(outcome)
     metrics = sorted({r.metric for r in results})
     by_metric = tuple((m, error_stats([r for r in results if r.metric == m])) for m in metrics)
     return InferenceValidationReport(rows=tuple(results), skipped=tuple(all_skipped),
@@ -146,12 +150,15 @@ def compare_cases(parsed, skipped, estimator: InferenceEstimator,
 
 
 def parse_inference_rows(rows, catalog: CatalogLookup | None = None
-                         ) -> tuple[list[InferenceCase], list[SkippedRow]]:
+                         ) -> tuple[list[InferenceCase | ServingCase], list[SkippedRow]]:
     parsed: list[InferenceCase | ServingCase] = []
     skipped: list[SkippedRow] = []
     for row in rows:
         result = parse_inference_row(row, catalog)
-        (skipped if isinstance(result, SkippedRow) else parsed).append(result)
+        if isinstance(result, SkippedRow):
+            skipped.append(result)
+        else:
+            parsed.append(result)
     return parsed, skipped
 
 

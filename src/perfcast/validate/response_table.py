@@ -178,7 +178,7 @@ class ResponseTable:
             values[index] = full(point) - additive(point)
         return dependent, RegularGridInterpolator(grids, values)
 
-    def response(self, theta: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    def response(self, theta: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(a, k) arrays over the rows at grid-parameter values ``theta``."""
         total = self._centre.copy()
         for j, parameter in enumerate(self.parameters):
@@ -187,7 +187,7 @@ class ResponseTable:
             total[i] += interpolator([theta[j] for j in dependent])[0]
         return total[:, 0], total[:, 1]
 
-    def predicted(self, theta: Sequence[float], fractions: np.ndarray) -> np.ndarray:
+    def predicted(self, theta: Sequence[float] | np.ndarray, fractions: np.ndarray) -> np.ndarray:
         """Predicted tokens/s/GPU of every row for grid values ``theta`` and per-row overhead
         fractions ``fractions``."""
         a, k = self.response(theta)

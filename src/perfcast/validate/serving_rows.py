@@ -32,7 +32,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from perfcast.catalog.serving_engines import engine_from_text
 from perfcast.specs.hardware import SystemSpec
@@ -209,6 +209,14 @@ def _num_requests(notes_text: str, clients: int) -> int:
     return max(1, min(n, MAX_SIMULATED_REQUESTS))
 
 
+class _Lengths(TypedDict):
+    """Prompt/output lengths every workload of a row shares (``ServingWorkload`` fields)."""
+
+    input_len: int
+    output_len: int
+    length_range_ratio: float
+
+
 def _workload(row: Row, notes: list[str]) -> tuple[ServingWorkload, str]:
     batching = cell_text(row, "batching").lower()
     text = cell_text(row, "notes").lower()
@@ -222,7 +230,7 @@ def _workload(row: Row, notes: list[str]) -> tuple[ServingWorkload, str]:
         input_len, output_len = round(input_len * (1 + v)), round(output_len * (1 + v))
         ratio = (1 - v) / (1 + v)
         notes.append(f"lengths ±{spread.group(1)}% around the nominal (uniform)")
-    common = dict(input_len=input_len, output_len=output_len, length_range_ratio=ratio)
+    common = _Lengths(input_len=input_len, output_len=output_len, length_range_ratio=ratio)
     rate = re.search(r"request rate ([\d.]+)", batching)
     if rate:
         n = _num_requests(text, 100)

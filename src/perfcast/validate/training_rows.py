@@ -218,5 +218,8 @@ def parse_rows(
     skipped: list[SkippedRow] = []
     for row in annotate_histories(rows):
         result = parse_row(row, catalog)
-        (parsed if isinstance(result, ParsedRow) else skipped).append(result)
+        if isinstance(result, ParsedRow):
+            parsed.append(result)
+        else:
+            skipped.append(result)
     return parsed, skipped

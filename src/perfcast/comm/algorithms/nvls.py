@@ -42,9 +42,10 @@ def nvls_cost(kind: Collective, size_bytes, topo: GroupTopology, system: SystemS
     r, k = (np.asarray(x, dtype=float) for x in (topo.ranks_per_domain, topo.num_domains))
     s = np.asarray(size_bytes, dtype=float)
     bandwidth = nvls_bandwidth_Bps(system, protocols)
-    if bandwidth is None:
+    params = protocols.nvls_for(system.gpu.generation)
+    if bandwidth is None or params is None:  # bandwidth is None whenever params is
         return AlgorithmCost(np.full_like(r * s, np.inf)[()], 0.0, 0.0, LatencyFamily.NVLS)
-    min_ranks = protocols.nvls_for(system.gpu.generation).min_ranks
+    min_ranks = params.min_ranks
     intra = np.where(r >= min_ranks, s / bandwidth, np.inf)
     inter = 2.0 * ring_fraction(k) * s / (r * np.asarray(topo.scale_out_Bps))
     return AlgorithmCost(
