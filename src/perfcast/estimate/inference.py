@@ -218,10 +218,13 @@ def estimate_inference(
     """
     strategy = strategy or Strategy(num_gpus=1)
     sixteen = "fp16" if precision == "fp16" else "bf16"
-    prec = InferencePrecision(weights=weight_precision or precision, activations=precision,
-                              kv_cache=kv_precision or sixteen)
-    workload = InferenceWorkload(batch_size=batch_size, input_len=input_len, output_len=output_len,
-                                 batching=batching, prefill_chunk_tokens=prefill_chunk_tokens)
+    # the strings are checked against the precision and batching names by pydantic here
+    prec = InferencePrecision.model_validate(dict(
+        weights=weight_precision or precision, activations=precision,
+        kv_cache=kv_precision or sixteen))
+    workload = InferenceWorkload.model_validate(dict(
+        batch_size=batch_size, input_len=input_len, output_len=output_len, batching=batching,
+        prefill_chunk_tokens=prefill_chunk_tokens))
     offload = offload or Offload()
     _check(model, system, strategy, prec, attention_dp)
     backend = get_backend(kernel_backend)

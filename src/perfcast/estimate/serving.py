@@ -129,8 +129,10 @@ def serving_setup(
     if engine_overrides:
         config = override_engine(config, engine_overrides)
     weights = weight_precision or precision
-    prec = InferencePrecision(weights=weights, activations=precision,
-                              kv_cache=kv_precision or default_kv_cache(config, weights, precision))
+    # the strings are checked against the precision names by pydantic here
+    prec = InferencePrecision.model_validate(dict(
+        weights=weights, activations=precision,
+        kv_cache=kv_precision or default_kv_cache(config, weights, precision)))
     _check(model, system, strategy, prec, attention_dp)
     cal = overheads or load_inference_overheads()
     memory = serving_memory_paged(model, system.gpu.hbm_capacity_bytes, strategy, prec, config,

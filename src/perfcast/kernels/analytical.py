@@ -152,7 +152,9 @@ class AnalyticalBackend:
         prec = precision if fp8 else ATTENTION_16BIT_PEAK
         params = self.params(gpu)
         hbm_eff, launch = self._hbm_and_launch(gpu)
-        sm_load_Bps = params.gemm.sm_load_bytes_per_clock * float(gpu.matrix_clock_Hz)
+        clock_Hz = gpu.matrix_clock_Hz
+        assert clock_Hz is not None  # a GPU without a clock goes to the roofline (uses_roofline)
+        sm_load_Bps = params.gemm.sm_load_bytes_per_clock * clock_Hz
         timer = attention_backward_time_s if backward else attention_forward_time_s
         call = AttentionCall(batch, num_heads, kv_heads, seq_q, seq_kv, head_dim_qk, head_dim_v,
                              causal, prec)

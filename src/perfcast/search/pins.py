@@ -65,7 +65,7 @@ class Pin(BaseModel):
             value = BOOL_WORDS[value]
         if key in CHOICES and value not in CHOICES[key]:
             raise InputError("pin", text, f"{key} takes one of {', '.join(CHOICES[key])}")
-        return cls(key=key, value=value)
+        return cls.model_validate(dict(key=key, value=value))  # key checked against PinKey
 
 
 def pin_text(value) -> str:
