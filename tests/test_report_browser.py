@@ -8,40 +8,18 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
+import headless_browser
 from perfcast import __version__
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 SCREENSHOTS = Path(os.environ.get("PERFCAST_SCREENSHOT_DIR", "out/screenshots"))
 ARGS = ["train", "--model", "llama3-8b", "--system", "dgx-h100", "--gpus", "8", "--tp", "2",
         "--seq-length", "4096", "--global-batch-size", "64"]
 MIN_COLOURS = 8
 """A rendered page has text, table rules and headings: far more than a few flat colours."""
-
-
-def _browser_or_skip():
-    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not os.path.exists(p)]
-    if missing:
-        message = f"no headless browser ({', '.join(missing)}); .ci/run installs chromium"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1280,1300", "--disable-extensions"):
-        options.add_argument(arg)
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
 
 def _perfcast(*args: str) -> str:
@@ -53,7 +31,7 @@ def _perfcast(*args: str) -> str:
 
 
 def test_html_report_renders_in_chromium(tmp_path: Path) -> None:
-    driver = _browser_or_skip()
+    driver = headless_browser.browser_or_skip()
     report = tmp_path / "report.html"
     try:
         _perfcast(*ARGS, "--report", str(report))

@@ -10,47 +10,26 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import sys
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 from typer.testing import CliRunner
 
+import headless_browser
 from perfcast.cli.main import app as cli_app
 from perfcast.web.fields import cli_args
 
 from web_server import running_server
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 SCREENSHOTS = Path(os.environ.get("PERFCAST_SCREENSHOT_DIR", "out/screenshots"))
 WAIT_S = 60
 runner = CliRunner()
 
 
-def _browser_or_skip():
-    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not os.path.exists(p)]
-    if missing:
-        message = f"no headless browser ({', '.join(missing)}); .ci/run installs chromium"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1280,1300", "--disable-extensions"):
-        options.add_argument(arg)
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-
-
 @pytest.fixture(scope="module")
 def page():
-    driver = _browser_or_skip()
+    driver = headless_browser.browser_or_skip()
     try:
         with running_server() as server:
             yield Page(driver, server.base_url)
@@ -279,12 +258,10 @@ def parse_qs_one(query: str) -> dict[str, str]:
 
 
 def test_a_missing_browser_fails_in_ci_and_skips_locally(monkeypatch, tmp_path):
-    module = sys.modules[__name__]
-
-    monkeypatch.setattr(module, "CHROMIUM", str(tmp_path / "no-chromium"))
+    monkeypatch.setattr(headless_browser, "CHROMIUM", str(tmp_path / "no-chromium"))
     monkeypatch.setenv("CI", "1")
     with pytest.raises(pytest.fail.Exception, match="no headless browser"):
-        module._browser_or_skip()
+        headless_browser.browser_or_skip()
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception):
-        module._browser_or_skip()
+        headless_browser.browser_or_skip()
