@@ -138,8 +138,8 @@ def infer_command(
         MAX_GENERATED_TOKENS,
         MAX_GPUS,
         MAX_SEQ_LENGTH,
-        check_at_most,
         check_positive,
+        check_request_lengths,
     )
     from perfcast.specs.strategy import Strategy
 
@@ -147,11 +147,9 @@ def infer_command(
     for name, value in (("tp", tp), ("pp", pp), ("ep", ep)):
         check_positive(name, value, MAX_GPUS)
     check_positive("batch_size", batch_size, MAX_BATCH_SEQUENCES)
-    check_positive("input_len", input_len, MAX_SEQ_LENGTH)
-    check_positive("output_len", output_len, MAX_GENERATED_TOKENS)
+    check_request_lengths(input_len, output_len)
     check_positive("prefill_chunk", prefill_chunk, MAX_SEQ_LENGTH)
     check_positive("num_draft_tokens", num_draft_tokens, MAX_GENERATED_TOKENS)
-    check_at_most("input_len+output_len", input_len + output_len, MAX_SEQ_LENGTH)
     if gpus is not None:
         check_positive("gpus", gpus, MAX_GPUS)
     if ep > 1 and tp % ep != 0:

@@ -60,23 +60,20 @@ def infer_search_command(
     from perfcast.errors import InputError
     from perfcast.serving_search import Targets, search_deployments
     from perfcast.specs.limits import (
-        MAX_GENERATED_TOKENS,
         MAX_SEARCH_TOP,
-        MAX_SEQ_LENGTH,
         MAX_SERVING_SEARCH_GPUS,
         MAX_TIME_S,
         MAX_TOKEN_RATE,
         check_at_most,
         check_positive,
+        check_request_lengths,
     )
 
     check_output_file("plot", plot)
     if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
         raise InputError("plot", str(plot), f"give a {'/'.join(PLOT_SUFFIXES)} file name")
     check_positive("gpus", gpus, MAX_SERVING_SEARCH_GPUS)
-    check_positive("input_len", input_len, MAX_SEQ_LENGTH)
-    check_positive("output_len", output_len, MAX_GENERATED_TOKENS)
-    check_at_most("input_len+output_len", input_len + output_len, MAX_SEQ_LENGTH)
+    check_request_lengths(input_len, output_len)
     check_positive("top", top, MAX_SEARCH_TOP)
     for name, value in (("ttft_ms", ttft_ms), ("tpot_ms", tpot_ms)):
         if value is not None:

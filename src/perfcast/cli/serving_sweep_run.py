@@ -39,12 +39,11 @@ def run_serving_sweep(*, model: str, systems: list[str], gpu_counts: list[int], 
         serving_sweep_tasks,
     )
     from perfcast.specs.limits import (
-        MAX_GENERATED_TOKENS,
-        MAX_SEQ_LENGTH,
         MAX_SERVING_SEARCH_GPUS,
         MAX_TOKEN_RATE,
         check_at_most,
         check_positive,
+        check_request_lengths,
     )
 
     if plot is not None:
@@ -54,9 +53,7 @@ def run_serving_sweep(*, model: str, systems: list[str], gpu_counts: list[int], 
         raise InputError("serving_engine", serving_engine, f"choose from {sorted(ENGINE_PROFILES)}")
     for gpus in gpu_counts:
         check_at_most("gpus", gpus, MAX_SERVING_SEARCH_GPUS)
-    check_positive("input_len", input_len, MAX_SEQ_LENGTH)
-    check_positive("output_len", output_len, MAX_GENERATED_TOKENS)
-    check_at_most("input_len+output_len", input_len + output_len, MAX_SEQ_LENGTH)
+    check_request_lengths(input_len, output_len)
     if min_tokens_per_s_per_user is not None:
         check_positive("min_tokens_per_s_per_user", min_tokens_per_s_per_user, MAX_TOKEN_RATE)
     tasks = serving_sweep_tasks(model, systems, gpu_counts, input_len, output_len,

@@ -96,6 +96,14 @@ def check_non_negative(field: str, value: int | float, bound: Bound | None = Non
         check_at_most(field, value, bound)
 
 
+def check_request_lengths(input_len: int, output_len: int) -> None:
+    """The prompt and generated lengths of a serving request: each positive and bounded, and
+    together within ``MAX_SEQ_LENGTH`` (infer, infer-search and serving sweeps)."""
+    check_positive("input_len", input_len, MAX_SEQ_LENGTH)
+    check_positive("output_len", output_len, MAX_GENERATED_TOKENS)
+    check_at_most("input_len+output_len", input_len + output_len, MAX_SEQ_LENGTH)
+
+
 def check_finite(field: str, value: int | float) -> None:
     """Raise ``InputError`` for NaN or infinite ``value``."""
     if isinstance(value, float) and not math.isfinite(value):
