@@ -30,6 +30,11 @@ other Blackwell sources (DeepSeek-V3 GB200 history, torchao, torchtitan NVFP4), 
 different software. The per-row Mixtral bound therefore moved from 0.19 (set on a branch with
 12 MoE rows and no other Blackwell source; never on main) to 0.33; what the overhead stands for
 per framework is the open part of issue 21.
+BF16 layers under an FP8/FP4 recipe (oos21c: torchtitan NVFP4 rows 536/539 keep their last
+5/6 layers in BF16, as the rows state): all 15.2 -> 14.9%, dense 13.6 -> 13.3%, nemo_perf 20.3
+-> 18.4% (the Blackwell fraction the other sources give it falls), torchtitan_nvfp4 18.6 ->
+13.0%; bounds tightened to all 0.155, dense 0.14, nemo_perf 0.20, torchtitan_nvfp4 0.15,
+NeMo Mixtral rows 0.30 (now -27, -8, -24%).
 Issue 21 targets (CV): dense <= 12%, all <= 15%, every source <= 20% (not met).
 """
 
@@ -44,8 +49,8 @@ from cv_data import training_cv
 NUM_ROWS = 379
 NUM_DENSE_ROWS = 329
 NUM_MOE_ROWS = 50
-CV_MAPE_BOUND = 0.165
-CV_DENSE_MAPE_BOUND = 0.15
+CV_MAPE_BOUND = 0.155
+CV_DENSE_MAPE_BOUND = 0.14
 CV_DENSE_MEDIAN_BOUND = 0.10
 CV_DENSE_WITHIN_10_MIN = 0.52
 CV_DENSE_WITHIN_20_MIN = 0.80
@@ -56,11 +61,11 @@ CV_SOURCE_BOUNDS = {
     "megatron_sc21": 0.36,
     "mosaic_mpt": 0.12,
     "nemo_automodel": 0.17,
-    "nemo_perf": 0.23,
+    "nemo_perf": 0.20,
     "torchao_float8": 0.40,
     "torchao_moe": 0.65,
     "torchtitan": 0.18,
-    "torchtitan_nvfp4": 0.21,
+    "torchtitan_nvfp4": 0.15,
 }
 KORTHIKANTI_ROW_BOUND = 0.085
 """Moved 0.08 -> 0.085 by the ZeRO-3 change (zero21): row 40 (1T PTD-P, no ZeRO) CV -7.8% ->
@@ -69,7 +74,7 @@ unhideable they no longer prop up the shared stream-overlap fraction (0.783 -> 0
 fold fit raises the Ampere overhead fraction to make up for the FSDP rows' lower DP exposure."""
 CV_MOE_MAPE_BOUND = 0.27
 CV_MOE_WITHIN_20_MIN = 26
-NEMO_MIXTRAL_ROW_BOUND = 0.33
+NEMO_MIXTRAL_ROW_BOUND = 0.30
 
 
 @pytest.fixture(scope="module")

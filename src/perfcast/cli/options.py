@@ -146,6 +146,8 @@ class RunArgs:
     fp8_recipe: str
     fp8_fused_casts: bool
     fp8_weight_cache: bool
+    num_layers_at_start_in_bf16: int
+    num_layers_at_end_in_bf16: int
     grad_reduce_dtype: str
     no_flash_attention: bool
     attention_kernel: str
@@ -218,6 +220,8 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("fp8_recipe", FP8RecipeOpt, typer.Option(FP8RecipeOpt.tensorwise, "--fp8-recipe", help="FP8 scaling recipe (nvfp4: FP4 GEMMs, Blackwell).")),
     ("fp8_fused_casts", bool, typer.Option(True, "--fp8-fused-casts/--no-fp8-fused-casts", help="FP8: fuse input casts into the preceding norm/activation.")),
     ("fp8_weight_cache", bool, typer.Option(True, "--fp8-weight-cache/--no-fp8-weight-cache", help="FP8: cast weights once per step, not per micro-batch.")),
+    ("num_layers_at_start_in_bf16", int, typer.Option(0, "--num-layers-at-start-in-bf16", min=0, help="FP8/FP4: the first N decoder layers keep BF16 GEMMs (Megatron-Core --first-last-layers-bf16).")),
+    ("num_layers_at_end_in_bf16", int, typer.Option(0, "--num-layers-at-end-in-bf16", min=0, help="FP8/FP4: the last N decoder layers keep BF16 GEMMs (Megatron-Core --first-last-layers-bf16).")),
     ("grad_reduce_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--grad-reduce-dtype", help="Main-gradient dtype.")),
     ("no_flash_attention", bool, typer.Option(False, "--no-flash-attention/--flash-attention", help="Unfused attention (stores s x s scores); --flash-attention forces fused attention over a --framework default.")),
     ("attention_kernel", AttentionKernelOpt, typer.Option(AttentionKernelOpt.auto, "--attention-kernel", help="Fused-attention kernel: auto (the GPU's own: FA2 Ampere, FA3/cuDNN Hopper, cuDNN Blackwell), fa2 (FlashAttention-2, PyTorch SDPA) or triton (FlashAttention Triton).")),

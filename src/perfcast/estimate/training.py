@@ -85,7 +85,10 @@ def stage_kinds(model: ModelSpec, strategy: Strategy) -> list[int]:
     out = []
     pp = strategy.pp
     for stage, layers in enumerate(strategy_stage_layers(model, strategy)):
-        key = (len(layers), count_moe_layers(model, layers), stage == 0,
+        bf16 = (sum(strategy.bf16_layer(i, model.num_hidden_layers) for i in layers)
+                if strategy.num_layers_at_start_in_bf16 or strategy.num_layers_at_end_in_bf16
+                else 0)
+        key = (len(layers), count_moe_layers(model, layers), bf16, stage == 0,
                stage == pp - 1)
         out.append(keys.setdefault(key, len(keys)))
     return out

@@ -7,13 +7,16 @@ embedding lookup on the first stage and the LM head + cross-entropy on the last
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from perfcast.errors import InputError
 from perfcast.graph.fp8_casts import fp8_cast_ops
 from perfcast.graph.layer import ACT_BYTES, LayerShape, backward_ops, layer_ops
 from perfcast.graph.ops import CommOp, ComputeOp, GemmOp, MemoryOp, Phase
-from perfcast.graph.param_sharding import count_moe_layers, strategy_stage_layers
+from perfcast.graph.param_sharding import is_moe_layer, strategy_stage_layers
 from perfcast.graph.params import allocated_vocab_size
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.strategy import Strategy
@@ -121,18 +124,47 @@ def _stage_graph_memo(model: ModelSpec, strategy: Strategy, seq_length: int,
     return _stage_graph(model, strategy, seq_length, stage)
 
 
+def bf16_layer_ops(compute: list[ComputeOp]) -> list[ComputeOp]:
+    """A layer's ops with its GEMMs kept in BF16 (``fp8_eligible=False``); built from a shape
+    without an FP8 recipe, so it has no quantize kernels either."""
+    return [replace(op, fp8_eligible=False) if isinstance(op, GemmOp) else op for op in compute]
+
+
+def _layer_classes(model: ModelSpec, strategy: Strategy, layers: Sequence[int],
+                   mtp: int) -> Counter[tuple[bool, bool]]:
+    """Layers of a stage per (MoE, BF16 under an FP8 recipe) class; the stage's MTP layers
+    count as the model's kind and in the low-precision recipe."""
+    total = model.num_hidden_layers
+    kept = strategy.num_layers_at_start_in_bf16 + strategy.num_layers_at_end_in_bf16
+    if kept > total:
+        raise InputError("num_layers_at_start_in_bf16 + num_layers_at_end_in_bf16", kept,
+                         f"exceeds the model's {total} decoder layers")
+    bf16 = strategy.precision == "fp8" and (strategy.num_layers_at_start_in_bf16
+                                            or strategy.num_layers_at_end_in_bf16)
+    classes: Counter[tuple[bool, bool]] = Counter()
+    if not model.is_moe and not bf16:
+        classes[(False, False)] = len(layers)
+    else:
+        for i in layers:
+            classes[(is_moe_layer(model, i), bool(bf16) and strategy.bf16_layer(i, total))] += 1
+    classes[(model.is_moe, False)] += mtp
+    return classes
+
+
 def _stage_graph(model: ModelSpec, strategy: Strategy, seq_length: int, stage: int) -> StageGraph:
-    layers = strategy_stage_layers(model, strategy)[stage]
-    num_moe = count_moe_layers(model, layers)
     last = stage == strategy.pp - 1
     mtp = strategy.mtp_num_layers if last else 0
-    num_moe += mtp if model.is_moe else 0
-    layers = range(len(layers) + mtp)
+    classes = _layer_classes(model, strategy, strategy_stage_layers(model, strategy)[stage], mtp)
     groups = []
-    for moe, count in ((False, len(layers) - num_moe), (True, num_moe)):
+    for (moe, bf16), count in sorted(classes.items()):
         if count == 0:
             continue
-        compute, comm = layer_ops(model, layer_shape(model, strategy, seq_length, moe))
+        shape = layer_shape(model, strategy, seq_length, moe)
+        if bf16:
+            compute, comm = layer_ops(model, replace(shape, fp8_recipe=None))
+            compute = bf16_layer_ops(compute)
+        else:
+            compute, comm = layer_ops(model, shape)
         groups.append(LayerGroup(count, moe, tuple(compute), tuple(comm)))
     shape = layer_shape(model, strategy, seq_length, False)
     extra: list[ComputeOp] = []

@@ -170,6 +170,17 @@ class Strategy(BaseModel):
         description="FP8 weights cast once per step and reused by every micro-batch "
                     "(Transformer Engine is_first_microbatch); False = cast in every forward.",
     )
+    num_layers_at_start_in_bf16: int = Field(
+        default=0, ge=0,
+        description="FP8/FP4 training: the first N decoder layers keep BF16 GEMMs and no "
+                    "quantize kernels (Megatron-Core --first-last-layers-bf16 with "
+                    "--num-layers-at-start-in-bf16; torchao/torchtitan filter_fqns). 0 = none.",
+    )
+    num_layers_at_end_in_bf16: int = Field(
+        default=0, ge=0,
+        description="FP8/FP4 training: the last N decoder layers keep BF16 GEMMs "
+                    "(Megatron-Core --num-layers-at-end-in-bf16). 0 = none.",
+    )
     fp8_moe_act_inputs: bool = Field(
         default=False,
         description="Cache the MoE experts' SwiGLU inputs (gate and up outputs) in FP8 for "
@@ -307,6 +318,11 @@ class Strategy(BaseModel):
             raise ValueError(f"fp8_param=True needs precision='fp8' and a sharded optimizer "
                              f"(got precision={self.precision!r}, sharding stage "
                              f"{self.sharding_stage})")
+        bf16_layers = self.num_layers_at_start_in_bf16 + self.num_layers_at_end_in_bf16
+        if bf16_layers and self.precision != "fp8":
+            raise ValueError(f"num_layers_at_start_in_bf16={self.num_layers_at_start_in_bf16}, "
+                             f"num_layers_at_end_in_bf16={self.num_layers_at_end_in_bf16} need "
+                             f"precision='fp8' (got precision={self.precision!r})")
         if self.fp8_moe_act_inputs and self.precision != "fp8":
             raise ValueError(f"fp8_moe_act_inputs=True needs precision='fp8' (got "
                              f"precision={self.precision!r})")
@@ -386,6 +402,14 @@ class Strategy(BaseModel):
         if self.distributed_optimizer:
             return max(1, self.zero_stage)
         return self.zero_stage
+
+    def bf16_layer(self, layer: int, num_layers: int) -> bool:
+        """Whether global decoder layer ``layer`` (0-based, of ``num_layers``) keeps BF16 GEMMs
+        under an FP8/FP4 recipe: among the first ``num_layers_at_start_in_bf16`` or the last
+        ``num_layers_at_end_in_bf16`` (Megatron-Core TransformerConfig, frameworks.md §1
+        ``first_last_layers_bf16``)."""
+        return (layer < self.num_layers_at_start_in_bf16
+                or layer >= num_layers - self.num_layers_at_end_in_bf16)
 
     def recomputed_layers(self, num_layers):
         """Layers of a stage with ``num_layers`` layers whose forward is recomputed in full

@@ -28,8 +28,10 @@ skip reason naming the column and value.
   rowwise_with_gw_hp, tensorwise / per-tensor / current scaling / FP8-CS, MXFP8 / FP8-MX,
   blockwise / block-scaled, delayed, NVFP4; unstated: the profile's meaning of a bare FP8, else
   Transformer Engine's default delayed scaling); "FP8 primary weights" / "fp8 param" ->
-  ``fp8_param``; fp16 -> fp16; bf16 -> bf16; empty -> bf16. Composer "MP mode PURE" reduces
-  gradients in bf16; otherwise the profile's reduce dtype.
+  ``fp8_param``; "layers A-B [+ LM head] bf16" at the start or end of the model ->
+  ``num_layers_at_start_in_bf16`` / ``num_layers_at_end_in_bf16``; fp16 -> fp16; bf16 -> bf16;
+  empty -> bf16. Composer "MP mode PURE" reduces gradients in bf16; otherwise the profile's
+  reduce dtype.
 - micro-batch: ``micro_batch``; else global/(dp·grad_accum); else, where the framework
   profile's ``pipeline_microbatches`` is ``pp_degree`` (torchtitan:
   ``pipeline_parallel_microbatches`` defaults to the number of stages), the local batch split
@@ -297,6 +299,32 @@ def precision(row: Mapping[str, str | None], notes: list[str]) -> dict[str, Any]
     else:
         fields["precision"] = stated.precision
     return fields
+
+
+_BF16_LAYERS = re.compile(r"layers\s+(\d+)\s*-\s*(\d+)(?:\s*\+\s*lm head)?\s+bf16")
+"""A precision cell's decoder-layer range kept in BF16 ("layers 27-31 + LM head bf16")."""
+
+
+def bf16_layers(row: Mapping[str, str | None], num_layers: int,
+                notes: list[str]) -> dict[str, int]:
+    """``num_layers_at_start_in_bf16`` / ``num_layers_at_end_in_bf16`` where the precision cell
+    names a 0-based range of decoder layers kept in BF16 under the FP8/FP4 recipe, at the start
+    or the end of the model (torchao/torchtitan ``filter_fqns``, Megatron-Core
+    ``--first-last-layers-bf16``). A range in the middle is not modelled (RowError)."""
+    match = _BF16_LAYERS.search(lower_text(row, "precision"))
+    if match is None:
+        return {}
+    first, last = int(match.group(1)), int(match.group(2))
+    if not 0 <= first <= last < num_layers:
+        raise RowError(f"precision: BF16 layers {first}-{last} outside the model's "
+                       f"{num_layers} layers")
+    count = last - first + 1
+    notes.append(f"layers {first}-{last} keep BF16 GEMMs (row)")
+    if last == num_layers - 1:
+        return {"num_layers_at_end_in_bf16": count}
+    if first == 0:
+        return {"num_layers_at_start_in_bf16": count}
+    raise RowError(f"precision: BF16 layers {first}-{last} neither start nor end the model")
 
 
 def global_batch(

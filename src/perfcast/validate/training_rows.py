@@ -118,6 +118,8 @@ def _strategy(row: Row, sizes: rs.ParallelSizes, model: ModelSpec, system: Syste
     explicit.update(rs.pipeline_split(row, model.num_hidden_layers, sizes, notes))
     explicit.update(rs.recompute(row, layers_per_stage, notes))
     explicit.update(rs.precision(row, notes))
+    if explicit["precision"] == "fp8":
+        explicit.update(rs.bf16_layers(row, model.num_hidden_layers, notes))
     explicit.update(history_settings(row, notes))
     facts = RunFacts(tp=sizes.tp, ep=sizes.ep, precision=str(explicit["precision"]),
                      generation=system.gpu.generation, layers_per_stage=layers_per_stage)
