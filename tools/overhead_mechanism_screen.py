@@ -11,7 +11,19 @@ Each candidate replaces or extends the per-generation overhead fraction f of
 * ``per-layer-pass s``: inter-kernel gaps that depend on kernel count, not kernel time --
   feature num_micro_batches · layers per stage;
 * ``framework multiplier``: f times a factor per framework profile (the row's
-  ``framework`` column resolved as ``validate/row_framework.py`` does).
+  ``framework`` column resolved as ``validate/row_framework.py`` does);
+* ``kernel gap s``: GPU idle seconds after every kernel on the critical path
+  (``host_launch.yaml`` ``kernel_gap_s``), fitted with one pooled f: a per-kernel constant
+  is a larger share of the step on faster GPUs, so it could stand for the per-generation
+  spread -- feature = kernels per step (the step's change at kernel_gap_s = 10 us / 10 us);
+* ``f per generation x dense/MoE``: the fraction per (generation, architecture class), the
+  classes of the forecast bands.
+
+Results on 2026-11-24 (oos21c, after the BF16-layer rows; screening MAPE all / dense):
+shipped 12.1 / 9.9%; pooled f 17.0 / 14.8%; pooled f + kernel gap 16.6 / 15.1% (no gap
+explains the generation spread); f per generation + kernel gap 12.2 / 10.0%; f per
+generation x dense/MoE 12.1 / 10.2% (nemo_perf 18.2 -> 17.0%, megatron_dsv3_gb200 37 -> 26%,
+torchtitan_nvfp4 13 -> 31%: it moves error between Blackwell sources, not shipped).
 
 Screening only: the grid parameters (stream-overlap share, Triton attention ratio) stay at
 their all-data fit and held-out rows are predicted from the table, so the numbers sit below
@@ -26,13 +38,15 @@ from __future__ import annotations
 import csv
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
 import numpy as np
 from scipy.optimize import least_squares
 
+from perfcast.calibration.bundle import Calibration, load_calibration
+from perfcast.calibration.host_launch import load_host_launch
 from perfcast.validate.fit_training import (
     MIN_ROWS_PER_GENERATION,
     fit_training,
@@ -59,11 +73,25 @@ class Rows:
     features: dict[str, np.ndarray]
 
 
+GAP_PROBE_S = 10e-6
+"""kernel_gap_s at which the kernels-per-step feature is read off the response table."""
+
+
+def _with_kernel_gap(calibration: Calibration, gap_s: float) -> Calibration:
+    host = calibration.host_launch or load_host_launch()
+    gap = host.kernel_gap_s.model_copy(update={"value": gap_s})
+    return calibration.replace(host_launch=host.model_copy(update={"kernel_gap_s": gap}))
+
+
 def load(path: Path = DATA) -> Rows:
     data = load_training_data([path])
     fitted = fit_training(data)
     table = data.table
-    a, k = table.response([fitted.value(p.name) for p in table.parameters])
+    values = [fitted.value(p.name) for p in table.parameters]
+    a, k = table.response(values)
+    probe = load_training_data([path], calibration=_with_kernel_gap(load_calibration(),
+                                                                    GAP_PROBE_S))
+    kernels = (probe.table.response(values)[0] - a) / GAP_PROBE_S
     text = {r["row_id"]: r for r in csv.DictReader(path.open(newline="", encoding="utf-8"))}
     rows = table.data.rows
     frameworks = []
@@ -78,7 +106,14 @@ def load(path: Path = DATA) -> Rows:
                 np.array([r.source_id for r in rows]), data.fit_mask(),
                 np.array([r.model.arch_type == "dense" for r in rows]),
                 {"per-step s": np.ones(len(rows)), "per-micro-batch s": micro,
-                 "per-layer-pass s": micro * layers})
+                 "per-layer-pass s": micro * layers, "kernel gap s": kernels})
+
+
+def by_class(rows: Rows) -> Rows:
+    """``rows`` with each generation split into its dense and MoE rows."""
+    classes = [f"{g}|{'dense' if d else 'moe'}" for g, d in zip(rows.generation, rows.dense,
+                                                               strict=True)]
+    return replace(rows, generation=np.array(classes))
 
 
 def _residual(rows: Rows, extra: np.ndarray, gi: np.ndarray, fi: np.ndarray, ng: int, nf: int,
@@ -133,6 +168,9 @@ CANDIDATES: dict[str, Callable[[Rows], np.ndarray]] = {
     "f per generation + per-layer-pass s": lambda r: _cv(r, ("per-layer-pass s",), True, False),
     "pooled f + per-layer-pass s": lambda r: _cv(r, ("per-layer-pass s",), False, False),
     "f per generation x framework": lambda r: _cv(r, (), True, True),
+    "pooled f + kernel gap s": lambda r: _cv(r, ("kernel gap s",), False, False),
+    "f per generation + kernel gap s": lambda r: _cv(r, ("kernel gap s",), True, False),
+    "f per generation x dense/MoE": lambda r: _cv(by_class(r), (), True, False),
 }
 
 
