@@ -58,3 +58,31 @@ def test_one_imbalance_reproduces_every_pair(index):
 def test_no_pairs_is_an_error():
     with pytest.raises(ValueError, match="no forced-balance"):
         fit_dropless_imbalance([])
+
+
+def test_default_routing_is_the_learned_imbalance():
+    """An unstated imbalance with EP > 1 forecasts the learned router's busiest rank (slower
+    than balanced, and the report says which value it used); forced balancing is balanced."""
+    from perfcast.catalog.models import load_model
+    from perfcast.catalog.systems import load_system
+    from perfcast.specs.strategy import Strategy
+    from perfcast.specs.workload import Workload
+
+    model, system = load_model("mixtral-8x7b"), load_system("dgx-h100")
+    workload = Workload(seq_length=4096, global_batch_size=64)
+    value = load_moe_routing().dropless_load_imbalance.value
+
+    def run(**fields):
+        strategy = Strategy(num_gpus=8, ep=8, micro_batch_size=1,
+                            distributed_optimizer=True, **fields)
+        return estimate_training(model, system, strategy, workload)
+
+    learned, stated, forced = run(), run(moe_load_imbalance=value), run(
+        moe_router_force_load_balancing=True)
+    assert learned.step_time_s == pytest.approx(stated.step_time_s, rel=1e-12)
+    assert learned.step_time_s > run(moe_load_imbalance=1.0).step_time_s
+    assert forced.step_time_s == pytest.approx(run(moe_load_imbalance=1.0).step_time_s,
+                                               rel=1e-12)
+    assert any(a.startswith(f"moe_load_imbalance {value:g}") and "dropless learned" in a
+               for a in learned.assumptions)
+    assert any("forced load balancing" in a for a in forced.assumptions)

@@ -45,3 +45,5 @@ def test_row_text():
     assert moe_routing({"notes": "dropless with forced load balancing"}, notes) == {
         "moe_router_force_load_balancing": True}
     assert moe_routing({"notes": "dropless (real routing)"}, notes) == {}
+    assert moe_routing({"notes": "mock data; fake balanced gate for MoE"}, notes) == {
+        "moe_router_force_load_balancing": True}
