@@ -68,7 +68,7 @@ CV_DENSE_WITHIN_10_MIN = 0.56
 CV_DENSE_WITHIN_20_MIN = 0.83
 CV_SOURCE_BOUNDS = {
     "korthikanti2022": 0.05,
-    "mcore_moe_modelzoo": 0.18,
+    "mcore_moe_modelzoo": 0.17,
     "megatron_dsv3_gb200": 0.23,
     "megatron_sc21": 0.36,
     "mosaic_mpt": 0.105,
