@@ -31,8 +31,15 @@ from conftest import shared_path
 from cv_data import serving_rows, serving_table, training_data
 
 runner = CliRunner()
-TRAINING_TABLE_MAX_DEVIATION = 5e-4
-"""Measured 2.0e-4 (1.0e-7 before host time); held-out rows are always forecast in full.
+TRAINING_TABLE_MAX_DEVIATION = 2e-3
+"""Moved 5e-4 -> 2e-3 by the MoE routing refit (moe16c), stated: measured 1.5e-3 on row 512
+(nemo_automodel DeepSeek-V3, PP 4 x VPP 8, FSDP), every other row <= 4e-8. The refit puts the
+stream-overlap fraction at 0.760, just above 0.7575 where that row's critical stage switches
+from 1 to 3 (their FSDP exposures differ); ``estimate.training.assemble_step`` takes the
+overhead's kernel share from the critical stage, so the step jumps by 0.26% there and linear
+interpolation between grid points (0.75, 0.80) cannot follow a jump (a finer 0.025 grid still
+leaves 1.0e-3). Not a forecast error: held-out rows are always forecast in full.
+Before: measured 2.0e-4 (1.0e-7 before host time).
 f scales the kernel time exactly, but a pass with host time is max(GPU stream, host issue)
 per segment (schedule.host_time), so a row whose segments change side between f = 0 and
 f = 1 is not exactly linear in f; the grid parameters' rows are piecewise linear."""

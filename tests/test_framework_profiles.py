@@ -144,6 +144,28 @@ def test_tp_dependent_defaults_need_tp():
     assert fields["etp"] == 1 and fields["moe_token_dispatcher"] == "alltoall"
 
 
+@pytest.mark.parametrize(("spec", "forced"), [
+    ("NeMo 25.02", True), ("NeMo 25.09", True), ("megatron-bridge@0.5", True),
+    ("megatron-core@0.15", False), ("megatron-core", False), ("torchtitan", False),
+])
+def test_performance_scripts_benchmark_moe_with_balanced_routing(spec, forced):
+    """NVIDIA's NeMo / Megatron-Bridge performance scripts force load balancing (frameworks.md
+    2.4, 2.6); bare Megatron-Core and torchtitan keep the learned router."""
+    facts = RunFacts(tp=1, ep=8, precision="bf16", generation="hopper", layers_per_stage=8)
+    fields = _apply(spec, facts).fields
+    assert fields.get("moe_router_force_load_balancing", False) is forced
+
+
+def test_stated_routing_keeps_the_profile_routing_out():
+    facts = RunFacts(tp=1, ep=8, precision="bf16", generation="hopper", layers_per_stage=8)
+    for stated in ({"moe_load_imbalance": 1.2}, {"moe_capacity_factor": 1.0},
+                   {"moe_router_force_load_balancing": False}):
+        assert "moe_router_force_load_balancing" not in _apply("NeMo 25.02", facts,
+                                                               **stated).fields
+    no_ep = RunFacts(tp=1, ep=1, precision="bf16", generation="hopper", layers_per_stage=8)
+    assert "moe_router_force_load_balancing" not in _apply("NeMo 25.02", no_ep).fields
+
+
 @pytest.mark.parametrize(("spec", "recipe"), [
     ("NeMo 24.07", "delayed"), ("NeMo 25.07", "delayed"), ("NeMo 25.09", "tensorwise"),
     ("megatron-bridge", "tensorwise"), ("megatron-core@0.11", "delayed"),

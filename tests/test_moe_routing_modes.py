@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from perfcast.calibration.moe_routing import load_moe_routing
 from perfcast.catalog.models import load_model
 from perfcast.graph.stage import layer_shape
 from perfcast.specs.strategy import Strategy
@@ -19,7 +20,12 @@ def _load(**fields):
 
 
 def test_routed_load_by_mode():
-    assert _load() == 1.0
+    learned = load_moe_routing().dropless_load_imbalance.value
+    assert learned > 1.0
+    assert _load() == learned                                        # dropless, learned router
+    assert _load(moe_capacity_factor=1.2) == min(learned, 1.2)       # the capacity caps it
+    assert _load(moe_load_imbalance=1.0) == 1.0                      # stated: balanced
+    assert layer_shape(MODEL, Strategy(num_gpus=8), 4096, True).routed_load == 1.0  # no EP
     assert _load(moe_load_imbalance=1.4) == 1.4                      # dropless, skewed
     assert _load(moe_load_imbalance=1.4, moe_capacity_factor=1.2) == 1.2   # dropped beyond
     assert _load(moe_load_imbalance=1.0, moe_capacity_factor=1.2,
@@ -39,3 +45,5 @@ def test_row_text():
     assert moe_routing({"notes": "dropless with forced load balancing"}, notes) == {
         "moe_router_force_load_balancing": True}
     assert moe_routing({"notes": "dropless (real routing)"}, notes) == {}
+    assert moe_routing({"notes": "mock data; fake balanced gate for MoE"}, notes) == {
+        "moe_router_force_load_balancing": True}

@@ -36,6 +36,23 @@ BF16 layers under an FP8/FP4 recipe (oos21c: torchtitan NVFP4 rows 536/539 keep 
 13.0%; bounds tightened to all 0.155, dense 0.14, nemo_perf 0.20, torchtitan_nvfp4 0.15,
 NeMo Mixtral rows 0.30 (now -27, -8, -24%).
 Issue 21 targets (CV): dense <= 12%, all <= 15%, every source <= 20% (not met).
+
+MoE routing (moe16c branch): dropless routing with a learned router loads the busiest EP rank
+1.563x the mean (calibration/moe_routing.yaml, fitted on the four ModelZoo forced-balance /
+real-routing pairs, each reproduced within 0.01 of its measured ratio); forced balancing
+("fake balanced gate" in NeMo AutoModel rows) and NVIDIA's NeMo / Megatron-Bridge performance
+scripts (profile default, frameworks.md 2.4/2.6) route evenly. Refit: f blackwell 0.435 ->
+0.371, hopper 0.307 -> 0.293. CV MAPE 15.2 -> 14.0% all, 13.6 -> 13.0% dense, 25.8 -> 20.9% MoE
+(within 20%: 30 of 50); per source megatron_dsv3_gb200 37.4 -> 21.5%, nemo_perf 20.3 -> 15.9%,
+torchao_moe 60.6 -> 58.4%, mosaic_mpt 10.2 -> 9.7%, korthikanti2022 4.6 -> 4.3%, NeMo Mixtral
+rows -30/-13/-28% -> -22/-2/-18%.
+Bound moved the wrong way: torchtitan_nvfp4 0.21 -> 0.25 (CV 18.6 -> 24.5%; rows 536-541
++2..+42% -> +7..+49%). Its forecasts change only through the shared Blackwell overhead: the
+DeepSeek-V3 GB200 history rows, over-forecast by up to +80% without the routing imbalance,
+had propped that fraction up (0.435); with it they sit at -19..+46% and the fraction refits to
+0.371, which moves the 15 NeMo dense Blackwell rows from -24..-40% to -14..-34% and the six
+torchtitan NVFP4 rows (over-forecast already) up. Per-framework overhead on Blackwell is
+branch oos21c's (issue 21).
 """
 
 from __future__ import annotations
@@ -49,32 +66,33 @@ from cv_data import training_cv
 NUM_ROWS = 379
 NUM_DENSE_ROWS = 329
 NUM_MOE_ROWS = 50
-CV_MAPE_BOUND = 0.155
-CV_DENSE_MAPE_BOUND = 0.14
-CV_DENSE_MEDIAN_BOUND = 0.10
-CV_DENSE_WITHIN_10_MIN = 0.52
-CV_DENSE_WITHIN_20_MIN = 0.80
+CV_MAPE_BOUND = 0.145
+CV_DENSE_MAPE_BOUND = 0.135
+CV_DENSE_MEDIAN_BOUND = 0.09
+CV_DENSE_WITHIN_10_MIN = 0.56
+CV_DENSE_WITHIN_20_MIN = 0.83
 CV_SOURCE_BOUNDS = {
-    "korthikanti2022": 0.06,
-    "mcore_moe_modelzoo": 0.18,
-    "megatron_dsv3_gb200": 0.40,
+    "korthikanti2022": 0.05,
+    "mcore_moe_modelzoo": 0.17,
+    "megatron_dsv3_gb200": 0.23,
     "megatron_sc21": 0.36,
-    "mosaic_mpt": 0.12,
+    "mosaic_mpt": 0.105,
     "nemo_automodel": 0.17,
-    "nemo_perf": 0.20,
+    "nemo_perf": 0.17,
     "torchao_float8": 0.40,
-    "torchao_moe": 0.65,
+    "torchao_moe": 0.60,
     "torchtitan": 0.18,
-    "torchtitan_nvfp4": 0.15,
+    "torchtitan_nvfp4": 0.25,
 }
-KORTHIKANTI_ROW_BOUND = 0.085
-"""Moved 0.08 -> 0.085 by the ZeRO-3 change (zero21): row 40 (1T PTD-P, no ZeRO) CV -7.8% ->
+KORTHIKANTI_ROW_BOUND = 0.08
+"""Back to 0.08 with the MoE routing refit (moe16c: row 40 CV -7.7%, stream overlap 0.733).
+Moved 0.08 -> 0.085 by the ZeRO-3 change (zero21): row 40 (1T PTD-P, no ZeRO) CV -7.8% ->
 -8.1%. Its physics is unchanged; with the DeepSpeed ZeRO-3 rows' gathers modelled as
 unhideable they no longer prop up the shared stream-overlap fraction (0.783 -> 0.727), and the
 fold fit raises the Ampere overhead fraction to make up for the FSDP rows' lower DP exposure."""
-CV_MOE_MAPE_BOUND = 0.27
-CV_MOE_WITHIN_20_MIN = 26
-NEMO_MIXTRAL_ROW_BOUND = 0.30
+CV_MOE_MAPE_BOUND = 0.215
+CV_MOE_WITHIN_20_MIN = 30
+NEMO_MIXTRAL_ROW_BOUND = 0.23
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,9 @@ SHARDING_FIELDS = ("fsdp", "zero_stage", "distributed_optimizer")
 """Strategy fields that say how data parallelism shards; any one explicit keeps the profile's
 sharding out."""
 RECOMPUTE_FIELDS = ("recompute", "recompute_num_layers")
+ROUTING_FIELDS = ("moe_router_force_load_balancing", "moe_load_imbalance", "moe_capacity_factor")
+"""Strategy fields that state how tokens are routed; any one explicit keeps the profile's
+benchmark routing out."""
 
 _SHARDING: dict[str, dict[str, Any]] = {
     "none": {},
@@ -110,6 +113,9 @@ def apply_framework_profile(
     if facts.ep > 1 and "moe_token_dispatcher" not in explicit:
         take("moe_token_dispatcher", profile.moe_token_dispatcher,
              lambda v: {"moe_token_dispatcher": v})
+    if facts.ep > 1 and not any(name in explicit for name in ROUTING_FIELDS):
+        take("moe_router_force_load_balancing", profile.moe_router_force_load_balancing,
+             lambda v: {"moe_router_force_load_balancing": v})
     if not any(name in explicit for name in RECOMPUTE_FIELDS):
         take("recompute", profile.recompute,
              lambda v: _recompute_fields(v, facts.layers_per_stage))

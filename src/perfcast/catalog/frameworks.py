@@ -107,6 +107,10 @@ class TrainingFrameworkProfile(BaseModel):
         default=(), description="Expert tensor-parallel size when EP > 1.")
     moe_token_dispatcher: tuple[SourcedValue[MoeDispatcher], ...] = Field(
         default=(), description="MoE token dispatcher when EP > 1.")
+    moe_router_force_load_balancing: tuple[SourcedValue[bool], ...] = Field(
+        default=(), description="Benchmark routing: every expert gets the same tokens (forced "
+                                "load balancing, or token dropping at capacity factor 1) when "
+                                "the run states no routing; empty = the learned router.")
     recompute: tuple[SourcedValue[RecomputeDefault], ...] = Field(
         description="Activation recomputation.")
     zero3_prefetch_params: tuple[SourcedValue[float], ...] = Field(

@@ -155,7 +155,7 @@ class RunArgs:
     make_vocab_size_divisible_by: int
     moe_token_dispatcher: str
     moe_flex_backend: str
-    moe_load_imbalance: float
+    moe_load_imbalance: float | None
     moe_grouped_gemm: bool
     moe_permute_fusion: bool
     moe_router_fusion: bool
@@ -229,7 +229,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("mtp_num_layers", int, typer.Option(0, "--mtp-num-layers", min=0, help="Multi-token prediction modules trained with the model (DeepSeek-V3: 1).")),
     ("moe_token_dispatcher", DispatcherOpt, typer.Option(DispatcherOpt.alltoall, "--moe-token-dispatcher-type", "--moe-token-dispatcher", help="MoE dispatch: NCCL all-to-all, or DeepEP (node-deduplicated; Megatron 'flex'); deepep-low-latency is serving-only.")),
     ("moe_flex_backend", FlexBackendOpt, typer.Option(FlexBackendOpt.deepep, "--moe-flex-dispatcher-backend", help="Backend of --moe-token-dispatcher-type flex: deepep (NVLink inside a node, RDMA across) or hybridep (the whole NVLink domain, NVL72 included).")),
-    ("moe_load_imbalance", float, typer.Option(1.0, "--moe-load-imbalance", min=1.0, help="MoE: tokens at the busiest expert rank over the mean (1 = balanced).")),
+    ("moe_load_imbalance", float | None, typer.Option(None, "--moe-load-imbalance", min=1.0, help="MoE: tokens at the busiest expert rank over the mean (1 = balanced; default: the measured imbalance of dropless learned routing with EP > 1, 1 under forced balancing).")),
     ("moe_grouped_gemm", bool, typer.Option(True, "--moe-grouped-gemm/--no-moe-grouped-gemm", help="MoE: local experts as one grouped GEMM, or one GEMM per expert.")),
     ("moe_permute_fusion", bool, typer.Option(True, "--moe-permute-fusion/--no-moe-permute-fusion", help="MoE: fused token permute/unpermute (off: PyTorch kernels, Megatron-Core's default without the flag).")),
     ("moe_router_fusion", bool, typer.Option(True, "--moe-router-fusion/--no-moe-router-fusion", help="MoE: fused router top-k and aux-loss scores (off: separate PyTorch kernels).")),

@@ -30,7 +30,7 @@ from perfcast.graph.param_sharding import (
     stage_params,
     strategy_stage_layers,
 )
-from perfcast.graph.stage import stage_graph
+from perfcast.graph.stage import moe_load_imbalance, stage_graph
 from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackend, KernelBackendName, get_backend
 from perfcast.memory.estimate import estimate_memory, offloaded_activation_bytes
 from perfcast.schedule.activation_offload import offload_exposed_s
@@ -277,8 +277,24 @@ def estimate_training(
             "DP gradient reduction overlapped with the last micro-batch's backward",
             "TP/EP collectives exposed unless --tp-comm-overlap/--ep-overlap; CP under attention",
             *_calibration_notes(system, strategy, overheads),
+            *_routing_notes(model, strategy),
         ),
     )
+
+
+def _routing_notes(model: ModelSpec, strategy: Strategy) -> tuple[str, ...]:
+    """The MoE load imbalance used (``graph.stage.moe_load_imbalance``), for MoE runs."""
+    if not model.is_moe:
+        return ()
+    value = moe_load_imbalance(strategy)
+    if strategy.moe_router_force_load_balancing or strategy.ep == 1:
+        why = "forced load balancing" if strategy.ep > 1 else "no expert parallelism"
+    elif strategy.moe_load_imbalance is not None:
+        why = "stated"
+    else:
+        why = "dropless learned routing, calibration/moe_routing.yaml"
+    return (f"moe_load_imbalance {value:g}: the busiest EP rank routes {value:g}x the mean "
+            f"tokens ({why}); a capacity factor caps it",)
 
 
 def _calibration_notes(system: SystemSpec, strategy: Strategy,

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from perfcast.calibration.moe_routing import load_moe_routing
 from perfcast.errors import InputError
 from perfcast.graph.fp8_casts import fp8_cast_ops
 from perfcast.graph.layer import ACT_BYTES, LayerShape, backward_ops, layer_ops
@@ -86,15 +87,27 @@ def sliding_window_share(model: ModelSpec) -> float:
     return model.sliding_window_layers / model.num_hidden_layers
 
 
+def moe_load_imbalance(strategy: Strategy) -> float:
+    """Routed tokens at the busiest EP rank over the balanced mean: 1 under forced load
+    balancing (random router logits, frameworks.md §1.4 ``--moe-router-force-load-balancing``)
+    or without expert parallelism (one rank holds every expert); the stated value; else the
+    measured imbalance of dropless routing with a learned router (``calibration/
+    moe_routing.yaml``: forced-balance vs real-routing pairs of the same runs). A capacity
+    factor caps it downstream (``LayerShape.routed_load``)."""
+    if getattr(strategy, "moe_router_force_load_balancing", False) or strategy.ep == 1:
+        return 1.0
+    if strategy.moe_load_imbalance is not None:
+        return strategy.moe_load_imbalance
+    return load_moe_routing().dropless_load_imbalance.value
+
+
 def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool) -> LayerShape:
     return LayerShape(
         micro_batch=strategy.micro_batch_size, seq_length=seq_length, tp=strategy.tp,
         cp=strategy.cp, ep=strategy.ep, expert_tp=strategy.expert_tp,
         sequence_parallel=strategy.sequence_parallel, moe=moe,
         sliding_window=model.sliding_window, sliding_window_share=sliding_window_share(model),
-        # Forced load balancing (random router logits) makes the routing perfectly even.
-        moe_load_imbalance=(1.0 if getattr(strategy, "moe_router_force_load_balancing", False)
-                            else strategy.moe_load_imbalance),
+        moe_load_imbalance=moe_load_imbalance(strategy),
         moe_capacity_factor=strategy.moe_capacity_factor,
         moe_pad_to_capacity=getattr(strategy, "moe_pad_expert_input_to_capacity", False),
         moe_grouped_gemm=strategy.moe_grouped_gemm,

@@ -220,9 +220,12 @@ class Strategy(BaseModel):
                     "low-latency kernels (serving decode: pure RDMA, FP8 dispatch; prefill uses "
                     "the normal kernels; not for training).",
     )
-    moe_load_imbalance: float = Field(
-        default=1.0, ge=1.0, le=MAX_MOE_LOAD_IMBALANCE.value, allow_inf_nan=False,
-        description="Routed tokens at the busiest expert-parallel rank over the mean (1 = balanced).",
+    moe_load_imbalance: float | None = Field(
+        default=None, ge=1.0, le=MAX_MOE_LOAD_IMBALANCE.value, allow_inf_nan=False,
+        description="Routed tokens at the busiest expert-parallel rank over the mean (1 = "
+                    "balanced). None: dropless routing with a learned router takes the measured "
+                    "dropless imbalance (calibration/moe_routing.yaml) when EP > 1; forced load "
+                    "balancing is always 1.",
     )
     moe_grouped_gemm: bool = Field(
         default=True,

@@ -46,7 +46,8 @@ skip reason naming the column and value.
   do (Megatron-Core accepts no other split without an explicit layout).
 - fine-grained activation offloading: the modules named in "activation offloading (...)".
 - MoE routing: "capacity factor X" (token dropping), "pad to capacity", "forced load
-  balance" in the framework or notes column; else dropless.
+  balance" / "fake balanced gate" (NeMo AutoModel) in the framework or notes column; else
+  dropless with the learned router (``graph.stage.moe_load_imbalance``).
 - ``ep_overlap``: where the framework or notes column says "A2A overlap" / "A2A_OVERLAP=1".
 - ``moe_token_dispatcher``: HybridEP / DeepEP for rows whose framework names it; else the
   profile's.
@@ -219,7 +220,8 @@ def offload_modules(row: Mapping[str, str | None], notes: list[str]) -> tuple[st
 
 def moe_routing(row: Mapping[str, str | None], notes: list[str]) -> dict[str, Any]:
     """Routing mode the framework or notes column states: token dropping with "capacity
-    factor X", "pad to capacity", "forced load balanc(e|ing)" (else dropless, as measured)."""
+    factor X", "pad to capacity", "forced load balanc(e|ing)" or NeMo AutoModel's "fake
+    balanced gate" (else dropless with the learned router, as measured)."""
     text = f"{_framework(row)} {lower_text(row, 'notes')}"
     fields: dict[str, Any] = {}
     factor = re.search(r"capacity factor\s*([0-9.]+)", text)
@@ -229,7 +231,8 @@ def moe_routing(row: Mapping[str, str | None], notes: list[str]) -> dict[str, An
             fields["moe_pad_expert_input_to_capacity"] = True
         notes.append(f"token dropping, capacity factor {factor.group(1)}"
                      + (", padded to capacity" if "pad to capacity" in text else "") + " (row)")
-    if re.search(r"forced load balanc|force load balanc", text):
+    # NeMo AutoModel calls its forced balancing a "fake balanced gate" (random, even routing).
+    if re.search(r"forced load balanc|force load balanc|fake balanced gate", text):
         fields["moe_router_force_load_balancing"] = True
     return fields
 
