@@ -47,6 +47,8 @@ class StaticEngineOpt(str, Enum):
 
     fastertransformer = "fastertransformer"
     gpt_fast = "gpt-fast"
+    tensorrt_llm_0_5 = "tensorrt-llm-0.5"
+    tensorrt_llm_0_7 = "tensorrt-llm-0.7"
 
 
 class BatchingOpt(str, Enum):
