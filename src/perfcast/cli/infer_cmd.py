@@ -92,7 +92,8 @@ def infer_command(
         "--cuda-graphs", help="Decode steps replayed as CUDA graphs (no host overhead).")] = False,
     static_engine: Annotated[StaticEngineOpt | None, _opt(
         "--static-engine", help="Static-batching engine profile: its TP all-reduce (NCCL or "
-        "custom), decode CUDA graphs and pipeline micro-batching.")] = None,
+        "custom), decode CUDA graphs, pipeline micro-batching and GQA decode-attention "
+        "kernel (KV read per query head or per group).")] = None,
     attention_dp: Annotated[bool, _opt(
         "--attention-dp", help="Attention data-parallel inside the TP group (MLA models).")] = False,
     offload_weights: Annotated[float, _opt(
