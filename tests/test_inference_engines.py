@@ -175,3 +175,26 @@ def test_cli_static_engine():
     assert bad.exit_code == 2
     both = runner.invoke(app, args + ["--static-engine", "gpt-fast", "--concurrency", "4"])
     assert both.exit_code == 2 and "static_engine" in both.output
+
+
+def test_fp4_weights_under_16bit_activations_dequantize_like_int4():
+    """MXFP4 weights with BF16 activations are weight-only (dequantized inside the GEMM) and
+    take the int4 efficiency; FP4 W+A (FP4 tensor cores) is not weight-only."""
+    from perfcast.specs.inference import InferencePrecision
+
+    w4a16 = InferencePrecision(weights="fp4", activations="bf16")
+    assert w4a16.weight_only and w4a16.dequant_class == "int4"
+    assert not InferencePrecision(weights="fp4", activations="fp4").weight_only
+    assert InferencePrecision(weights="int8", activations="bf16").dequant_class == "int8"
+    assert InferencePrecision(weights="bf16", activations="bf16").dequant_class is None
+    system = load_system("dgx-h100", num_gpus=1)
+    model = load_model("llama-3.1-8b")
+    cal = load_calibration()
+
+    def tpot(weights):
+        return estimate_inference(model, system, Strategy(num_gpus=1), batch_size=1,
+                                  input_len=128, output_len=32, precision="bf16",
+                                  weight_precision=weights, calibration=cal).decode.gemm_s
+    # same bytes per weight, same dequantization efficiency
+    assert tpot("fp4") == pytest.approx(tpot("int4"))
+    assert cal.inference_overheads.dequant_bandwidth_efficiency["int4"] < 1.0
