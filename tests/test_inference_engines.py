@@ -1,5 +1,6 @@
 """Static-batching engine profiles (catalog/data/frameworks/inference) and the mechanisms they
-switch: NCCL vs custom TP all-reduce, decode CUDA graphs, pipeline micro-batching."""
+switch: NCCL vs custom TP all-reduce, decode CUDA graphs, pipeline micro-batching, and the
+decode-attention kernel (GQA KV heads read once per query head or once per group)."""
 
 from __future__ import annotations
 
@@ -26,12 +27,13 @@ from perfcast.validate.inference_rows import parse_inference_row
 
 
 def test_every_profile_loads_with_a_source_per_setting():
-    assert inference_engine_names() == ("fastertransformer", "gpt-fast")
+    assert inference_engine_names() == ("fastertransformer", "gpt-fast", "tensorrt-llm-0.5",
+                                        "tensorrt-llm-0.7")
     for name in inference_engine_names():
         p = inference_engine(name)
         assert p.name == name
         for source in (p.tp_all_reduce_source, p.decode_cuda_graphs_source,
-                       p.pipeline_micro_batches_source):
+                       p.pipeline_micro_batches_source, p.decode_attention_kernel_source):
             assert len(source) > 40
 
 
@@ -41,8 +43,10 @@ def test_cli_choices_are_the_profiles():
 
 @pytest.mark.parametrize("text, name", [
     ("FasterTransformer", "fastertransformer"), ("FasterTransformer (Triton)", "fastertransformer"),
-    ("gpt-fast (PyTorch native, ROCm)", "gpt-fast"), ("TensorRT-LLM v0.5", None),
-    ("vLLM ~v0.19.1", None), ("", None)])
+    ("gpt-fast (PyTorch native, ROCm)", "gpt-fast"), ("TensorRT-LLM v0.5", "tensorrt-llm-0.5"),
+    ("TensorRT-LLM v0.5.0 / TensorRT 9.1", "tensorrt-llm-0.5"),
+    ("TensorRT-LLM v0.6.1", "tensorrt-llm-0.5"), ("TensorRT-LLM v0.7a", "tensorrt-llm-0.7"),
+    ("TensorRT-LLM v0.17 (PyTorch backend)", None), ("vLLM ~v0.19.1", None), ("", None)])
 def test_profile_from_framework_text(text, name):
     found = inference_engine_from_text(text)
     assert (found.name if found else None) == name
@@ -113,7 +117,43 @@ def test_validate_rows_take_the_profile_from_the_framework_column():
     assert case.options["static_engine"] == "fastertransformer"
     assert not case.options["cuda_graphs"]
     case = parse_inference_row(row | {"framework": "TensorRT-LLM v0.6.1"})
-    assert "static_engine" not in case.options
+    assert case.options["static_engine"] == "tensorrt-llm-0.5"
+    case = parse_inference_row(row | {"framework": "vLLM ~v0.19.1", "metric": "e2e_latency"})
+    assert "static_engine" not in getattr(case, "options", {})
+
+
+def _gqa_decode(static_engine, batch=64, input_len=2048):
+    """Llama-2-70B (8 KV heads for 64 query heads) decoding on one H100 in FP8."""
+    system = load_system("dgx-h100", num_gpus=1)
+    return estimate_inference(load_model("llama-2-70b"), system, Strategy(num_gpus=1),
+                              batch_size=batch, input_len=input_len, output_len=128,
+                              precision="fp8", static_engine=static_engine,
+                              calibration=load_calibration())
+
+
+def test_grouped_decode_kernel_reads_each_kv_head_once():
+    """TensorRT-LLM v0.7's XQA reads a KV head once per group; v0.5-v0.6's masked MHA once per
+    query head, amplified by g^x (g = 8 query heads per KV head, x = the fitted exponent).
+    Only decode attention differs; prefill and the other decode parts are the same."""
+    old, xqa = _gqa_decode("tensorrt-llm-0.5"), _gqa_decode("tensorrt-llm-0.7")
+    exponent = load_calibration().inference_overheads.gqa_kv_read_exponent
+    assert 0.3 < exponent < 1.0
+    assert old.prefill.total_s == pytest.approx(xqa.prefill.total_s)
+    assert old.decode.gemm_s == pytest.approx(xqa.decode.gemm_s)
+    assert old.decode.attention_s > 8 ** exponent * 0.8 * xqa.decode.attention_s
+    assert old.decode.attention_s < 8 ** exponent * 1.05 * xqa.decode.attention_s
+    assert any("decode attention grouped" in a for a in xqa.assumptions)
+
+
+def test_mha_models_do_not_depend_on_the_decode_kernel():
+    """Llama-2-7B has a KV head per query head: both kernels read the cache once."""
+    system = load_system("dgx-h100", num_gpus=1)
+    def run(engine):
+        return estimate_inference(load_model("llama-2-7b"), system, Strategy(num_gpus=1),
+                                  batch_size=64, input_len=2048, output_len=128,
+                                  precision="fp16", static_engine=engine,
+                                  calibration=load_calibration())
+    assert run("tensorrt-llm-0.5").tpot_s == pytest.approx(run("tensorrt-llm-0.7").tpot_s)
 
 
 def test_shipped_serving_fit_has_no_parameter_at_a_bound():
@@ -135,3 +175,26 @@ def test_cli_static_engine():
     assert bad.exit_code == 2
     both = runner.invoke(app, args + ["--static-engine", "gpt-fast", "--concurrency", "4"])
     assert both.exit_code == 2 and "static_engine" in both.output
+
+
+def test_fp4_weights_under_16bit_activations_dequantize_like_int4():
+    """MXFP4 weights with BF16 activations are weight-only (dequantized inside the GEMM) and
+    take the int4 efficiency; FP4 W+A (FP4 tensor cores) is not weight-only."""
+    from perfcast.specs.inference import InferencePrecision
+
+    w4a16 = InferencePrecision(weights="fp4", activations="bf16")
+    assert w4a16.weight_only and w4a16.dequant_class == "int4"
+    assert not InferencePrecision(weights="fp4", activations="fp4").weight_only
+    assert InferencePrecision(weights="int8", activations="bf16").dequant_class == "int8"
+    assert InferencePrecision(weights="bf16", activations="bf16").dequant_class is None
+    system = load_system("dgx-h100", num_gpus=1)
+    model = load_model("llama-3.1-8b")
+    cal = load_calibration()
+
+    def tpot(weights):
+        return estimate_inference(model, system, Strategy(num_gpus=1), batch_size=1,
+                                  input_len=128, output_len=32, precision="bf16",
+                                  weight_precision=weights, calibration=cal).decode.gemm_s
+    # same bytes per weight, same dequantization efficiency
+    assert tpot("fp4") == pytest.approx(tpot("int4"))
+    assert cal.inference_overheads.dequant_bandwidth_efficiency["int4"] < 1.0

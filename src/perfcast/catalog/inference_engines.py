@@ -12,7 +12,13 @@ mechanisms the step cost sees, each stated in the profile with its source:
   per layer or step);
 * ``pipeline_micro_batches``: how a static batch is split over pipeline stages: ``fill`` =
   min(batch, pp) micro-batches; ``local_batch`` = FasterTransformer's local batch
-  (``estimate.inference.static_micro_batches``).
+  (``estimate.inference.static_micro_batches``);
+* ``decode_attention_kernel``: ``per_query_head`` = the decode-attention kernel reads each KV
+  head once per query head of its group (masked multi-head attention, or K/V repeated to the
+  query heads), so a GQA model's KV reads are amplified (``gqa_kv_read_exponent``,
+  ``estimate.inference_kernels.kv_read_amplification``); ``grouped`` = read once per group
+  (TensorRT-LLM XQA, FlashInfer, FlashAttention), no amplification. Profiles are per release
+  where a release changed a mechanism (TensorRT-LLM v0.5-v0.6 vs v0.7).
 
 ``inference_engine(name)`` loads a profile; ``inference_engine_from_text(text)`` finds the
 profile whose ``match`` pattern occurs in a framework description (a CSV ``framework`` cell).
@@ -34,6 +40,8 @@ TPAllReduce = Literal["custom", "nccl"]
 TP_ALL_REDUCE_CHOICES: tuple[str, ...] = ("custom", "nccl")
 MicroBatching = Literal["fill", "local_batch"]
 MICRO_BATCHING_CHOICES: tuple[str, ...] = ("fill", "local_batch")
+DecodeAttentionKernel = Literal["grouped", "per_query_head"]
+DECODE_ATTENTION_CHOICES: tuple[str, ...] = ("grouped", "per_query_head")
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,8 @@ class InferenceEngineProfile:
     decode_cuda_graphs_source: str
     pipeline_micro_batches: MicroBatching
     pipeline_micro_batches_source: str
+    decode_attention_kernel: DecodeAttentionKernel
+    decode_attention_kernel_source: str
 
 
 def _setting(data: dict, name: str, key: str) -> tuple[object, str]:
@@ -74,13 +84,19 @@ def inference_engine(name: str) -> InferenceEngineProfile:
     micro, micro_source = _setting(data, name, "pipeline_micro_batches")
     if micro not in MICRO_BATCHING_CHOICES:
         raise InputError("pipeline_micro_batches", micro, f"must be one of {MICRO_BATCHING_CHOICES}")
+    kernel, kernel_source = _setting(data, name, "decode_attention_kernel")
+    if kernel not in DECODE_ATTENTION_CHOICES:
+        raise InputError("decode_attention_kernel", kernel,
+                         f"must be one of {DECODE_ATTENTION_CHOICES}")
     return InferenceEngineProfile(
         name=str(data.get("name", name)), display_name=str(data.get("display_name", name)),
         match=str(data.get("match", name)), tp_all_reduce=all_reduce,  # type: ignore[arg-type]
         tp_all_reduce_source=all_reduce_source, decode_cuda_graphs=bool(graphs),
         decode_cuda_graphs_source=graphs_source,
         pipeline_micro_batches=micro,  # type: ignore[arg-type]
-        pipeline_micro_batches_source=micro_source)
+        pipeline_micro_batches_source=micro_source,
+        decode_attention_kernel=kernel,  # type: ignore[arg-type]
+        decode_attention_kernel_source=kernel_source)
 
 
 def inference_engine_names() -> tuple[str, ...]:

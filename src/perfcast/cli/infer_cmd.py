@@ -47,6 +47,8 @@ class StaticEngineOpt(str, Enum):
 
     fastertransformer = "fastertransformer"
     gpt_fast = "gpt-fast"
+    tensorrt_llm_0_5 = "tensorrt-llm-0.5"
+    tensorrt_llm_0_7 = "tensorrt-llm-0.7"
 
 
 class BatchingOpt(str, Enum):
@@ -90,7 +92,8 @@ def infer_command(
         "--cuda-graphs", help="Decode steps replayed as CUDA graphs (no host overhead).")] = False,
     static_engine: Annotated[StaticEngineOpt | None, _opt(
         "--static-engine", help="Static-batching engine profile: its TP all-reduce (NCCL or "
-        "custom), decode CUDA graphs and pipeline micro-batching.")] = None,
+        "custom), decode CUDA graphs, pipeline micro-batching and GQA decode-attention "
+        "kernel (KV read per query head or per group).")] = None,
     attention_dp: Annotated[bool, _opt(
         "--attention-dp", help="Attention data-parallel inside the TP group (MLA models).")] = False,
     offload_weights: Annotated[float, _opt(

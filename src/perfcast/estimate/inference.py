@@ -81,13 +81,18 @@ def _check(model: ModelSpec, system: SystemSpec, strategy: Strategy,
 
 def _context(model, system, strategy, precision, attention_dp, offload, backend,
              overheads: InferenceOverheads, weights_bytes: float,
-             cuda_graphs: bool = False, tp_all_reduce: str = "custom") -> ServingContext:
+             cuda_graphs: bool = False, tp_all_reduce: str = "custom",
+             grouped_kv_reads: bool = False) -> ServingContext:
+    """``grouped_kv_reads``: the engine's decode-attention kernel reads each KV head once per
+    group (``catalog.inference_engines`` ``decode_attention_kernel: grouped``), so the fitted
+    per-query-head read amplification (``gqa_kv_read_exponent``) does not apply."""
     return ServingContext(
         model=model, system=system, strategy=strategy, precision=precision, backend=backend,
         params=roofline_params(backend, system.gpu),
         overhead=overheads.for_generation(system.gpu.generation),
-        dequant_efficiency=overheads.dequant_bandwidth_efficiency.get(precision.weights, 1.0),
-        gqa_kv_read_exponent=overheads.gqa_kv_read_exponent,
+        dequant_efficiency=overheads.dequant_bandwidth_efficiency.get(
+            precision.dequant_class or "", 1.0),
+        gqa_kv_read_exponent=0.0 if grouped_kv_reads else overheads.gqa_kv_read_exponent,
         attention_dp=attention_dp, offload=offload, host_io=host_io_for(system.gpu),
         weights_bytes_per_gpu=weights_bytes, cuda_graphs=cuda_graphs,
         tp_all_reduce=tp_all_reduce,
@@ -210,9 +215,10 @@ def estimate_inference(
     defaults to it (int8/int4 = weight-only); ``kv_precision`` defaults to 16-bit.
     ``cuda_graphs`` replays decode steps as CUDA graphs (no host overhead per layer or step).
     ``static_engine`` names a static-batching engine profile (``catalog.inference_engines``:
-    fastertransformer, gpt-fast): its TP all-reduce, decode CUDA graphs and pipeline
-    micro-batching apply; None = today's engines (one-shot all-reduce when faster, micro-batches
-    that fill the pipeline, graphs only when ``cuda_graphs``).
+    fastertransformer, gpt-fast, tensorrt-llm-0.5, tensorrt-llm-0.7): its TP all-reduce, decode
+    CUDA graphs, pipeline micro-batching and decode-attention kernel (GQA KV read once per group
+    or once per query head) apply; None = one-shot all-reduce when faster, micro-batches that
+    fill the pipeline, graphs only when ``cuda_graphs``, the fitted per-query-head KV reads.
     ``strategy`` defaults to one GPU; ``calibration`` (``perfcast.calibration.bundle``)
     replaces the shipped calibration (its serving overheads).
     """
@@ -237,7 +243,8 @@ def estimate_inference(
     profile = inference_engine(static_engine) if static_engine else None
     ctx = _context(model, system, strategy, prec, attention_dp, offload, backend, cal, weights,
                    cuda_graphs or bool(profile and profile.decode_cuda_graphs),
-                   profile.tp_all_reduce if profile else "custom")
+                   profile.tp_all_reduce if profile else "custom",
+                   bool(profile and profile.decode_attention_kernel == "grouped"))
     micro_batching = profile.pipeline_micro_batches if profile else "fill"
     if workload.batching == "continuous":
         prefill, decode, ttft = _continuous(ctx, workload)
@@ -264,7 +271,8 @@ def estimate_inference(
             "offloaded bytes cross PCIe/NVMe every step, overlapped with compute",
         ) + ((f"engine profile {profile.name}: TP all-reduce {profile.tp_all_reduce}, decode "
               f"CUDA graphs {profile.decode_cuda_graphs}, pipeline micro-batches "
-              f"{profile.pipeline_micro_batches}",) if profile else ()),
+              f"{profile.pipeline_micro_batches}, decode attention "
+              f"{profile.decode_attention_kernel}",) if profile else ()),
     )
     bands = calibration.intervals
     if bands is None or not bands.serving.groups:
@@ -281,7 +289,7 @@ def _speculative(ctx: ServingContext, w: InferenceWorkload, spec: SpeculativeDec
     check_strategy_for_model(spec.draft_model, ctx.strategy)
     draft_ctx = _context(spec.draft_model, ctx.system, ctx.strategy, ctx.precision,
                          False, ctx.offload, backend, cal, 0.0, ctx.cuda_graphs,
-                         ctx.tp_all_reduce)
+                         ctx.tp_all_reduce, ctx.gqa_kv_read_exponent == 0.0)
     kv = float(w.input_len + w.output_len / 2)
     draft = _decode(draft_ctx, w.batch_size, kv)
     verify = _decode(ctx, w.batch_size, kv, queries=k + 1)

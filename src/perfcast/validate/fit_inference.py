@@ -29,6 +29,7 @@ import numpy as np
 
 from perfcast.calibration.bundle import Calibration
 from perfcast.calibration.inference_overheads import InferenceOverhead, InferenceOverheads
+from perfcast.specs.inference import DEQUANT_CLASS
 from perfcast.validate.inference_rows import InferenceCase
 from perfcast.validate.least_squares_fit import Bounded, ParameterEstimate, solve
 from perfcast.validate.serving_rows import ServingCase
@@ -137,7 +138,11 @@ def _overheads(blocks: dict[str, dict[str, float]], glob: dict[str, float],
 
 
 def _dequant_key(case: InferenceCase) -> str:
-    return str(case.options.get("weight_precision") or "")
+    """The row's dequantization class (``specs.inference.DEQUANT_CLASS``; fp4 weights under
+    16-bit activations take the int4 efficiency), "" when not weight-only."""
+    weights = str(case.options.get("weight_precision") or "")
+    return DEQUANT_CLASS.get(weights, "") if case.options.get("precision") in (
+        "bf16", "fp16") else ""
 
 
 def fit_inference(rows: ServingRows, base: Calibration, exclude_source: str | None = None,

@@ -13,9 +13,10 @@ Rules (each a documented default, recorded in ``notes``):
   weight-only; empty = FP16 (the FasterTransformer-era default);
 * output length: empty = 1 for TTFT rows (a single output token) and 200 for gpt-fast
   per-user decode rows (generate.py ``max_new_tokens`` default, stated in the rows' notes);
-* CUDA graphs and the TP all-reduce: from the static-engine profile the ``framework`` column
-  names (``catalog.inference_engines``: FasterTransformer, gpt-fast), CUDA graphs also when the
-  row's notes say the decode ran under them; other rows: the engines' one-shot all-reduce;
+* CUDA graphs, the TP all-reduce and the GQA decode-attention kernel: from the static-engine
+  profile the ``framework`` column names (``catalog.inference_engines``: FasterTransformer,
+  gpt-fast, TensorRT-LLM v0.5-v0.6 and v0.7), CUDA graphs also when the row's notes say the
+  decode ran under them; other rows: the engines' one-shot all-reduce;
 * metrics timed per layer or per operator, and speculative rows without an acceptance rate,
   are not forecast.
 """
@@ -195,7 +196,8 @@ def _parse(row: Row, catalog: CatalogLookup) -> InferenceCase:
     graphs = "cuda graphs" in cell_text(row, "notes").lower()
     if engine is not None:
         notes.append(f"engine profile {engine.name}: tp all-reduce {engine.tp_all_reduce}, "
-                     f"decode CUDA graphs {engine.decode_cuda_graphs}")
+                     f"decode CUDA graphs {engine.decode_cuda_graphs}, decode attention "
+                     f"{engine.decode_attention_kernel}")
     options = {"batch_size": batch, "input_len": input_len, "output_len": output_len,
                "cuda_graphs": graphs,
                **({"static_engine": engine.name} if engine else {}),
