@@ -178,7 +178,7 @@ def _precision(row: Row, system: SystemSpec, notes: list[str]) -> dict[str, Any]
             return {"precision": "fp4", "kv_precision": kv}
         notes.append("FP4 weights on a GPU without FP4 tensor cores: weight-only FP4")
         return {"precision": "bf16", "weight_precision": "fp4", "kv_precision": kv}
-    if "fp8" in text:
+    if "fp8" in text and "bf16 weights" not in text:
         return {"precision": "fp8", "kv_precision": kv}
     if "fp16" in text and "bf16" not in text:
         return {"precision": "fp16", "kv_precision": kv}
