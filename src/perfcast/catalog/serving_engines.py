@@ -30,7 +30,8 @@ MoEDispatch = Literal["allreduce", "alltoall"]
 KVAdmission = Literal["reserve_full", "on_demand"]
 CheckpointKV = Literal["model", "fp8"]
 
-_SETTINGS = ("scheduler_policy", "chunked_prefill", "token_budget_per_step", "max_running_seqs",
+_SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
+             "token_budget_per_step", "max_running_seqs",
              "kv_block_tokens", "gpu_memory_fraction", "gpu_memory_fraction_basis",
              "cuda_graph_max_batch", "mixed_step_graphs", "decode_attention_kernel",
              "overlap_scheduler", "moe_dispatch", "kv_admission", "fp8_checkpoint_kv_cache")
@@ -48,6 +49,10 @@ class EngineConfig:
     batching); prefill_first: waiting prompts are prefilled in their own step first (SGLang)."""
     chunked_prefill: bool
     """Prompts longer than the step budget are split over steps."""
+    chunked_scheduler_policy: SchedulerPolicy
+    """The policy when chunked prefill is switched on (``serving.override_engine``): vLLM's V0
+    engine then runs its chunked-prefill scheduler (decodes first, prompt chunks beside them,
+    i.e. ``mixed``) instead of prefills-first; the other engines keep their policy."""
     token_budget_per_step: int
     """Most tokens (decode + prefill) one step processes (max_num_batched_tokens, ...)."""
     max_running_seqs: int

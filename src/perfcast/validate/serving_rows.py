@@ -83,6 +83,10 @@ with attention DP each rank runs one (``max_batch_size 896 per rank``) and ``est
 sums the tp ranks (``serving.attention_dp_scheduler``)."""
 
 
+_CHUNKED_PREFILL = re.compile(r"chunked[-_ ]prefill[\s=:]+(on|off|true|false)\b", re.I)
+"""'chunked prefill on' / 'chunked prefill off' (dstack's vLLM 0.6 rows state it)."""
+
+
 def engine_overrides(notes_text: str) -> dict[str, Any]:
     """Scheduler settings stated in the notes, by ``EngineConfig`` field."""
     found: dict[str, Any] = {}
@@ -90,6 +94,9 @@ def engine_overrides(notes_text: str) -> dict[str, Any]:
         match = pattern.search(notes_text)
         if match and setting not in found:
             found[setting] = kind(match.group(1))
+    chunked = _CHUNKED_PREFILL.search(notes_text)
+    if chunked:
+        found["chunked_prefill"] = chunked.group(1).lower() in ("on", "true")
     return found
 
 
