@@ -34,7 +34,8 @@ _SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
              "token_budget_per_step", "max_running_seqs",
              "kv_block_tokens", "gpu_memory_fraction", "gpu_memory_fraction_basis",
              "cuda_graph_max_batch", "mixed_step_graphs", "decode_attention_kernel",
-             "overlap_scheduler", "moe_dispatch", "kv_admission", "fp8_checkpoint_kv_cache")
+             "overlap_scheduler", "moe_dispatch", "kv_admission", "fp8_checkpoint_kv_cache",
+             "scheduler_steps")
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,9 @@ class EngineConfig:
     """KV-cache dtype the engine runs with the FP8 checkpoint it serves when none is set:
     ``model`` = the activations' 16-bit type (kv dtype 'auto', the checkpoint declares no KV
     quantization); ``fp8`` = the checkpoint declares an FP8 KV cache (NIM's ModelOpt FP8)."""
+    scheduler_steps: int
+    """Decode steps per scheduler call (vLLM V0 ``--num-scheduler-steps``, multi-step
+    scheduling): a decode batch runs this many steps before new requests are admitted."""
     sources: tuple[tuple[str, str], ...]
     """(setting, source) of every resolved value."""
 
