@@ -148,8 +148,9 @@ _ENGINE_PATTERNS = (("tensorrt-llm", re.compile(r"tensorrt-llm|trt-llm|trtllm", 
 
 def engine_from_text(text: str) -> tuple[str, str | None] | None:
     """(engine, version) named in a framework description ('SGLang 0.5.12 [...]',
-    'vLLM v0.21.0', 'vLLM ~v0.19.1 (approximate: read as 0.19.1)', 'NVIDIA Dynamo + TensorRT-LLM ...', 'NVIDIA NIM llama-3.3-70b-instruct
-    1.8.0'), or None for an engine without a profile."""
+    'vLLM v0.21.0', 'vLLM ~v0.19.1' (approximate: read as 0.19.1), 'NVIDIA Dynamo +
+    TensorRT-LLM ...', 'NVIDIA NIM llama-3.3-70b-instruct 1.8.0'), or None for an engine
+    without a profile."""
     for name, pattern in _ENGINE_PATTERNS:
         match = pattern.search(text)
         if match:
