@@ -20,7 +20,9 @@ TTFT 44.7%, TPOT 25.5%, throughput 60.5% -- the busiest EP rank's expert count i
 as BF16 weights (vLLM FP8-KV blog TPOT 38.0 -> 34.4%, throughput 56.0 -> 47.5%), vLLM V0 chunked
 prefill and multi-step scheduling as the dstack 405B rows state them (TTFT 59.3 -> 39.8%, TPOT
 36.4 -> 39.4%, throughput 43.3 -> 49.3%: the engines now run the stated scheduler; what is left
-is the saturated V0 step cost).
+is the saturated V0 step cost); MXFP4 weights beside BF16 activations dequantize like int4
+weight-only (gpt-oss-20b on H100: vLLM blog TPOT 34.4 -> 19.4%, throughput 47.5 -> 21.9%):
+TTFT 44.7%, TPOT 24.7%, throughput 59.1%.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from conftest import shared_path
 METRIC_GROUPS = {"ttft": "ttft", "tpot": "tpot", "itl": "tpot",
                  "output_throughput_per_gpu": "throughput", "output_throughput_total": "throughput",
                  "request_throughput": "throughput"}
-MAPE_BOUNDS = {"ttft": 0.47, "tpot": 0.27, "throughput": 0.62}
+MAPE_BOUNDS = {"ttft": 0.47, "tpot": 0.26, "throughput": 0.61}
 """Concurrency/request-rate rows, MAPE per metric (in-sample; see the module docstring)."""
 
 SOURCE_BOUNDS = {
@@ -52,9 +54,9 @@ SOURCE_BOUNDS = {
     ("ttft", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.12,
     ("tpot", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.17,
     ("throughput", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.19,
-    ("ttft", "vllm-blog-the-state-of-fp8"): 0.23,
-    ("tpot", "vllm-blog-the-state-of-fp8"): 0.37,
-    ("throughput", "vllm-blog-the-state-of-fp8"): 0.50,
+    ("ttft", "vllm-blog-the-state-of-fp8"): 0.22,
+    ("tpot", "vllm-blog-the-state-of-fp8"): 0.21,
+    ("throughput", "vllm-blog-the-state-of-fp8"): 0.24,
     ("throughput", "tensorrt-llm-blog-how-to-get-best"): 0.27,
     ("ttft", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.43,
     ("tpot", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.42,
@@ -70,7 +72,8 @@ NIM 0.70 -> 0.66, ATOM 0.14 -> 0.13). Branch srv17c (after refit): InferenceX 46
 ATOM recipe 10.0/15.2/17.5%, vLLM FP8-KV blog 21.3/34.4/47.5%, dstack 405B 39.8/39.4/49.3%
 (bounds tightened: overall 0.49/0.28/0.64 -> 0.47/0.27/0.62, InferenceX TPOT 0.21 -> 0.19 and
 throughput 0.26 -> 0.23, ATOM 0.13/0.18/0.21 -> 0.12/0.17/0.19, vLLM blog 0.29/0.41/0.59 ->
-0.23/0.37/0.50; dstack 405B bounds new)."""
+0.23/0.37/0.50; dstack 405B bounds new). MXFP4 W4A16 dequant: vLLM blog 20.8/19.4/21.9%
+(bounds 0.22/0.21/0.24; overall TPOT 0.26, throughput 0.61)."""
 
 SKIP_REASONS = ("disaggregated", "prefill-only", "speculative", "production-traffic",
                 "does not fit", "no catalog system", "not in the catalog")

@@ -55,8 +55,11 @@ class InferencePrecision(BaseModel):
 
     @property
     def weight_only(self) -> bool:
-        """Weights stored as int8/int4 and dequantized to 16-bit inside the GEMM."""
-        return self.weights in WEIGHT_ONLY_FORMATS
+        """Weights stored as int8/int4, or FP4 beside 16-bit activations (MXFP4 MoE weights on
+        GPUs without FP4 tensor cores, "as released" W4A16), dequantized to 16-bit inside the
+        GEMM."""
+        return self.weights in WEIGHT_ONLY_FORMATS or (
+            self.weights == "fp4" and self.activations in ("bf16", "fp16"))
 
     @model_validator(mode="after")
     def _check(self) -> InferencePrecision:
