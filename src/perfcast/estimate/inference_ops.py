@@ -69,7 +69,7 @@ def expected_experts_hit(num_experts: float, top_k: float, tokens: float) -> flo
     return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
 
 
-def busiest_rank_experts_hit(num_experts: int, top_k: float, tokens: Floats, ep: int) -> Floats:
+def busiest_rank_experts_hit(num_experts: int, top_k: float, tokens: float, ep: int) -> float:
     """Expected largest number of distinct experts hit on one of ``ep`` ranks of E/ep experts.
 
     Each expert is hit with probability p = 1 − (1 − k/E)^T (module docstring), so a rank's
@@ -77,13 +77,13 @@ def busiest_rank_experts_hit(num_experts: int, top_k: float, tokens: Floats, ep:
     weakly negatively correlated through the fixed T·k draws: a slight overestimate). The
     expected maximum of ep i.i.d. counts is Σ_{j<n} (1 − F(j)^ep) with F the binomial CDF
     (E[X] = Σ_{j≥0} P(X > j) for a non-negative integer X; P(max ≤ j) = F(j)^ep). ep = 1 gives
-    the mean n·p. Array-friendly in ``tokens``.
+    the mean n·p. Array-friendly in ``tokens`` (typed float like ``expected_experts_hit``).
     """
     per_rank = max(int(round(num_experts / ep)), 1)
-    p = 1.0 - (1.0 - top_k / num_experts) ** np.asarray(tokens, dtype=float)
+    p = 1.0 - (1.0 - top_k / num_experts) ** tokens
     if ep <= 1:
         return per_rank * p
-    q = np.clip(p, 1e-12, 1.0 - 1e-12)[..., None]
+    q = np.clip(np.asarray(p, dtype=float), 1e-12, 1.0 - 1e-12)[..., None]
     i = np.arange(per_rank + 1)
     log_choose = np.array([lgamma(per_rank + 1) - lgamma(j + 1) - lgamma(per_rank - j + 1)
                            for j in i])
