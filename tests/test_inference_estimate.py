@@ -125,3 +125,21 @@ def test_moe_decode_reads_only_hit_experts():
     many = estimate_inference(model, system, strategy, batch_size=64, output_len=8)
     # Batch 1 reads 2 of 8 experts; batch 64 reads all 8: GEMM time grows ~3-4x, not 64x.
     assert 2.0 < many.decode.gemm_s / one.decode.gemm_s < 5.0
+
+
+def test_fp4_weights_beside_16_bit_activations_dequantize_like_int4():
+    """MXFP4 weights with BF16 activations (gpt-oss 'as released' on H100: no FP4 MMA) are
+    upcast in the GEMM main loop like int4 weight-only, so they take the fitted 4-bit dequant
+    efficiency; FP4 W+A on FP4 tensor cores dequantizes nothing."""
+    from perfcast.calibration.inference_overheads import load_inference_overheads
+    from perfcast.estimate.inference import dequant_efficiency
+    from perfcast.specs.inference import InferencePrecision
+
+    overheads = load_inference_overheads()
+    w4a16 = InferencePrecision(weights="fp4", activations="bf16")
+    assert w4a16.weight_only
+    assert dequant_efficiency(overheads, w4a16) == overheads.dequant_bandwidth_efficiency["int4"]
+    assert dequant_efficiency(overheads, w4a16) < 1.0
+    w4a4 = InferencePrecision(weights="fp4", activations="fp4")
+    assert not w4a4.weight_only and dequant_efficiency(overheads, w4a4) == 1.0
+    assert dequant_efficiency(overheads, InferencePrecision()) == 1.0

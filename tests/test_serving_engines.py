@@ -140,7 +140,7 @@ def test_engine_settings_stated_in_notes_override_the_profile():
     notes = ("chunked prefill on (max-num-batched-tokens 512), max-num-seqs 1024; "
              "max_batch_size 896 per rank, kv_cache_free_gpu_mem_fraction 0.93")
     assert engine_overrides(notes) == {"token_budget_per_step": 512, "max_running_seqs": 1024,
-                                       "gpu_memory_fraction": 0.93}
+                                       "gpu_memory_fraction": 0.93, "chunked_prefill": True}
     # under attention DP the stated values are per rank; estimate_serving sums the ranks
     assert engine_overrides("max_batch_size 896 per rank") == {"max_running_seqs": 896}
 
@@ -184,3 +184,28 @@ def test_continuous_batching_max_batch_comes_from_the_paged_pool():
     graphed = estimate_inference(model, system, Strategy(num_gpus=8, tp=8),
                                  batching="continuous", cuda_graphs=True, **options)
     assert graphed.tpot_s < continuous.tpot_s  # graphs reach the decode share of a mixed step
+
+
+def test_chunked_prefill_stated_in_the_notes_switches_vllm_v0_to_its_chunked_scheduler():
+    """vLLM 0.6 with chunked prefill on runs _schedule_chunked_prefill (decodes first, prompt
+    chunks beside them: mixed) instead of prefills-first; SGLang keeps prefill-first."""
+    from perfcast.estimate.serving import override_engine
+    from perfcast.validate.serving_rows import engine_overrides
+
+    notes = "TP8, --max-model-len 91680, chunked prefill on (max-num-batched-tokens 512)"
+    found = engine_overrides(notes)
+    assert found == {"token_budget_per_step": 512, "chunked_prefill": True}
+    assert engine_overrides("TP8, chunked prefill off, --num-scheduler-steps 15") == {
+        "chunked_prefill": False, "scheduler_steps": 15}
+    v0 = engine_config("vllm", 80 * GiB, "0.6.3")
+    assert (v0.scheduler_policy, v0.chunked_prefill) == ("prefill_first", False)
+    chunked = override_engine(v0, found)
+    assert (chunked.scheduler_policy, chunked.chunked_prefill) == ("mixed", True)
+    assert chunked.source("scheduler_policy") == "set by the user"
+    assert override_engine(v0, {"chunked_prefill": False}).scheduler_policy == "prefill_first"
+    sglang = override_engine(engine_config("sglang", 80 * GiB), {"chunked_prefill": True})
+    assert sglang.scheduler_policy == "prefill_first"
+
+
+def test_approximate_engine_versions_are_read():
+    assert engine_from_text("vLLM ~v0.19.1 (post FA3 FP8 fixes)") == ("vllm", "0.19.1")

@@ -120,3 +120,20 @@ def test_ten_thousand_requests_simulate_quickly():
     r = _serve("concurrency", 64, requests=10_000, output_len=1024)
     assert time.perf_counter() - start < 4.0
     assert r.num_requests == 10_000
+
+
+def test_multi_step_scheduling_admits_prompts_only_at_the_end_of_a_run():
+    """vLLM V0 --num-scheduler-steps N: the scheduler runs once per N decode steps, so a prompt
+    waits for the running batch's run to end (TTFT up by up to N decode steps), while the
+    decode runs between prompts get longer (vLLM@0.6.3 llm_engine.py L1335-1342)."""
+    workload = ServingWorkload(mode="concurrency", concurrency=16, num_requests=160,
+                               input_len=512, output_len=128, length_range_ratio=0.8)
+    args = (load_model("llama-3.1-8b"), load_system("dgx-h100", num_gpus=1),
+            Strategy(num_gpus=1), workload)
+    one = estimate_serving(*args, engine="vllm", engine_version="0.6.3")
+    multi = estimate_serving(*args, engine="vllm", engine_version="0.6.3",
+                             engine_overrides={"scheduler_steps": 15})
+    step_s = multi.tpot.median_s
+    assert multi.ttft.mean_s > one.ttft.mean_s + 2 * step_s
+    assert multi.ttft.mean_s < one.ttft.mean_s + 15 * step_s
+    assert multi.num_steps > 0 and one.num_steps > 0

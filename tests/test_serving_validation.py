@@ -14,7 +14,18 @@ chunked scheduler; ATOM's nano-vllm-style prefill-first whole-prompt scheduler (
 takes its Qwen3-235B TTFT from 54% to 11% (TPOT 10.7% -> 15.9%: the prefill pauses now in
 TPOT expose a decode step costed ~15% low). The early-2025 DeepSeek-R1 rows (dstack: SGLang
 0.4.3, vLLM 0.7, TensorRT-LLM 0.17) hold most of the throughput error (270% on 15 rows): their
-3-5x slower MLA/MoE kernels are not modelled.
+3-5x slower MLA/MoE kernels are not modelled. Branch srv17c (CV = in-sample, after refit):
+TTFT 44.7%, TPOT 25.5%, throughput 60.5% -- the busiest EP rank's expert count in MoE decode
+(InferenceX TPOT 18.5 -> 17.4%, throughput 23.2 -> 21.0%), 'BF16 weights; FP8 KV cache' read
+as BF16 weights (vLLM FP8-KV blog TPOT 38.0 -> 34.4%, throughput 56.0 -> 47.5%), vLLM V0 chunked
+prefill and multi-step scheduling as the dstack 405B rows state them (TTFT 59.3 -> 39.8%, TPOT
+36.4 -> 39.4%, throughput 43.3 -> 49.3%: the engines now run the stated scheduler; what is left
+is the saturated V0 step cost); MXFP4 weights beside BF16 activations dequantize like int4
+weight-only (gpt-oss-20b on H100: vLLM blog TPOT 34.4 -> 19.4%, throughput 47.5 -> 21.9%):
+TTFT 44.7%, TPOT 24.7%, throughput 59.1%; TensorRT-LLM before 1.0 without decode CUDA graphs
+and SGLang 0.4's 8192-token chunk and 160 graphed batch (dstack DeepSeek-R1 rows) and a refit:
+TTFT 44.8%, TPOT 24.6%, throughput 57.5% (38.9% / 16.3% / 19.8% without the 15 early-2025
+DeepSeek-R1 configurations).
 """
 
 from __future__ import annotations
@@ -31,7 +42,7 @@ from conftest import shared_path
 METRIC_GROUPS = {"ttft": "ttft", "tpot": "tpot", "itl": "tpot",
                  "output_throughput_per_gpu": "throughput", "output_throughput_total": "throughput",
                  "request_throughput": "throughput"}
-MAPE_BOUNDS = {"ttft": 0.49, "tpot": 0.28, "throughput": 0.64}
+MAPE_BOUNDS = {"ttft": 0.46, "tpot": 0.25, "throughput": 0.59}
 """Concurrency/request-rate rows, MAPE per metric (in-sample; see the module docstring)."""
 
 SOURCE_BOUNDS = {
@@ -39,17 +50,23 @@ SOURCE_BOUNDS = {
     ("tpot", "nim-llm-benchmarking-docs-performance-page"): 0.12,
     ("throughput", "nim-llm-benchmarking-docs-performance-page"): 0.08,
     ("ttft", "semianalysis-inferencex"): 0.49,
-    ("tpot", "semianalysis-inferencex"): 0.21,
-    ("throughput", "semianalysis-inferencex"): 0.26,
+    ("tpot", "semianalysis-inferencex"): 0.19,
+    ("throughput", "semianalysis-inferencex"): 0.23,
     ("tpot", "semianalysis-inferencex-blog-b200-nvfp4-vs"): 0.10,
     ("throughput", "semianalysis-inferencex-blog-b200-nvfp4-vs"): 0.14,
-    ("ttft", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.13,
-    ("tpot", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.18,
-    ("throughput", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.21,
-    ("ttft", "vllm-blog-the-state-of-fp8"): 0.29,
-    ("tpot", "vllm-blog-the-state-of-fp8"): 0.41,
-    ("throughput", "vllm-blog-the-state-of-fp8"): 0.59,
+    ("ttft", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.12,
+    ("tpot", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.17,
+    ("throughput", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.19,
+    ("ttft", "vllm-blog-the-state-of-fp8"): 0.22,
+    ("tpot", "vllm-blog-the-state-of-fp8"): 0.21,
+    ("throughput", "vllm-blog-the-state-of-fp8"): 0.24,
     ("throughput", "tensorrt-llm-blog-how-to-get-best"): 0.27,
+    ("ttft", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.43,
+    ("tpot", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.42,
+    ("throughput", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.52,
+    ("ttft", "dstack-benchmarks-deepseek-r1-on-8xh200-vs"): 0.72,
+    ("tpot", "dstack-benchmarks-deepseek-r1-on-8xh200-vs"): 0.71,
+    ("throughput", "dstack-benchmarks-deepseek-r1-on-8xh200-vs"): 2.6,
 }
 """Concurrency/request-rate rows, MAPE per (metric, source): measured 2026-11-24 (branch srv17)
 NIM 62.8/8.8/5.4%, InferenceX 47.5/18.8/23.8%, InferenceX blog -/7.9/11.7%, ATOM recipe
@@ -57,7 +74,15 @@ NIM 62.8/8.8/5.4%, InferenceX 47.5/18.8/23.8%, InferenceX blog -/7.9/11.7%, ATOM
 moe16/inf21 merge and refit (branch srv17b): NIM 62.9/8.8/5.4%, InferenceX 46.3/18.5/23.2%,
 InferenceX blog -/9.8/13.6%, ATOM recipe 9.9/15.7/18.2%, vLLM FP8-KV blog 25.5/38.0/56.0%,
 TensorRT-LLM blog throughput 26.2% (bounds tightened: TTFT 0.51 -> 0.49 overall and InferenceX,
-NIM 0.70 -> 0.66, ATOM 0.14 -> 0.13)."""
+NIM 0.70 -> 0.66, ATOM 0.14 -> 0.13). Branch srv17c (after refit): InferenceX 46.2/17.4/21.0%,
+ATOM recipe 10.0/15.2/17.5%, vLLM FP8-KV blog 21.3/34.4/47.5%, dstack 405B 39.8/39.4/49.3%
+(bounds tightened: overall 0.49/0.28/0.64 -> 0.47/0.27/0.62, InferenceX TPOT 0.21 -> 0.19 and
+throughput 0.26 -> 0.23, ATOM 0.13/0.18/0.21 -> 0.12/0.17/0.19, vLLM blog 0.29/0.41/0.59 ->
+0.23/0.37/0.50; dstack 405B bounds new). MXFP4 W4A16 dequant: vLLM blog 20.8/19.4/21.9%
+(bounds 0.22/0.21/0.24; overall TPOT 0.26, throughput 0.61). After the TensorRT-LLM 0.17 and
+SGLang 0.4 profile entries and a refit: overall bounds 0.46/0.25/0.59; dstack DeepSeek-R1
+70.3/69.0/253.2% (bounds new, 0.72/0.71/2.6: their 3-5x slower early-2025 kernels are not
+modelled)."""
 
 SKIP_REASONS = ("disaggregated", "prefill-only", "speculative", "production-traffic",
                 "does not fit", "no catalog system", "not in the catalog")

@@ -30,10 +30,12 @@ MoEDispatch = Literal["allreduce", "alltoall"]
 KVAdmission = Literal["reserve_full", "on_demand"]
 CheckpointKV = Literal["model", "fp8"]
 
-_SETTINGS = ("scheduler_policy", "chunked_prefill", "token_budget_per_step", "max_running_seqs",
+_SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
+             "token_budget_per_step", "max_running_seqs",
              "kv_block_tokens", "gpu_memory_fraction", "gpu_memory_fraction_basis",
              "cuda_graph_max_batch", "mixed_step_graphs", "decode_attention_kernel",
-             "overlap_scheduler", "moe_dispatch", "kv_admission", "fp8_checkpoint_kv_cache")
+             "overlap_scheduler", "moe_dispatch", "kv_admission", "fp8_checkpoint_kv_cache",
+             "scheduler_steps")
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,10 @@ class EngineConfig:
     batching); prefill_first: waiting prompts are prefilled in their own step first (SGLang)."""
     chunked_prefill: bool
     """Prompts longer than the step budget are split over steps."""
+    chunked_scheduler_policy: SchedulerPolicy
+    """The policy when chunked prefill is switched on (``serving.override_engine``): vLLM's V0
+    engine then runs its chunked-prefill scheduler (decodes first, prompt chunks beside them,
+    i.e. ``mixed``) instead of prefills-first; the other engines keep their policy."""
     token_budget_per_step: int
     """Most tokens (decode + prefill) one step processes (max_num_batched_tokens, ...)."""
     max_running_seqs: int
@@ -77,6 +83,9 @@ class EngineConfig:
     """KV-cache dtype the engine runs with the FP8 checkpoint it serves when none is set:
     ``model`` = the activations' 16-bit type (kv dtype 'auto', the checkpoint declares no KV
     quantization); ``fp8`` = the checkpoint declares an FP8 KV cache (NIM's ModelOpt FP8)."""
+    scheduler_steps: int
+    """Decode steps per scheduler call (vLLM V0 ``--num-scheduler-steps``, multi-step
+    scheduling): a decode batch runs this many steps before new requests are admitted."""
     sources: tuple[tuple[str, str], ...]
     """(setting, source) of every resolved value."""
 
@@ -139,12 +148,13 @@ _ENGINE_PATTERNS = (("tensorrt-llm", re.compile(r"tensorrt-llm|trt-llm|trtllm", 
 
 def engine_from_text(text: str) -> tuple[str, str | None] | None:
     """(engine, version) named in a framework description ('SGLang 0.5.12 [...]',
-    'vLLM v0.21.0', 'NVIDIA Dynamo + TensorRT-LLM ...', 'NVIDIA NIM llama-3.3-70b-instruct
-    1.8.0'), or None for an engine without a profile."""
+    'vLLM v0.21.0', 'vLLM ~v0.19.1' (approximate: read as 0.19.1), 'NVIDIA Dynamo +
+    TensorRT-LLM ...', 'NVIDIA NIM llama-3.3-70b-instruct 1.8.0'), or None for an engine
+    without a profile."""
     for name, pattern in _ENGINE_PATTERNS:
         match = pattern.search(text)
         if match:
             rest = text[match.end():]
-            version = re.match(r"\s*v?(\d+\.\d+(?:\.\d+)?)", rest)
+            version = re.match(r"\s*~?v?(\d+\.\d+(?:\.\d+)?)", rest)
             return name, version.group(1) if version else None
     return None

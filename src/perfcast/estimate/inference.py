@@ -79,6 +79,14 @@ def _check(model: ModelSpec, system: SystemSpec, strategy: Strategy,
         raise InputError("attention_dp", True, "needs tp > 1 (attention is split over the TP group)")
 
 
+def dequant_efficiency(overheads: InferenceOverheads, precision: InferencePrecision) -> float:
+    """Bandwidth efficiency of a weight-only GEMM that upcasts its weights in the main loop
+    (``inference_overheads.yaml``, fitted on int8/int4 weight-only rows). FP4 weights beside
+    16-bit activations (MXFP4 W4A16: no FP4 MMA is used) take the 4-bit (int4) value: the same
+    4-bit load-unpack-convert before a 16-bit MMA."""
+    return overheads.dequant_bandwidth_efficiency.get(precision.dequant_class or "", 1.0)
+
+
 def _context(model, system, strategy, precision, attention_dp, offload, backend,
              overheads: InferenceOverheads, weights_bytes: float,
              cuda_graphs: bool = False, tp_all_reduce: str = "custom",
@@ -90,8 +98,7 @@ def _context(model, system, strategy, precision, attention_dp, offload, backend,
         model=model, system=system, strategy=strategy, precision=precision, backend=backend,
         params=roofline_params(backend, system.gpu),
         overhead=overheads.for_generation(system.gpu.generation),
-        dequant_efficiency=overheads.dequant_bandwidth_efficiency.get(
-            precision.dequant_class or "", 1.0),
+        dequant_efficiency=dequant_efficiency(overheads, precision),
         gqa_kv_read_exponent=0.0 if grouped_kv_reads else overheads.gqa_kv_read_exponent,
         attention_dp=attention_dp, offload=offload, host_io=host_io_for(system.gpu),
         weights_bytes_per_gpu=weights_bytes, cuda_graphs=cuda_graphs,

@@ -55,10 +55,13 @@ def replica_workload(w: ServingWorkload, replicas: int) -> ServingWorkload:
 
 def override_engine(config: EngineConfig, overrides: dict[str, object]) -> EngineConfig:
     """``config`` with user-set values (e.g. ``--max-num-batched-tokens``) replacing defaults;
-    each replaced value's source says so."""
+    each replaced value's source says so. Switching chunked prefill on also switches to the
+    engine's ``chunked_scheduler_policy`` unless the policy is set too."""
     unknown = set(overrides) - {f.name for f in fields(EngineConfig)} - {"sources", "engine"}
     if unknown:
         raise InputError("engine_overrides", sorted(unknown)[0], "not an engine setting")
+    if overrides.get("chunked_prefill") is True and "scheduler_policy" not in overrides:
+        overrides = {**overrides, "scheduler_policy": config.chunked_scheduler_policy}
     sources = tuple((k, "set by the user" if k in overrides else v) for k, v in config.sources)
     # names checked above; values typed by the CLI options that set them
     values = cast(dict[str, Any], overrides)

@@ -20,6 +20,14 @@ without overlap, two with it (SGLang zero-overhead batch scheduler, LMSYS blog 2
 it receives the last token of the previous one, so that request always misses the batch
 already formed. An idle engine admits an arrival at once.
 
+Multi-step scheduling (vLLM V0 ``--num-scheduler-steps N``): the engine calls the scheduler
+only when the current decode batch has run its N steps ("Skip the scheduler if there are any
+remaining steps in the seq groups. This ensures that the scheduler is only called again when
+the current batch has completed", vLLM@0.6.3.post1 engine/llm_engine.py L1335-1342), so a
+waiting prompt is admitted at the next multiple of N decode steps since the last scheduling;
+a prompt step is a single step. A request that finishes inside the run gets its last token
+then (outputs streamed per step, ``multi_step_stream_outputs``).
+
 KV admission: a request enters while fewer than ``max_running_seqs`` run and the KV pool has room:
 ``reserve_full`` engines (TensorRT-LLM GUARANTEED_NO_EVICT) hold the pages of every admitted
 request's full length; ``on_demand`` engines (vLLM PagedAttention, Kwon et al. 2023 §4.2;
@@ -138,6 +146,8 @@ def simulate(w: ServingWorkload, cost: StepCost, engine: EngineConfig, kv_pool_t
 
     overlap = engine.overlap_scheduler
     last_step_s = 0.0
+    run_steps = max(int(engine.scheduler_steps), 1)
+    run_pos = 0  # decode steps since the scheduler last ran (multi-step scheduling)
 
     def fits(r: int) -> bool:
         if running >= max_seqs:
@@ -157,7 +167,9 @@ def simulate(w: ServingWorkload, cost: StepCost, engine: EngineConfig, kv_pool_t
                 waiting.append(next_arrival)
                 next_arrival += 1
         b = len(heap)
-        can_prefill = bool(prefilling) or (bool(waiting) and admissible(waiting[0]))
+        scheduling = run_pos == 0 or b == 0
+        can_prefill = scheduling and (
+            bool(prefilling) or (bool(waiting) and admissible(waiting[0])))
         if not can_prefill:
             if b == 0:
                 if opened is None or next_arrival >= n:
@@ -169,7 +181,9 @@ def simulate(w: ServingWorkload, cost: StepCost, engine: EngineConfig, kv_pool_t
                 continue
             steps_left = heap[0][0] - decode_count
             if waiting and fits(waiting[0]):
-                steps_left = 1  # it joins a batch formed after its arrival, a step or two on
+                # it joins a batch formed after its arrival, a step or two on (or at the end of
+                # the multi-step run)
+                steps_left = min(steps_left, run_steps - run_pos) if run_pos else 1
             t0 = cost.decode_s(b, kv_total)
             if opened is not None and next_arrival < n:
                 steps_left = max(1, min(steps_left, math.ceil((open_times[next_arrival] - t) / t0)))
@@ -182,6 +196,7 @@ def simulate(w: ServingWorkload, cost: StepCost, engine: EngineConfig, kv_pool_t
             decode_count += steps_left
             kv_total += b * steps_left
             steps += steps_left
+            run_pos = (run_pos + steps_left) % run_steps
         else:
             decoding = b if mixed else 0
             room = budget - decoding
@@ -214,6 +229,7 @@ def simulate(w: ServingWorkload, cost: StepCost, engine: EngineConfig, kv_pool_t
                     break
             duration = cost.mixed_s(decoding, kv_total if decoding else 0.0, chunk_tokens, attn,
                                     decoding + len(completed))
+            run_pos = 0
             t += duration
             last_step_s = duration
             steps += 1

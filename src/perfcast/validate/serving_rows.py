@@ -76,11 +76,16 @@ _ENGINE_OVERRIDES = (
                 re.I), "gpu_memory_fraction", float),
     (re.compile(r"(?:kv_cache_free_gpu_mem_fraction|free_gpu_memory_fraction)[\s=:]+([\d.]+)",
                 re.I), "gpu_memory_fraction", float),
+    (re.compile(r"num[-_]scheduler[-_]steps[\s=:]+(\d+)", re.I), "scheduler_steps", int),
 )
 """Engine settings a row's notes state (``--max-num-batched-tokens 512``, ``max_num_tokens
 2048``, ...): they replace the profile's defaults for that row. The values are per scheduler:
 with attention DP each rank runs one (``max_batch_size 896 per rank``) and ``estimate_serving``
 sums the tp ranks (``serving.attention_dp_scheduler``)."""
+
+
+_CHUNKED_PREFILL = re.compile(r"chunked[-_ ]prefill[\s=:]+(on|off|true|false)\b", re.I)
+"""'chunked prefill on' / 'chunked prefill off' (dstack's vLLM 0.6 rows state it)."""
 
 
 def engine_overrides(notes_text: str) -> dict[str, Any]:
@@ -90,6 +95,9 @@ def engine_overrides(notes_text: str) -> dict[str, Any]:
         match = pattern.search(notes_text)
         if match and setting not in found:
             found[setting] = kind(match.group(1))
+    chunked = _CHUNKED_PREFILL.search(notes_text)
+    if chunked:
+        found["chunked_prefill"] = chunked.group(1).lower() in ("on", "true")
     return found
 
 
@@ -178,7 +186,7 @@ def _precision(row: Row, system: SystemSpec, notes: list[str]) -> dict[str, Any]
             return {"precision": "fp4", "kv_precision": kv}
         notes.append("FP4 weights on a GPU without FP4 tensor cores: weight-only FP4")
         return {"precision": "bf16", "weight_precision": "fp4", "kv_precision": kv}
-    if "fp8" in text:
+    if "fp8" in text and "bf16 weights" not in text:
         return {"precision": "fp8", "kv_precision": kv}
     if "fp16" in text and "bf16" not in text:
         return {"precision": "fp16", "kv_precision": kv}
