@@ -127,6 +127,9 @@ def apply_framework_profile(
             take("fp8_recipe", profile.fp8_recipe, lambda v: {"fp8_recipe": v})
         if "fp8_weight_cache" not in explicit:
             take("fp8_weight_cache", profile.fp8_weight_cache, lambda v: {"fp8_weight_cache": v})
+    if "eager_elementwise" not in explicit:
+        take("eager_elementwise", profile.eager_elementwise,
+             lambda v: {"eager_elementwise": v})
     if "flash_attention" not in explicit:
         take("flash_attention", profile.flash_attention, lambda v: {"flash_attention": v})
     flash = explicit.get("flash_attention", fields.get("flash_attention", True))

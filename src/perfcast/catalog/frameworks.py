@@ -130,6 +130,9 @@ class TrainingFrameworkProfile(BaseModel):
         default=(), description="Fused-attention kernel class, per GPU generation.")
     flash_attention: tuple[SourcedValue[bool], ...] = Field(
         description="Whether a fused (flash) attention kernel exists at all.")
+    eager_elementwise: tuple[SourcedValue[bool], ...] = Field(
+        default=(), description="Element-wise ops run in PyTorch eager mode, one kernel per op "
+                                "(True: no torch.compile and no fused kernels); empty = fused.")
     cuda_graphs: tuple[SourcedValue[str], ...] = Field(
         default=(), description="CUDA-graph scope (informational; not modelled).")
     pipeline_microbatches: tuple[SourcedValue[PipelineMicrobatches], ...] = Field(

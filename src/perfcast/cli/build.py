@@ -33,6 +33,7 @@ FRAMEWORK_OPTIONS: dict[str, str] = {
     "fp8_weight_cache": "fp8_weight_cache",
     "grad_reduce_dtype": "grad_reduce_dtype",
     "no_flash_attention": "flash_attention",
+    "no_torch_compile": "eager_elementwise",
     "attention_kernel": "attention_kernel",
 }
 """Command-line option -> the ``Strategy`` field a framework profile may set; an option the user
@@ -132,6 +133,7 @@ def build_specs(args: RunArgs) -> RunSpecs:
         num_layers_at_end_in_bf16=args.num_layers_at_end_in_bf16,
         grad_reduce_dtype=args.grad_reduce_dtype,
         flash_attention=not args.no_flash_attention,
+        eager_elementwise=args.no_torch_compile,
         attention_kernel=args.attention_kernel,
         mtp_num_layers=args.mtp_num_layers,
         make_vocab_size_divisible_by=args.make_vocab_size_divisible_by,

@@ -150,6 +150,7 @@ class RunArgs:
     num_layers_at_end_in_bf16: int
     grad_reduce_dtype: str
     no_flash_attention: bool
+    no_torch_compile: bool
     attention_kernel: str
     mtp_num_layers: int
     make_vocab_size_divisible_by: int
@@ -224,6 +225,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("num_layers_at_end_in_bf16", int, typer.Option(0, "--num-layers-at-end-in-bf16", min=0, help="FP8/FP4: the last N decoder layers keep BF16 GEMMs (Megatron-Core --first-last-layers-bf16).")),
     ("grad_reduce_dtype", GradDtypeOpt, typer.Option(GradDtypeOpt.fp32, "--grad-reduce-dtype", help="Main-gradient dtype.")),
     ("no_flash_attention", bool, typer.Option(False, "--no-flash-attention/--flash-attention", help="Unfused attention (stores s x s scores); --flash-attention forces fused attention over a --framework default.")),
+    ("no_torch_compile", bool, typer.Option(False, "--no-torch-compile/--torch-compile", help="PyTorch eager element-wise ops: RMSNorm, SwiGLU and RoPE one kernel per op through HBM (torchtitan's default); --torch-compile forces fused ones over a --framework default.")),
     ("attention_kernel", AttentionKernelOpt, typer.Option(AttentionKernelOpt.auto, "--attention-kernel", help="Fused-attention kernel: auto (the GPU's own: FA2 Ampere, FA3/cuDNN Hopper, cuDNN Blackwell), fa2 (FlashAttention-2, PyTorch SDPA) or triton (FlashAttention Triton).")),
     ("make_vocab_size_divisible_by", int, typer.Option(128, "--make-vocab-size-divisible-by", min=1, help="Pad the vocabulary to a multiple of this times tp (Megatron-LM).")),
     ("mtp_num_layers", int, typer.Option(0, "--mtp-num-layers", min=0, help="Multi-token prediction modules trained with the model (DeepSeek-V3: 1).")),

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from perfcast.graph.eager_elementwise import eager_elementwise_ops
 from perfcast.graph.fp8_casts import DEEPSEEK_TILE, fp8_cast_ops
 from perfcast.graph.ops import (
     LOW_LATENCY_ALGORITHM,
@@ -81,6 +82,8 @@ class LayerShape:
     """FP8 weights cast once per step, not per micro-batch (``graph.fp8_casts``)."""
     flash_attention: bool = True
     """Fused attention; False = unfused (``kernels.unfused_attention``)."""
+    eager_elementwise: bool = False
+    """PyTorch eager element-wise ops, one kernel per op (``graph.eager_elementwise``)."""
 
     @property
     def routed_load(self) -> float:
@@ -334,6 +337,9 @@ def layer_ops(model: ModelSpec, shape: LayerShape) -> tuple[list[ComputeOp], lis
     with the FP8 cast/scale kernels of the strategy's recipe (``graph.fp8_casts``)."""
     forward = (attention_forward_ops(model, shape) + mlp_forward_ops(model, shape)
                + layer_memory_bound_ops(model, shape))
+    if shape.eager_elementwise:
+        norm_tokens = shape.tokens / shape.tp if shape.sequence_parallel else shape.tokens
+        forward += eager_elementwise_ops(model, shape.tokens, norm_tokens, shape.tp, shape.moe)
     casts = fp8_cast_ops(forward, shape.fp8_recipe, shape.fp8_fused_casts, shape.fp8_weight_cache)
     compute = [op for op in forward + backward_ops(forward) + casts if not isinstance(op, CommOp)]
     comm = [op for op in layer_comm_ops(model, shape) if isinstance(op, CommOp)]

@@ -216,7 +216,8 @@ def pipeline_layout(num_layers: int, chunks: int) -> str:
 
 
 SHARED_OPTION_FIELDS = ("grad_reduce_dtype", "moe_token_dispatcher", "fp8_recipe",
-                        "fp8_weight_cache", "flash_attention", "attention_kernel",
+                        "fp8_weight_cache", "flash_attention", "eager_elementwise",
+                        "attention_kernel",
                         "zero3_prefetch_params", "zero3_max_live_params")
 """Framework defaults the search does not enumerate: the same for every candidate."""
 

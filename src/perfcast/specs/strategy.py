@@ -197,6 +197,11 @@ class Strategy(BaseModel):
     flash_attention: bool = Field(
         default=True, description="Fused (flash) attention: no s x s score matrix is stored."
     )
+    eager_elementwise: bool = Field(
+        default=False,
+        description="PyTorch eager element-wise ops (no torch.compile): norms, gated activation "
+                    "and rotary embedding run one kernel per op through HBM.",
+    )
     attention_kernel: AttentionKernel = Field(
         default="auto",
         description="Fused-attention kernel class: auto (the GPU's own calibrated kernel), fa2 "

@@ -40,6 +40,8 @@ skip reason naming the column and value.
   with k/M suffixes are powers of two: "2M" = 2,097,152); else
   micro_batch·dp·grad_accum.
 - ``tp_comm_overlap``: on where the framework text says "async TP"; else the profile's.
+- ``eager_elementwise``: off (fused) where the framework text says "torch.compile" or "async
+  TP" (torchtitan's async TP needs compile); else the profile's (torchtitan: eager).
 - expert TP: "ETP N" where ``dp_sharding`` or ``framework`` states it; else the profile's.
 - pipeline split (Megatron-Core rows whose layers do not split evenly over pp·vpp): the
   embedding and loss counted as layers when layers + 2 split evenly, the loss when layers + 1
@@ -174,6 +176,17 @@ def tp_comm_overlap(row: Mapping[str, str | None], tp: int, notes: list[str]) ->
     if tp > 1 and "asynctp" in framework:
         notes.append("async TP: TP communication overlapped with GEMMs")
         return True
+    return None
+
+
+def eager_elementwise(row: Mapping[str, str | None], notes: list[str]) -> bool | None:
+    """False (element-wise ops fused) where the framework text names torch.compile, or async
+    TP, which torchtitan runs only under ``compile.enable`` (frameworks.md §3); else None (the
+    profile's: torchtitan runs eager by default)."""
+    framework = _framework(row).replace(" ", "")
+    if "compile" in framework or "asynctp" in framework:
+        notes.append("torch.compile: element-wise ops fused (Inductor)")
+        return False
     return None
 
 
