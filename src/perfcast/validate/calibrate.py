@@ -33,6 +33,7 @@ from perfcast.validate.cross_validate import (
     cross_validate_training,
 )
 from perfcast.validate.fit_inference import InferenceFit, fit_inference, load_inference_cases
+from perfcast.validate.fit_moe_routing import RoutingFit, fit_routing, routing_calibration
 from perfcast.validate.fit_training import (
     TrainingData,
     TrainingFit,
@@ -40,7 +41,6 @@ from perfcast.validate.fit_training import (
     fit_training,
     load_training_data,
 )
-from perfcast.validate.fit_moe_routing import RoutingFit, fit_routing, routing_calibration
 from perfcast.validate.inference_compare import is_inference_file
 from perfcast.validate.interval_coverage import choose_prior_sources
 from perfcast.validate.intervals import (

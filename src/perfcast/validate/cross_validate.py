@@ -12,8 +12,9 @@ a fold whose held-out source holds every pair takes the balanced prior 1.0 and r
 table was built with, the rows it applies to (the other sources' dropless EP > 1 MoE rows) are
 re-tabulated under it before the overhead refit (``ResponseTable.with_rows_of``), so no part
 of the fold sees the held-out pairs. Data without any pair do not fit it (``calibrate`` keeps
-the base file) and their folds keep the base value (``FoldResult.routing`` None). The statistics of these held-out forecasts are the
-out-of-sample accuracy (``cv_*`` in ``perfcast validate --cross-validate source --json``).
+the base file) and their folds keep the base value (``FoldResult.routing`` None).
+The statistics of these held-out forecasts are the out-of-sample accuracy (``cv_*`` in
+``perfcast validate --cross-validate source --json``).
 
 Serving rows the same way (``cross_validate_inference``): refit the serving overheads without
 the source (``fit_inference`` on a ``ServingTable`` built once), forecast its rows in full.
