@@ -88,6 +88,34 @@ def test_training_table_matches_full_forecasts():
     assert worst <= TRAINING_TABLE_MAX_DEVIATION
 
 
+def test_fold_retabulation_replaces_only_its_rows():
+    """A cross-validation fold re-tabulates the rows a changed routing imbalance reaches
+    (``ResponseTable.with_rows_of``): those rows take the new table's forecasts, every other
+    row keeps its own, at every grid point (here the overlap share's ends)."""
+    from perfcast.graph.stage import learned_imbalance_applies
+    from perfcast.validate.response_table import ResponseTable
+
+    data = training_data()
+    table = data.table
+    rows = [r for r in data.rows if r.source_id == "megatron_dsv3_gb200"
+            and learned_imbalance_applies(r.strategy)][:2]
+    routing = table.calibration.routing.model_copy(update={
+        "dropless_load_imbalance": table.calibration.routing.dropless_load_imbalance
+        .model_copy(update={"value": 1.0})})
+    sub = ResponseTable(rows, table.calibration.replace(moe_routing=routing), data.backend,
+                        table.parameters, estimate_training)
+    spliced = table.with_rows_of(sub)
+    moved = np.array([any(r is s for s in rows) for r in data.rows])
+    assert moved.sum() == 2
+    fractions = np.full(len(data.rows), 0.3)
+    for overlap in (0.0, 1.0):
+        theta = [overlap] + [p.centre for p in table.parameters[1:]]
+        old, new = table.predicted(theta, fractions), spliced.predicted(theta, fractions)
+        np.testing.assert_allclose(new[~moved], old[~moved], rtol=0)
+        np.testing.assert_allclose(new[moved], sub.predicted(theta, fractions[:2]), rtol=1e-12)
+        assert np.all(new[moved] > old[moved])  # balanced routing: faster
+
+
 def test_serving_table_matches_full_forecasts():
     table, rows = serving_table(), serving_rows()
     fit = fit_inference(rows, load_calibration(), table=table)
@@ -193,6 +221,9 @@ def test_calibrate_writes_files_with_provenance(calibrated_dir, small_training_c
     assert (out / "comm_overlap.yaml").is_file() and (out / "attention_kernels.yaml").is_file()
     assert not (out / "inference_overheads.yaml").exists()
     assert "cv_mape" in summary["training"]["cv"]
+    # no forced-balance / dropless pair in the user's rows: the shipped routing file holds
+    assert summary["moe_routing"]["fallback"] and not (out / "moe_routing.yaml").exists()
+    assert summary["training"]["cv"]["cv_moe_routing"] == {}
 
 
 def test_calibration_dir_is_used_by_train(calibrated_dir):

@@ -1,12 +1,14 @@
 """``Calibration``: every fitted calibration file as one frozen object, and its loader.
 
-The end-to-end fits (``perfcast calibrate``) write five files, each read by its own loader:
+The end-to-end fits (``perfcast calibrate``) write six files, each read by its own loader:
 
 * ``training_overheads.yaml``: per-generation kernel overhead fraction, pooled ``default``;
 * ``comm_overlap.yaml``: SMs held by collectives, TP-overlap and stream-overlap shares;
 * ``attention_kernels.yaml``: derived attention kernel classes (fitted time ratios);
 * ``inference_overheads.yaml``: per-generation serving overheads, pooled ``default``;
 * ``forecast_intervals.yaml``: 80% bands from the cross-validated residuals;
+* ``moe_routing.yaml``: the busiest EP rank's load under dropless learned routing, fitted on
+  forced-balance / real-routing pairs (``validate.fit_moe_routing``);
 
 and, not fitted but sourced priors a user may replace, ``host_launch.yaml`` (host time per
 eager op, graph launch and device-host sync).
@@ -49,6 +51,11 @@ from perfcast.calibration.inference_overheads import (
     InferenceOverheads,
     load_inference_overheads,
 )
+from perfcast.calibration.moe_routing import (
+    MOE_ROUTING_PATH,
+    MoeRoutingCalibration,
+    load_moe_routing,
+)
 from perfcast.calibration.training_overheads import (
     TRAINING_OVERHEADS_PATH,
     TrainingOverheads,
@@ -63,6 +70,7 @@ FILE_NAMES: Final[dict[str, str]] = {
     "inference_overheads": INFERENCE_OVERHEADS_PATH.name,
     "intervals": FORECAST_INTERVALS_PATH.name,
     "host_launch": HOST_LAUNCH_PATH.name,
+    "moe_routing": MOE_ROUTING_PATH.name,
 }
 """``Calibration`` field -> file name in a calibration directory."""
 
@@ -110,6 +118,8 @@ class Calibration:
     """80% bands from cross-validated residuals (None: forecasts carry no band)."""
     host_launch: HostLaunchCalibration | None = None
     """Host launch/sync priors (``host_launch.yaml``; sourced, not fitted). None: shipped."""
+    moe_routing: MoeRoutingCalibration | None = None
+    """Dropless learned-routing imbalance (``moe_routing.yaml``). None: shipped."""
     directory: Path | None = None
     """Directory the files came from (None: the shipped calibration)."""
 
@@ -118,6 +128,11 @@ class Calibration:
 
     def inference_status(self, generation: str) -> CalibrationStatus:
         return CalibrationStatus(generation, self.inference_overheads.uses_default(generation))
+
+    @property
+    def routing(self) -> MoeRoutingCalibration:
+        """``moe_routing`` or, when None, the shipped file."""
+        return self.moe_routing or load_moe_routing()
 
     def with_kernels(self, backend: Any) -> Any:
         """``backend`` with this calibration's derived attention kernels (the roofline
@@ -184,5 +199,6 @@ def load_calibration(directory: Path | str | None = None) -> Calibration:
         inference_overheads=load_inference_overheads(_file(directory, "inference_overheads")),
         intervals=load_forecast_intervals(_file(directory, "intervals")),
         host_launch=load_host_launch(_file(directory, "host_launch")),
+        moe_routing=load_moe_routing(_file(directory, "moe_routing")),
         directory=directory,
     )

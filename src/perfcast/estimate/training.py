@@ -30,7 +30,7 @@ from perfcast.graph.param_sharding import (
     stage_params,
     strategy_stage_layers,
 )
-from perfcast.graph.stage import moe_load_imbalance, stage_graph
+from perfcast.graph.stage import moe_load_imbalance, stage_graph, with_learned_imbalance
 from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackend, KernelBackendName, get_backend
 from perfcast.memory.estimate import estimate_memory, offloaded_activation_bytes
 from perfcast.schedule.activation_offload import offload_exposed_s
@@ -192,9 +192,10 @@ def estimate_training(
     stage_kind = stage_kinds(model, strategy)
     kinds = _distinct(stage_kind)
     stages, graphs = [], []
+    routed = with_learned_imbalance(strategy, cal.routing.dropless_load_imbalance.value)
     for stage, _ in kinds:
         params = stage_params(model, strategy, stage)
-        graphs.append(stage_graph(model, strategy, s, stage))
+        graphs.append(stage_graph(model, routed, s, stage))
         times = stage_time(graphs[-1], system, strategy, backend, comm_overlap, cal.host_launch)
         if strategy.cpu_offload_activation_layers or strategy.offload_modules:
             offloaded = offloaded_activation_bytes(model, strategy, params.num_layers,
@@ -277,22 +278,26 @@ def estimate_training(
             "DP gradient reduction overlapped with the last micro-batch's backward",
             "TP/EP collectives exposed unless --tp-comm-overlap/--ep-overlap; CP under attention",
             *_calibration_notes(system, strategy, overheads),
-            *_routing_notes(model, strategy),
+            *_routing_notes(model, strategy, cal),
         ),
     )
 
 
-def _routing_notes(model: ModelSpec, strategy: Strategy) -> tuple[str, ...]:
-    """The MoE load imbalance used (``graph.stage.moe_load_imbalance``), for MoE runs."""
+def _routing_notes(model: ModelSpec, strategy: Strategy,
+                   cal: Calibration) -> tuple[str, ...]:
+    """The MoE load imbalance used (``graph.stage.moe_load_imbalance`` of the strategy the
+    graphs were built with), for MoE runs; the learned default quotes its standard error."""
     if not model.is_moe:
         return ()
-    value = moe_load_imbalance(strategy)
+    routing = cal.routing
+    value = moe_load_imbalance(with_learned_imbalance(
+        strategy, routing.dropless_load_imbalance.value))
     if strategy.moe_router_force_load_balancing or strategy.ep == 1:
         why = "forced load balancing" if strategy.ep > 1 else "no expert parallelism"
     elif strategy.moe_load_imbalance is not None:
         why = "stated"
     else:
-        why = "dropless learned routing, calibration/moe_routing.yaml"
+        why = f"dropless learned routing, calibration moe_routing.yaml: {routing.note()}"
     return (f"moe_load_imbalance {value:g}: the busiest EP rank routes {value:g}x the mean "
             f"tokens ({why}); a capacity factor caps it",)
 

@@ -87,13 +87,28 @@ def sliding_window_share(model: ModelSpec) -> float:
     return model.sliding_window_layers / model.num_hidden_layers
 
 
+def learned_imbalance_applies(strategy: Strategy) -> bool:
+    """True when no input states the imbalance: EP > 1, the learned router, none stated."""
+    return (strategy.ep > 1 and strategy.moe_load_imbalance is None
+            and not getattr(strategy, "moe_router_force_load_balancing", False))
+
+
+def with_learned_imbalance(strategy: Strategy, learned: float) -> Strategy:
+    """``strategy`` stating ``learned`` (a calibration's dropless imbalance,
+    ``Calibration.routing``) where no input states one; else ``strategy`` itself."""
+    if not learned_imbalance_applies(strategy):
+        return strategy
+    return strategy.model_copy(update={"moe_load_imbalance": learned})
+
+
 def moe_load_imbalance(strategy: Strategy) -> float:
     """Routed tokens at the busiest EP rank over the balanced mean: 1 under forced load
     balancing (random router logits, frameworks.md §1.4 ``--moe-router-force-load-balancing``)
     or without expert parallelism (one rank holds every expert); the stated value; else the
     measured imbalance of dropless routing with a learned router (``calibration/
-    moe_routing.yaml``: forced-balance vs real-routing pairs of the same runs). A capacity
-    factor caps it downstream (``LayerShape.routed_load``)."""
+    moe_routing.yaml``: forced-balance vs real-routing pairs of the same runs; the shipped
+    file here, a user's calibration via ``with_learned_imbalance`` in the estimator). A
+    capacity factor caps it downstream (``LayerShape.routed_load``)."""
     if getattr(strategy, "moe_router_force_load_balancing", False) or strategy.ep == 1:
         return 1.0
     if strategy.moe_load_imbalance is not None:

@@ -33,6 +33,12 @@ def render_calibration(result: CalibrationResult, console) -> None:
         if fit.fallback_generations:
             console.print(f"pooled fit used for: {', '.join(fit.fallback_generations)} "
                           f"(too few rows of their own)")
+    if result.routing is not None:
+        r = result.routing
+        console.print("MoE dropless-routing imbalance: " + (
+            f"{r.value:.3f} ± {_number(r.estimate.standard_error)} from {len(r.pairs)} "
+            "forced-balance / dropless pairs" if not r.fallback
+            else "not fitted (no forced-balance / dropless pair; the base file is kept)"))
     if result.training_cv is not None:
         stats = result.training_cv.stats()
         console.print(f"training leave-one-source-out: MAPE {stats.mape:.1%}, median "

@@ -4,13 +4,17 @@ write it (the API behind ``perfcast calibrate``).
 Training CSVs (training.csv schema) fit the training overheads, the stream-overlap share and
 the fitted attention-kernel ratios (``fit_training``); inference CSVs (inference.csv schema,
 told apart by their header) fit the serving overheads (``fit_inference``). The leave-one-
-source-out range of each training parameter is written beside its value.
+source-out range of each training parameter is written beside its value. Training CSVs also
+fit the MoE dropless-routing imbalance (``fit_moe_routing``) on their forced-balance / real-
+routing pairs, first: the overhead fit forecasts the dropless rows with it; data without such
+a pair keep the base file's value (as a user without serving rows keeps the serving file).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ from perfcast.errors import InputError
 from perfcast.validate.calibration_writer import (
     write_inference_file,
     write_intervals_file,
+    write_routing_file,
     write_training_files,
 )
 from perfcast.validate.cross_validate import (
@@ -28,6 +33,7 @@ from perfcast.validate.cross_validate import (
     cross_validate_training,
 )
 from perfcast.validate.fit_inference import InferenceFit, fit_inference, load_inference_cases
+from perfcast.validate.fit_moe_routing import RoutingFit, fit_routing, routing_calibration
 from perfcast.validate.fit_training import (
     TrainingData,
     TrainingFit,
@@ -59,6 +65,8 @@ class CalibrationResult:
     written: tuple[Path, ...] = field(default=())
     intervals: ForecastIntervals | None = None
     """The 80% bands from the held-out residuals, with their held-out coverage."""
+    routing: RoutingFit | None = None
+    """The MoE dropless-routing imbalance fitted on the training rows' forced/real pairs."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"written": [str(p) for p in self.written]}
@@ -71,6 +79,10 @@ class CalibrationResult:
                 "fallback_generations": list(fit.fallback_generations),
                 "parameters": {p.name: p.to_dict() for p in fit.parameters},
             }
+        if self.routing is not None:
+            out["moe_routing"] = {"parameter": self.routing.estimate.to_dict(),
+                                  "pairs": [p.label for p in self.routing.pairs],
+                                  "fallback": self.routing.fallback}
         if self.intervals is not None:
             out["intervals"] = {kind: {k: getattr(getattr(self.intervals, kind), k) for k in
                                        ("prior_sources", "cv_coverage", "cv_coverage_by_source")}
@@ -99,9 +111,12 @@ def calibrate(paths: Sequence[Path], out_dir: Path | None, kernel_backend: str,
     already built response tables of the same files and base (rebuilt when None)."""
     base = base or load_calibration()
     training_paths, inference_paths = split_by_schema(paths)
-    training = cv = inference = None
+    training = cv = inference = routing = None
     written: list[Path] = []
     if training_paths:
+        routing = _fit_routing(training_paths, training_data, base, kernel_backend)
+        if training_data is None and not routing.fallback:
+            base = base.replace(moe_routing=routing_calibration(routing))
         data = training_data or load_training_data(training_paths, base, kernel_backend)
         if not data.rows:
             raise InputError("data", ",".join(map(str, training_paths)), "no row can be forecast")
@@ -113,6 +128,9 @@ def calibrate(paths: Sequence[Path], out_dir: Path | None, kernel_backend: str,
                 training.calibration, training.parameters, out_dir, training.data_sha256,
                 training.rows_used, training.kernel_backend,
                 {k: v for k, v in ranges.items() if v is not None})
+            if not routing.fallback:  # no pair: the base (shipped) file still holds
+                written.append(write_routing_file(routing, out_dir, training.data_sha256,
+                                                  training.kernel_backend))
     serving_cv = None
     if inference_paths:
         cases = load_inference_cases(inference_paths)
@@ -129,7 +147,21 @@ def calibrate(paths: Sequence[Path], out_dir: Path | None, kernel_backend: str,
             intervals, out_dir, data_sha256(list(paths)),
             (training.rows_used if training else 0) + (inference.rows_used if inference else 0),
             training.kernel_backend if training else kernel_backend))
-    return CalibrationResult(training, cv, inference, tuple(written), intervals)
+    return CalibrationResult(training, cv, inference, tuple(written), intervals, routing)
+
+
+def _fit_routing(paths: Sequence[Path], data: TrainingData | None, base: Calibration,
+                 kernel_backend: str) -> RoutingFit:
+    """The routing imbalance on the pairs of ``data``'s rows (parsed from ``paths`` when
+    None), forecast with ``base``."""
+    from perfcast.estimate.training import estimate_training
+    from perfcast.validate.training_rows import parse_rows, read_rows
+
+    rows = data.rows if data is not None else parse_rows(
+        [row for p in paths for row in read_rows(Path(p))])[0]
+    backend = data.backend if data is not None and data.backend else kernel_backend
+    return fit_routing(rows, partial(estimate_training, kernel_backend=backend,
+                                     calibration=base))
 
 
 def forecast_intervals(base: Calibration, training_cv: CrossValidation | None,

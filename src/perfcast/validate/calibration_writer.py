@@ -153,6 +153,23 @@ def write_inference_file(text_model: Any, parameters: Sequence[ParameterEstimate
     return path
 
 
+def write_routing_file(fit: Any, out_dir: Path, data_sha256: dict[str, str],
+                       kernel_backend: str) -> Path:
+    """Write moe_routing.yaml of a routing fit (``validate.fit_moe_routing.RoutingFit``)."""
+    from perfcast.validate.fit_moe_routing import routing_calibration
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / FILE_NAMES["moe_routing"]
+    record = fit_record([] if fit.fallback else [fit.estimate], data_sha256,
+                        2 * len(fit.pairs), kernel_backend)
+    model = routing_calibration(fit)
+    path.write_text(_header("moe_routing", "Routing facts of MoE training that no input states"
+                            ": the busiest EP rank's routed tokens over\n# the mean under "
+                            "dropless learned routing (graph/stage.py moe_load_imbalance).")
+                    + _dump(model, record), encoding="utf-8")
+    return path
+
+
 def write_intervals_file(intervals: Any, out_dir: Path, data_sha256: dict[str, str],
                          num_rows: int, kernel_backend: str) -> Path:
     """Write forecast_intervals.yaml (bands from cross-validated residuals)."""

@@ -5,8 +5,16 @@ quality A/B rows of the OTHER sources, then forecast that source's rows with ful
 ``estimate_training`` calls under the refitted calibration (the response table serves the
 fit only, so the held-out numbers carry no interpolation error). A generation whose rows all
 belong to the held-out source has too few rows left and takes the pooled fraction — as a
-user's GPU without measurements would. The statistics of these held-out forecasts are the
-out-of-sample accuracy (``cv_*`` in ``perfcast validate --cross-validate source --json``).
+user's GPU without measurements would. The MoE routing imbalance is refitted the same way
+(``fit_moe_routing.fit_routing``) on the forced-balance / dropless pairs of the other sources;
+a fold whose held-out source holds every pair takes the balanced prior 1.0 and records it
+(``FoldResult.routing.fallback``); where the fold's value differs from the one the response
+table was built with, the rows it applies to (the other sources' dropless EP > 1 MoE rows) are
+re-tabulated under it before the overhead refit (``ResponseTable.with_rows_of``), so no part
+of the fold sees the held-out pairs. Data without any pair do not fit it (``calibrate`` keeps
+the base file) and their folds keep the base value (``FoldResult.routing`` None).
+The statistics of these held-out forecasts are the out-of-sample accuracy (``cv_*`` in
+``perfcast validate --cross-validate source --json``).
 
 Serving rows the same way (``cross_validate_inference``): refit the serving overheads without
 the source (``fit_inference`` on a ``ServingTable`` built once), forecast its rows in full.
@@ -15,7 +23,7 @@ the source (``fit_inference`` on a ``ServingTable`` built once), forecast its ro
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -23,6 +31,7 @@ from perfcast.calibration.bundle import Calibration
 from perfcast.validate.compare import RowResult, compare_row
 from perfcast.validate.error_stats import ErrorStats, error_stats, summarize
 from perfcast.validate.fit_inference import InferenceFit, ServingRows, fit_inference
+from perfcast.validate.fit_moe_routing import RoutingFit, fit_routing, routing_calibration
 from perfcast.validate.fit_training import TrainingData, TrainingFit, fit_training
 from perfcast.validate.inference_compare import InferenceRowResult, compare_case
 from perfcast.validate.serving_table import ServingTable
@@ -38,6 +47,9 @@ class FoldResult:
     (what a user without measurements gets)."""
     rows: tuple[Any, ...]
     """``RowResult`` (training) or ``InferenceRowResult`` (serving) of the held-out rows."""
+    routing: RoutingFit | None = None
+    """Training folds: the MoE routing imbalance refitted without the source (its
+    ``fallback``: no pair left, the balanced prior)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +84,11 @@ class CrossValidation:
             "cv_num_rows": overall.count, "cv_method": "leave-one-source-out",
             "cv_by_source": {s: {"n": st.count, "mape": st.mape, "median": st.median_abs_error}
                              for s, st in by_source},
+            "cv_moe_routing": {f.source_id: {"dropless_load_imbalance": f.routing.value,
+                                             "standard_error": f.routing.estimate.standard_error,
+                                             "pairs": len(f.routing.pairs),
+                                             "fallback": f.routing.fallback}
+                               for f in self.folds if f.routing is not None},
         }
 
 
@@ -80,15 +97,28 @@ def cross_validate_training(data: TrainingData) -> CrossValidation:
     from perfcast.estimate.training import estimate_training
 
     backend = data.backend or _backend(data.kernel_backend)
+    base = data.table.calibration
+    base_estimator = partial(estimate_training, kernel_backend=backend, calibration=base)
+    routings: dict[tuple[str, ...], RoutingFit] = {}
+    with_pairs = _pair_sources(data.rows)
     folds = []
     for source in sorted({row.source_id for row in data.rows}):
         mask = data.fit_mask(exclude_source=source)
-        fit = fit_training(data, mask) if mask.any() else None
-        estimator = partial(estimate_training, kernel_backend=backend,
-                            calibration=fit.calibration if fit else data.table.calibration)
+        # the same pairs give the same fit: refit only when the held-out source holds some
+        key = tuple(sorted(with_pairs - {source}))
+        if with_pairs and key not in routings:
+            routings[key] = fit_routing(data.rows, base_estimator, exclude_source=source)
+        routing = routings.get(key) if with_pairs else None
+        fold_routing = routing_calibration(routing) if routing is not None else None
+        fold_data = _retabulated(data, fold_routing, source, backend)
+        fit = fit_training(fold_data, mask) if mask.any() else None
+        cal = fit.calibration if fit else base
+        if fold_routing is not None:
+            cal = cal.replace(moe_routing=fold_routing)
+        estimator = partial(estimate_training, kernel_backend=backend, calibration=cal)
         held_out = [compare_row(row, estimator) for row in data.rows if row.source_id == source]
         folds.append(FoldResult(source, fit, tuple(r for r in held_out
-                                                   if isinstance(r, RowResult))))
+                                                   if isinstance(r, RowResult)), routing))
     return CrossValidation(tuple(folds))
 
 
@@ -117,6 +147,33 @@ def cross_validate_inference(rows: ServingRows, base: Calibration,
         folds.append(FoldResult(source, fit, tuple(
             r for r in held_out if isinstance(r, InferenceRowResult))))
     return CrossValidation(tuple(folds))
+
+
+def _retabulated(data: TrainingData, routing, source: str, backend) -> TrainingData:
+    """``data`` whose rows that take the learned imbalance (other sources than ``source``)
+    are re-tabulated under ``routing`` when it differs from the table's value; else ``data``."""
+    from perfcast.estimate.training import estimate_training
+    from perfcast.graph.stage import learned_imbalance_applies
+    from perfcast.validate.response_table import ResponseTable
+
+    table = data.table
+    old = table.calibration.routing.dropless_load_imbalance.value
+    if routing is None or routing.dropless_load_imbalance.value == old:
+        return data
+    rows = [r for r in data.rows if r.source_id != source and r.model.is_moe
+            and learned_imbalance_applies(r.strategy)]
+    if not rows:
+        return data
+    sub = ResponseTable(rows, table.calibration.replace(moe_routing=routing), backend,
+                        table.parameters, estimate_training)
+    return replace(data, table=table.with_rows_of(sub))
+
+
+def _pair_sources(rows) -> frozenset[str]:
+    """Sources holding a forced-balance / dropless pair."""
+    from perfcast.validate.fit_moe_routing import find_pairs
+
+    return frozenset(p.forced.source_id for p in find_pairs(rows))
 
 
 def _backend(name: str):

@@ -7,7 +7,15 @@ parallel ranks: the busiest rank's experts and its all-to-all carry more than th
 every rank waits for it at the next all-to-all. The imbalance x (busiest rank's routed tokens
 over the mean, ``graph.layer.LayerShape.routed_load``) is the one number that makes the
 forecast ratio real/forced equal the measured ratio; with several pairs, the x that minimises
-Σ (log forecast ratio − log measured ratio)² (bounded scalar search, ``IMBALANCE_BOUNDS``).
+Σ ρ((log forecast ratio − log measured ratio)²) (``least_squares_fit.solve``, the solver and
+robust loss of every calibration fit, in ``IMBALANCE_BOUNDS``), with its standard error from
+the Jacobian at the optimum and the pairs' residual spread.
+
+``fit_routing`` is the step of ``perfcast calibrate`` (``validate.calibrate``) that writes
+``moe_routing.yaml``, and of each leave-one-source-out fold (``validate.cross_validate``),
+which refits it without the held-out source: where the held-out source holds every pair, the
+fold takes the no-information prior ``NO_PAIR_PRIOR`` (balanced routing) and says so
+(``RoutingFit.fallback``).
 
 Pairs (``find_pairs``): quality A/B rows of one source with the same model, GPU count and
 strategy except the forced-balance flag, one of each kind. The forecasts use the shipped
@@ -17,15 +25,23 @@ hardly depends on it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from perfcast.validate.fit_training import FIT_QUALITIES
+from perfcast.validate.least_squares_fit import Bounded, ParameterEstimate, solve
 from perfcast.validate.training_rows import ParsedRow
 
 IMBALANCE_BOUNDS = (1.0, 3.0)
 """Search range of x: balanced to three times the mean (MAX_MOE_LOAD_IMBALANCE is wider)."""
+IMBALANCE_START = 1.2
+"""Fixed start of the search (never a value fitted on other data)."""
+NO_PAIR_PRIOR = 1.0
+"""The value without any pair: balanced routing, the no-information prior (no measurement
+says how uneven the router is, so none is assumed)."""
+PARAMETER = "dropless_load_imbalance"
 
 
 @dataclass(frozen=True)
@@ -76,20 +92,81 @@ def forecast_ratio(pair: RoutingPair, imbalance: float, estimator) -> float:
     return rate(pair.dropless, real) / rate(pair.forced, pair.forced.strategy)
 
 
-def fit_dropless_imbalance(pairs: Sequence[RoutingPair], estimator=None) -> float:
-    """The imbalance x minimising Σ (log forecast ratio − log measured ratio)² over ``pairs``.
-    Raises ``ValueError`` without pairs."""
-    from scipy.optimize import minimize_scalar
-
+def fit_imbalance_estimate(pairs: Sequence[RoutingPair], estimator=None) -> ParameterEstimate:
+    """The imbalance x (module docstring) over ``pairs`` with its standard error (None with a
+    single pair: no degree of freedom). Raises ``ValueError`` without pairs."""
     if not pairs:
         raise ValueError("no forced-balance / dropless pair to fit")
     if estimator is None:
         from perfcast.estimate.training import estimate_training as estimator
+    log_measured = np.log([p.measured_ratio for p in pairs])
 
-    def loss(x: float) -> float:
-        return sum((math.log(forecast_ratio(p, x, estimator)) - math.log(p.measured_ratio)) ** 2
-                   for p in pairs)
+    def residuals(x: np.ndarray) -> np.ndarray:
+        return np.log([forecast_ratio(p, float(x[0]), estimator) for p in pairs]) - log_measured
 
-    result = minimize_scalar(loss, bounds=IMBALANCE_BOUNDS, method="bounded",
-                             options={"xatol": 1e-3})
-    return float(result.x)
+    estimates, _ = solve(residuals, [Bounded(PARAMETER, IMBALANCE_START, *IMBALANCE_BOUNDS)],
+                         tolerance=1e-8)
+    return estimates[0]
+
+
+def fit_dropless_imbalance(pairs: Sequence[RoutingPair], estimator=None) -> float:
+    """The fitted imbalance alone (``fit_imbalance_estimate``)."""
+    return fit_imbalance_estimate(pairs, estimator).value
+
+
+@dataclass(frozen=True)
+class RoutingFit:
+    """The imbalance fitted on some rows' pairs, or the prior when they hold none."""
+
+    estimate: ParameterEstimate
+    pairs: tuple[RoutingPair, ...]
+    ratios: tuple[float, ...]
+    """Forecast real/forced ratio of each pair at the fitted value."""
+
+    @property
+    def fallback(self) -> bool:
+        """True when no pair was left to fit: ``NO_PAIR_PRIOR`` stands in."""
+        return not self.pairs
+
+    @property
+    def value(self) -> float:
+        return self.estimate.value
+
+
+def fit_routing(rows: Sequence[ParsedRow], estimator,
+                exclude_source: str | None = None) -> RoutingFit:
+    """The imbalance fitted on the pairs of ``rows`` outside ``exclude_source`` (the prior
+    ``NO_PAIR_PRIOR`` when there are none); ``estimator``: ``estimate_training`` with the
+    kernel backend and calibration to forecast with."""
+    pairs = tuple(find_pairs([r for r in rows if r.source_id != exclude_source]))
+    if not pairs:
+        prior = ParameterEstimate(PARAMETER, NO_PAIR_PRIOR, None, True, *IMBALANCE_BOUNDS)
+        return RoutingFit(prior, (), ())
+    estimate = fit_imbalance_estimate(pairs, estimator)
+    return RoutingFit(estimate, pairs,
+                      tuple(forecast_ratio(p, estimate.value, estimator) for p in pairs))
+
+
+def routing_calibration(fit: RoutingFit, record=None):
+    """``moe_routing.yaml``'s content for ``fit`` (``record``: its ``fit:`` block)."""
+    from perfcast.calibration.moe_routing import DroplessImbalance, MoeRoutingCalibration
+
+    if fit.fallback:
+        source = ("No forced-balance / dropless pair in the data: the no-information prior "
+                  f"{NO_PAIR_PRIOR:g} (balanced routing).")
+    else:
+        each = "; ".join(f"{p.label}: measured {p.measured_ratio:.3f}, forecast {r:.3f}"
+                         for p, r in zip(fit.pairs, fit.ratios, strict=True))
+        source = (
+            f"Fitted on {len(fit.pairs)} pairs of quality A/B rows that measure one run with "
+            "forced load balancing (--moe-router-force-load-balancing, random logits) and with "
+            "its learned dropless router: the busiest EP rank's routed tokens over the mean "
+            "that makes the forecast real/forced throughput ratio match the measured one "
+            "(validate/fit_moe_routing.py; standard error from the Jacobian and the pairs' "
+            f"residuals). Pairs (forced / dropless row), measured vs forecast ratio: {each}.")
+    entry = DroplessImbalance(value=float(f"{fit.value:.4g}"),
+                              standard_error=(None if fit.estimate.standard_error is None
+                                              else float(f"{fit.estimate.standard_error:.2g}")),
+                              source=source, pairs=tuple(p.label for p in fit.pairs))
+    return MoeRoutingCalibration(fit=record, reference="forced-balance / dropless row pairs "
+                                 "of the training data", dropless_load_imbalance=entry)

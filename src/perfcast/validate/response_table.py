@@ -27,6 +27,7 @@ full re-evaluation at the fitted optimum).
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -177,6 +178,28 @@ class ResponseTable:
                 point = _set(point, j, self.parameters[j].grid[i])
             values[index] = full(point) - additive(point)
         return dependent, RegularGridInterpolator(grids, values)
+
+    def with_rows_of(self, other: ResponseTable) -> ResponseTable:
+        """A copy whose rows also in ``other`` (the same ``ParsedRow`` objects) take ``other``'s responses:
+        a few rows re-tabulated under a changed calibration (a cross-validation fold's
+        routing imbalance) without rebuilding the rest. Same parameters required."""
+        if other.parameters != self.parameters:
+            raise ValueError("tables with different grid parameters")
+        where = {id(row): i for i, row in enumerate(other.data.rows)}
+        index = [(i, where[id(row)]) for i, row in enumerate(self.data.rows)
+                 if id(row) in where]
+        out = copy.copy(self)
+        out._centre = self._centre.copy()
+        out._deltas = [d.copy() for d in self._deltas]
+        for i, k in index:
+            out._centre[i] = other._centre[k]
+            for j, deltas in enumerate(out._deltas):
+                deltas[i] = other._deltas[j][k]
+        mine = {i for i, _ in index}
+        theirs = dict(other._tensor)
+        out._tensor = [(i, t) for i, t in self._tensor if i not in mine] + [
+            (i, theirs[k]) for i, k in index if k in theirs]
+        return out
 
     def response(self, theta: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(a, k) arrays over the rows at grid-parameter values ``theta``."""
