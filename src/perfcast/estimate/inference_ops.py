@@ -58,12 +58,13 @@ class StepOps:
     attention: tuple[AttentionPass, ...]
 
 
-def expected_experts_hit(num_experts: float, top_k: float, tokens: float) -> float:
-    """Expected distinct experts receiving at least one of ``tokens`` tokens: E·(1 − (1 − k/E)^T)."""
+def expected_experts_hit(num_experts: float, top_k: float, tokens: Floats) -> Floats:
+    """Expected distinct experts receiving at least one of ``tokens`` tokens: E·(1 − (1 − k/E)^T).
+    Array-friendly in ``tokens``."""
     return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
 
 
-def _moe_read_only_hit(model: ModelSpec, strategy: Strategy, ops: list, tokens: float) -> list:
+def _moe_read_only_hit(model: ModelSpec, strategy: Strategy, ops: list, tokens: Floats) -> list:
     """Expert GEMMs over the experts this GPU's tokens actually hit, not all local experts."""
     E, k, ep = model.num_experts, model.num_experts_per_tok, strategy.ep
     hit = np.maximum(expected_experts_hit(E, k, tokens) / ep, 1e-9)
@@ -89,7 +90,7 @@ def step_dispatcher(strategy: Strategy, passes: tuple[AttentionPass, ...]) -> st
 def step_layer_ops(
     model: ModelSpec,
     strategy: Strategy,
-    tokens: float,
+    tokens: Floats,
     passes: tuple[AttentionPass, ...],
     moe: bool,
     attention_dp: bool = False,
@@ -122,7 +123,7 @@ def step_layer_ops(
 
 
 def head_step_ops(model: ModelSpec, strategy: Strategy,
-                  logits_tokens: float) -> tuple[GemmOp | MemoryOp, ...]:
+                  logits_tokens: Floats) -> tuple[GemmOp | MemoryOp, ...]:
     """Final norm and LM head for the ``logits_tokens`` tokens that are sampled (one per
     sequence: prefill needs only the last prompt position's logits)."""
     h, V, t = model.hidden_size, model.vocab_size, strategy.tp

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from perfcast.arrays import Floats
 from perfcast.graph.fp8_casts import DEEPSEEK_TILE, fp8_cast_ops
 from perfcast.graph.ops import (
     LOW_LATENCY_ALGORITHM,
@@ -44,8 +45,9 @@ class LayerShape:
     """Execution facts of a layer that set operator shapes (one micro-batch, one GPU)."""
 
     micro_batch: int
-    seq_length: float
-    """Tokens per sequence (a float where serving splits a step's tokens over TP ranks)."""
+    seq_length: Floats
+    """Tokens per sequence (a float where serving splits a step's tokens over TP ranks; an
+    array where serving tabulates steps of many token counts at once)."""
     tp: int = 1
     cp: int = 1
     ep: int = 1

@@ -27,7 +27,12 @@ from perfcast.estimate.training import assemble_step, distinct_stages
 from perfcast.graph.layer import LayerShape, layer_ops
 from perfcast.graph.param_sharding import stage_params
 from perfcast.graph.stage import LayerGroup, embedding_ops, head_ops, layer_shape
-from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackendName, get_backend
+from perfcast.kernels.backend import (
+    DEFAULT_KERNEL_BACKEND,
+    KernelBackend,
+    KernelBackendName,
+    get_backend,
+)
 from perfcast.memory.estimate import stage_memory
 from perfcast.schedule.data_parallel import data_parallel_time
 from perfcast.schedule.op_time import compute_op_time_s
@@ -181,7 +186,7 @@ class BulkEvaluator:
     system: SystemSpec
     workload: Workload
     tables: LayerTables
-    backend: object
+    backend: KernelBackend
     calibration: Calibration
 
     @classmethod
@@ -204,23 +209,24 @@ class BulkEvaluator:
         m = self.workload.global_batch_size // (block.micro_batch_size * block.dp)
         dense = _gather(self.tables.dense, block.layer_key)
         moe = _gather(self.tables.moe, block.layer_key)
-        kinds = distinct_stages(model, block)
+        strategy = block.as_strategy()  # sizes as arrays: one evaluation for the block
+        kinds = distinct_stages(model, strategy)
         stages, memory = [], []
         for stage, _ in kinds:
-            params = stage_params(model, block, stage)
+            params = stage_params(model, strategy, stage)
             num_moe = params.num_moe_layers
             layers = [(n, lt) for n, lt in ((params.num_layers - num_moe, dense), (num_moe, moe))
                       if n]
             extra = self.tables.extra[(stage == 0, stage == block.pp - 1)]
             if stage == 0 or stage == block.pp - 1:
                 extra = _gather(extra, block.layer_key)
-            times = assemble_stage_time(layers, extra, block)
-            stages.append((times, data_parallel_time(params, times, system, block,
+            times = assemble_stage_time(layers, extra, strategy)
+            stages.append((times, data_parallel_time(params, times, system, strategy,
                                                      self.calibration.comm_overlap), params))
-            memory.append(stage_memory(model, block, params, s, m,
+            memory.append(stage_memory(model, strategy, params, s, m,
                                        load_memory_overheads()).total_bytes)
         calib = self.calibration.training_overheads.for_generation(system.gpu.generation)
-        parts = assemble_step(model, system, block, s, m, stages, [n for _, n in kinds],
+        parts = assemble_step(model, system, strategy, s, m, stages, [n for _, n in kinds],
                               self.backend, calib)
         shape = block.shape
         return BlockMetrics(
