@@ -1,11 +1,12 @@
 """Fuzz the ``perfcast`` CLI with thousands of random invocations (issue 22: >= 5,000).
 
-    python benchmarks/cli_fuzz.py --count 5000 [--seed 0] [--limit-s 10] [--jobs 2]
+    python benchmarks/cli_fuzz.py --count 5000 [--seed 0] [--limit-s 10] [--jobs 2] [--slowest 20]
 
 Every invocation runs in-process under a SIGALRM time limit and is judged by the contract in
 tests/cli_fuzz.py (exit 0/2, no traceback, one-line errors, no NaN/inf/negative JSON numbers).
-Prints counts by exit code and by problem signature, and the argv of each problem; exits 1 if
-any invocation broke the contract.
+Prints counts by exit code and by problem signature, the argv of each problem, the distribution
+of wall times (p50/p90/p99/max) and the slowest invocations; exits 1 if any invocation broke
+the contract.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit-s", type=float, default=10.0)
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--slowest", type=int, default=10,
+                        help="print this many slowest invocations")
     options = parser.parse_args()
     share = -(-options.count // options.jobs)
     jobs = [(options.seed + i, share, options.limit_s) for i in range(options.jobs)]
@@ -67,6 +70,11 @@ def main() -> int:
     print("by command:", dict(sorted(commands.items())))
     print("by exit code:", {str(k): v for k, v in sorted(codes.items(), key=str)})
     print(f"slowest: {slowest[2]:.2f} s  {' '.join(slowest[0])}")
+    times = sorted(o[2] for o in outcomes)
+    print("wall s: p50 {:.2f}  p90 {:.2f}  p99 {:.2f}  max {:.2f}".format(
+        *(times[min(len(times) - 1, int(q * len(times)))] for q in (0.5, 0.9, 0.99)), times[-1]))
+    for o in sorted(outcomes, key=lambda o: -o[2])[:options.slowest]:
+        print(f"  {o[2]:6.2f} s  exit {o[1]}  perfcast {' '.join(o[0])}")
     print(f"over {options.limit_s:g} s: {sum(1 for o in outcomes if o[1] is None)}")
     print(f"contract broken: {sum(problems.values())}")
     for signature, n in problems.most_common():

@@ -145,22 +145,39 @@ def ep_overlap_window_s(forward_s, backward_s, wgrad_s, strategy):
     return forward_s + backward_s - (0.0 if deferred else wgrad_s)
 
 
-def layer_time(group: LayerGroup, system, strategy, backend,
-               overlap: CommOverlapCalibration | None = None,
-               host: HostLaunchCalibration | None = None,
-               op_time=compute_op_time_s) -> LayerTime:
-    """Seconds of one layer of ``group`` for one micro-batch, by part (``overlap`` and ``host``
-    replace the shipped overlap and host-launch calibrations, for fitting them; ``op_time``
-    is ``compute_op_time_s`` or a memo of it, as the bulk search passes)."""
-    kind_s = {GemmOp: 0.0, AttentionOp: 0.0, MemoryOp: 0.0}
-    by_pass = {(kind, forward): 0.0 for kind in (GemmOp, AttentionOp, MemoryOp)
-               for forward in (True, False)}
+@dataclass(frozen=True)
+class LayerOpSeconds:
+    """GPU seconds of one layer's ops for one micro-batch, summed before any overlap: what
+    ``layer_time`` derives its exposure from. Strategies that differ only in overlap choices
+    (``tp_comm_overlap``, ``ep_overlap``) share it (the bulk search times it once for them)."""
+
+    kind_s: dict[type, float]
+    """Seconds per op class (GemmOp, AttentionOp, MemoryOp)."""
+    by_pass: dict[tuple[type, bool], float]
+    """Seconds per (op class, forward?)."""
+    wgrad_s: float
+    selective_s: float
+    """Forward seconds of the ops ``recompute_modules`` re-runs."""
+    comm_s: dict[tuple[Group, bool], float]
+    """Collective seconds per (TP/CP/EP group, forward?), before overlap."""
+    issued: dict[bool, tuple[tuple[str, float, float], ...]]
+    """Per pass (forward?): (name, count, GPU seconds) of each op in issue order, collectives
+    with 0 GPU seconds (``schedule.host_time``)."""
+
+
+def layer_op_seconds(group: LayerGroup, system, strategy, backend,
+                     op_time=compute_op_time_s, comm_time=comm_op_time_s) -> LayerOpSeconds:
+    """Every op of ``group`` timed once (``op_time``: ``compute_op_time_s`` or a memo of it;
+    collectives by ``comm_time``: ``comm_op_time_s`` or a memo of it) and summed by kind, pass
+    and group."""
+    kind_s: dict[type, float] = {GemmOp: 0.0, AttentionOp: 0.0, MemoryOp: 0.0}
+    by_pass: dict[tuple[type, bool], float] = {
+        (kind, forward): 0.0 for kind in (GemmOp, AttentionOp, MemoryOp) for forward in (True, False)}
     wgrad = selective = 0.0
     issued: dict[bool, list] = {True: [], False: []}
     # Timed whatever the granularity (the bulk search times layers once per layer key);
     # ``assemble_stage_time`` charges it only under selective recompute.
-    modules = getattr(strategy, "recompute_modules", ("core_attn",))
-    redo = recomputed_op_names(modules)
+    redo = recomputed_op_names(getattr(strategy, "recompute_modules", ("core_attn",)))
     for op in group.compute:
         t = op_time(op, system, strategy, backend)
         issued[op.phase == Phase.FORWARD].append((op.name, op.count, t))
@@ -170,13 +187,30 @@ def layer_time(group: LayerGroup, system, strategy, backend,
             selective = selective + t
         if op.phase == Phase.BACKWARD_WGRAD:
             wgrad = wgrad + t
-    fwd = sum(t for (_, forward), t in by_pass.items() if forward)
-    bwd = sum(t for (_, forward), t in by_pass.items() if not forward)
     comm = {(g, forward): 0.0 for g in (Group.TP, Group.CP, Group.EP) for forward in (True, False)}
     for comm_op in group.comm:
-        comm[(comm_op.group, comm_op.phase == Phase.FORWARD)] += comm_op_time_s(
+        comm[(comm_op.group, comm_op.phase == Phase.FORWARD)] += comm_time(
             comm_op, system, strategy)
         issued[comm_op.phase == Phase.FORWARD].append((comm_op.name, comm_op.count, 0.0))
+    return LayerOpSeconds(kind_s=kind_s, by_pass=by_pass, wgrad_s=wgrad, selective_s=selective,
+                          comm_s=comm, issued={k: tuple(v) for k, v in issued.items()})
+
+
+def layer_time(group: LayerGroup, system, strategy, backend,
+               overlap: CommOverlapCalibration | None = None,
+               host: HostLaunchCalibration | None = None,
+               op_time=compute_op_time_s, seconds: LayerOpSeconds | None = None) -> LayerTime:
+    """Seconds of one layer of ``group`` for one micro-batch, by part (``overlap`` and ``host``
+    replace the shipped overlap and host-launch calibrations, for fitting them; ``op_time``
+    is ``compute_op_time_s`` or a memo of it, as the bulk search passes; ``seconds`` is the
+    layer's ``layer_op_seconds`` when the caller has it already)."""
+    if seconds is None:
+        seconds = layer_op_seconds(group, system, strategy, backend, op_time)
+    kind_s, by_pass, comm = seconds.kind_s, seconds.by_pass, seconds.comm_s
+    wgrad, selective, issued = seconds.wgrad_s, seconds.selective_s, seconds.issued
+    modules = getattr(strategy, "recompute_modules", ("core_attn",))
+    fwd = sum(t for (_, forward), t in by_pass.items() if forward)
+    bwd = sum(t for (_, forward), t in by_pass.items() if not forward)
     slow = compute_slowdown(system, overlap)
     tp_fwd, tp_bwd = comm[(Group.TP, True)], comm[(Group.TP, False)]
     if strategy.tp_comm_overlap:
@@ -210,7 +244,8 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     )
 
 
-def _exposed_host_s(strategy: Strategy, issued: dict[bool, list], host: HostLaunchCalibration,
+def _exposed_host_s(strategy: Strategy, issued: dict[bool, tuple[tuple[str, float, float], ...]],
+                    host: HostLaunchCalibration,
                     comm_s: dict[bool, dict]) -> tuple[float, float]:
     """Exposed host seconds of the forward and the backward of one layer from its ops as
     (name, count, GPU seconds) per pass (``issued``) and its exposed collectives per scope
