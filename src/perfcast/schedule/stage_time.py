@@ -31,7 +31,7 @@ forward pays again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -41,7 +41,13 @@ from perfcast.graph.ops import AttentionOp, GemmOp, Group, MemoryOp, Phase
 from perfcast.graph.recompute_modules import recomputed_op_names
 from perfcast.graph.stage import LayerGroup, StageGraph
 from perfcast.kernels.backend import KernelBackend
-from perfcast.schedule.host_time import HostScope, pass_segments, pass_time_s
+from perfcast.schedule.host_time import (
+    HostScope,
+    Segment,
+    op_segments,
+    pass_time_s,
+    with_extra_gpu_s,
+)
 from perfcast.schedule.op_time import comm_op_time_s, compute_op_time_s
 from perfcast.schedule.overlap import (
     compute_slowdown,
@@ -163,6 +169,26 @@ class LayerOpSeconds:
     issued: dict[bool, tuple[tuple[str, float, float], ...]]
     """Per pass (forward?): (name, count, GPU seconds) of each op in issue order, collectives
     with 0 GPU seconds (``schedule.host_time``)."""
+    _segments: dict[tuple[bool, str, bool], list[Segment]] = field(
+        default_factory=dict, compare=False, repr=False)
+    """``op_segments`` per (forward?, CUDA-graph scope, sync before MoE), built on first use."""
+
+    @property
+    def moe(self) -> bool:
+        """A MoE layer (its forward issues a router)."""
+        return any(name == "router" for name, _, _ in self.issued[True])
+
+    def kernel_s(self, forward: bool) -> float:
+        """GPU seconds of the pass's kernels (collectives excluded)."""
+        return sum(t for _, _, t in self.issued[forward])
+
+    def segments(self, forward: bool, cuda_graphs: str, sync_before_moe: bool) -> list[Segment]:
+        """The pass's ops as host segments (``schedule.host_time.op_segments``), memoized:
+        layers differing only in overlap choices share them."""
+        key = (forward, cuda_graphs, sync_before_moe)
+        if key not in self._segments:
+            self._segments[key] = op_segments(self.issued[forward], cuda_graphs, sync_before_moe)
+        return self._segments[key]
 
 
 def layer_op_seconds(group: LayerGroup, system, strategy, backend,
@@ -207,7 +233,7 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     if seconds is None:
         seconds = layer_op_seconds(group, system, strategy, backend, op_time)
     kind_s, by_pass, comm = seconds.kind_s, seconds.by_pass, seconds.comm_s
-    wgrad, selective, issued = seconds.wgrad_s, seconds.selective_s, seconds.issued
+    wgrad, selective = seconds.wgrad_s, seconds.selective_s
     modules = getattr(strategy, "recompute_modules", ("core_attn",))
     fwd = sum(t for (_, forward), t in by_pass.items() if forward)
     bwd = sum(t for (_, forward), t in by_pass.items() if not forward)
@@ -226,7 +252,7 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     cp_forward = exposed_comm_s(comm[(Group.CP, True)], by_pass[(AttentionOp, True)], cp_slow)
     cp_backward = exposed_comm_s(comm[(Group.CP, False)], by_pass[(AttentionOp, False)], cp_slow)
     host_fwd, host_bwd = _exposed_host_s(
-        strategy, issued, host or load_host_launch(),
+        strategy, seconds, host or load_host_launch(),
         {True: {HostScope.OTHER: tp_fwd, HostScope.MOE: ep_fwd, HostScope.ATTENTION: cp_forward},
          False: {HostScope.OTHER: tp_bwd, HostScope.MOE: ep_bwd,
                  HostScope.ATTENTION: cp_backward}})
@@ -244,25 +270,24 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     )
 
 
-def _exposed_host_s(strategy: Strategy, issued: dict[bool, tuple[tuple[str, float, float], ...]],
-                    host: HostLaunchCalibration,
+def _exposed_host_s(strategy: Strategy, seconds: LayerOpSeconds, host: HostLaunchCalibration,
                     comm_s: dict[bool, dict]) -> tuple[float, float]:
     """Exposed host seconds of the forward and the backward of one layer from its ops as
-    (name, count, GPU seconds) per pass (``issued``) and its exposed collectives per scope
-    (``comm_s``): pass time with host issue and syncs (``schedule.host_time``) minus the GPU
-    stream (kernels + exposed comm).
+    (name, count, GPU seconds) per pass (``seconds.issued``) and its exposed collectives per
+    scope (``comm_s``): pass time with host issue and syncs (``schedule.host_time``) minus the
+    GPU stream (kernels + exposed comm).
 
     A MoE layer with dropless routing (no capacity factor) syncs once in its forward unless
     its MoE block is CUDA-graphed (static, padded shapes)."""
-    moe = any(name == "router" for name, _, _ in issued[True])
     graphed_moe = strategy.cuda_graphs in ("moe", "full")
-    syncs = 1.0 if moe and strategy.moe_capacity_factor is None and not graphed_moe else 0.0
+    syncs = 1.0 if seconds.moe and strategy.moe_capacity_factor is None and not graphed_moe \
+        else 0.0
     out = []
     for forward in (True, False):
-        gpu = sum(t for _, _, t in issued[forward]) + sum(comm_s[forward].values())
-        segments = pass_segments(issued[forward], strategy.cuda_graphs,
-                                 sync_before_moe=forward and syncs > 0,
-                                 extra_gpu_s=comm_s[forward])
+        gpu = seconds.kernel_s(forward) + sum(comm_s[forward].values())
+        split = forward and syncs > 0
+        segments = with_extra_gpu_s(seconds.segments(forward, strategy.cuda_graphs, split),
+                                    comm_s[forward], split)
         out.append(float(pass_time_s(segments, syncs if forward else 0.0, host) - gpu))
     return out[0], out[1]
 
