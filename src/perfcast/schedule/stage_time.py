@@ -169,6 +169,12 @@ class LayerOpSeconds:
     issued: dict[bool, tuple[tuple[str, float, float], ...]]
     """Per pass (forward?): (name, count, GPU seconds) of each op in issue order, collectives
     with 0 GPU seconds (``schedule.host_time``)."""
+    forward_s: float
+    """Forward compute seconds (sum of ``by_pass`` over the forward entries)."""
+    backward_s: float
+    """Backward compute seconds (sum of ``by_pass`` over the backward entries)."""
+    issued_kernel_s: dict[bool, float]
+    """Per pass: sum of the ``issued`` GPU seconds in issue order."""
     _segments: dict[tuple[bool, str, bool], list[Segment]] = field(
         default_factory=dict, compare=False, repr=False)
     """``op_segments`` per (forward?, CUDA-graph scope, sync before MoE), built on first use."""
@@ -179,8 +185,8 @@ class LayerOpSeconds:
         return any(name == "router" for name, _, _ in self.issued[True])
 
     def kernel_s(self, forward: bool) -> float:
-        """GPU seconds of the pass's kernels (collectives excluded)."""
-        return sum(t for _, _, t in self.issued[forward])
+        """GPU seconds of the pass's kernels (collectives excluded), summed in issue order."""
+        return self.issued_kernel_s[forward]
 
     def segments(self, forward: bool, cuda_graphs: str, sync_before_moe: bool) -> list[Segment]:
         """The pass's ops as host segments (``schedule.host_time.op_segments``), memoized:
@@ -218,8 +224,12 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
         comm[(comm_op.group, comm_op.phase == Phase.FORWARD)] += comm_time(
             comm_op, system, strategy)
         issued[comm_op.phase == Phase.FORWARD].append((comm_op.name, comm_op.count, 0.0))
-    return LayerOpSeconds(kind_s=kind_s, by_pass=by_pass, wgrad_s=wgrad, selective_s=selective,
-                          comm_s=comm, issued={k: tuple(v) for k, v in issued.items()})
+    return LayerOpSeconds(
+        kind_s=kind_s, by_pass=by_pass, wgrad_s=wgrad, selective_s=selective, comm_s=comm,
+        issued={k: tuple(v) for k, v in issued.items()},
+        forward_s=sum(t for (_, forward), t in by_pass.items() if forward),
+        backward_s=sum(t for (_, forward), t in by_pass.items() if not forward),
+        issued_kernel_s={k: sum(t for _, _, t in v) for k, v in issued.items()})
 
 
 def layer_time(group: LayerGroup, system, strategy, backend,
@@ -235,8 +245,7 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     kind_s, by_pass, comm = seconds.kind_s, seconds.by_pass, seconds.comm_s
     wgrad, selective = seconds.wgrad_s, seconds.selective_s
     modules = getattr(strategy, "recompute_modules", ("core_attn",))
-    fwd = sum(t for (_, forward), t in by_pass.items() if forward)
-    bwd = sum(t for (_, forward), t in by_pass.items() if not forward)
+    fwd, bwd = seconds.forward_s, seconds.backward_s
     slow = compute_slowdown(system, overlap)
     tp_fwd, tp_bwd = comm[(Group.TP, True)], comm[(Group.TP, False)]
     if strategy.tp_comm_overlap:
