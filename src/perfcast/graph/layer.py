@@ -248,7 +248,7 @@ def layer_memory_bound_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     hidden_bytes = ACT_BYTES * norm_tokens * h
     ops: list[Op] = [MemoryOp("norm", Phase.FORWARD, 2 * hidden_bytes, count=model.norms_per_layer)]
     if model.hidden_dropout > 0:
-        fused = float(fused_chain_bytes(2.0, 1.5, norm_tokens * h, ACT_BYTES))  # x, residual -> y, mask
+        fused = fused_chain_bytes(2.0, 1.5, norm_tokens * h, ACT_BYTES)  # x, residual -> y, mask
         ops.append(MemoryOp("dropout_add", Phase.FORWARD, fused, count=2))
     else:
         ops.append(MemoryOp("residual_add", Phase.FORWARD, 3 * hidden_bytes, count=2))

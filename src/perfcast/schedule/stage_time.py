@@ -297,7 +297,9 @@ def _exposed_host_s(strategy: Strategy, seconds: LayerOpSeconds, host: HostLaunc
         split = forward and syncs > 0
         segments = with_extra_gpu_s(seconds.segments(forward, strategy.cuda_graphs, split),
                                     comm_s[forward], split)
-        out.append(float(pass_time_s(segments, syncs if forward else 0.0, host) - gpu))
+        # >= 0 by construction (each segment takes at least its GPU stream); the two sums
+        # add the same seconds in different orders, so clamp their rounding (~1e-16 s)
+        out.append(max(float(pass_time_s(segments, syncs if forward else 0.0, host) - gpu), 0.0))
     return out[0], out[1]
 
 
