@@ -22,7 +22,7 @@ from typer._click import exceptions as click_errors  # typer vendors its own cli
 from typer._click import formatting as click_formatting
 from typer._click.core import Context as ClickContext
 
-from perfcast.cli.errors import EXIT_BAD_INPUT
+from perfcast.cli.errors import EXIT_BAD_INPUT, usage_error_message
 
 _NUMBER_WITH_UNDERSCORE = re.compile(r"^[+-]?[0-9][0-9_]*(\.[0-9_]*)?([eE][+-]?[0-9_]+)?$")
 _NON_FINITE = re.compile(r"^[+-]?(inf|infinity|nan)$", re.IGNORECASE)
@@ -75,16 +75,6 @@ def _flag_type(self, ctx):
 
 _display_type_rich = typer.core.TyperOption.display_type_rich
 typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
-
-_BOOLEAN_WORDS = ("true", "false", "yes", "no", "on", "off", "1", "0")
-
-
-def _hint(message: str) -> str:
-    if message.startswith("Got unexpected extra argument") and any(
-            f"({w})" in message.lower() for w in _BOOLEAN_WORDS):
-        return f"{message}: on/off options take no value (write --flag or --no-flag)"
-    return message
-
 
 _INVOCATION: ContextVar[tuple[str, ...] | None] = ContextVar("perfcast_invocation", default=None)
 
@@ -158,8 +148,7 @@ class OneLineErrorGroup(typer.core.TyperGroup):
         except click_errors.ClickException as exc:
             if not standalone_mode:
                 raise
-            message = _hint(" ".join(exc.format_message().split()))
-            sys.stderr.write(f"error: {message}\n")
+            sys.stderr.write(f"error: {usage_error_message(exc)}\n")
             sys.exit(exc.exit_code if exc.exit_code else EXIT_BAD_INPUT)
         except typer.Abort:
             if not standalone_mode:

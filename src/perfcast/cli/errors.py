@@ -6,8 +6,25 @@ import functools
 import sys
 
 import typer
+from typer._click import exceptions as click_errors  # typer vendors its own click
 
 EXIT_BAD_INPUT = 2
+
+_BOOLEAN_WORDS = ("true", "false", "yes", "no", "on", "off", "1", "0")
+
+
+def usage_error_message(exc: BaseException) -> str | None:
+    """The one-line message of a command-line usage error (unknown command or option, missing
+    or malformed value: typer's click exceptions), with a hint where one helps; None when
+    ``exc`` is not a usage error. The one place outside ``app_group`` that knows typer's
+    vendored click: the CLI and the web runner (``perfcast serve``) both use it."""
+    if not isinstance(exc, click_errors.ClickException):
+        return None
+    message = " ".join(exc.format_message().split())
+    if message.startswith("Got unexpected extra argument") and any(
+            f"({w})" in message.lower() for w in _BOOLEAN_WORDS):
+        return f"{message}: on/off options take no value (write --flag or --no-flag)"
+    return message
 
 
 def handle_input_errors(command):

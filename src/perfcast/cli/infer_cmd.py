@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from perfcast.cli.errors import handle_input_errors
 from perfcast.cli.options import GPU_HELP, SYSTEM_HELP, CalibrationOption, DispatcherOpt, strategy_dispatcher
+
+if TYPE_CHECKING:  # the command imports the estimator lazily (``perfcast --help`` stays light)
+    from perfcast.estimate.inference import InferenceOptions
+    from perfcast.estimate.inference_report import InferenceCurve, InferenceReport
 
 
 class ActPrecisionOpt(str, Enum):
@@ -161,19 +165,20 @@ def infer_command(
     num_gpus = gpus if gpus is not None else tp * pp
     strategy = Strategy(num_gpus=num_gpus, tp=tp, pp=pp, ep=ep, etp=tp // ep if ep > 1 else None,
                         moe_token_dispatcher=strategy_dispatcher(moe_token_dispatcher.value))
-    options = dict(
-        input_len=input_len, output_len=output_len, precision=precision.value,
-        weight_precision=weight_precision.value if weight_precision else None,
-        kv_precision=kv_precision.value if kv_precision else None, batching=batching.value,
-        prefill_chunk_tokens=prefill_chunk, attention_dp=attention_dp, cuda_graphs=cuda_graphs,
-        **({"static_engine": static_engine.value} if static_engine else {}),
-        offload=Offload(weights_cpu=offload_weights, weights_disk=offload_disk_weights,
-                        kv_cpu=offload_kv, activations_cpu=offload_activations),
-        speculative=SpeculativeDecoding(
+    options: InferenceOptions = {
+        "input_len": input_len, "output_len": output_len, "precision": precision.value,
+        "weight_precision": weight_precision.value if weight_precision else None,
+        "kv_precision": kv_precision.value if kv_precision else None,
+        "batching": batching.value, "prefill_chunk_tokens": prefill_chunk,
+        "attention_dp": attention_dp, "cuda_graphs": cuda_graphs,
+        "static_engine": static_engine.value if static_engine else None,
+        "offload": Offload(weights_cpu=offload_weights, weights_disk=offload_disk_weights,
+                           kv_cpu=offload_kv, activations_cpu=offload_activations),
+        "speculative": SpeculativeDecoding(
             draft_model=load_model(draft_model), acceptance_rate=acceptance_rate,
             num_draft_tokens=num_draft_tokens) if draft_model else None,
-        calibration=load_calibration(calibration),
-    )
+        "calibration": load_calibration(calibration),
+    }
     hardware = load_system(system, num_gpus=num_gpus, gpu=gpu)
     if concurrency is not None or request_rate is not None or offline:
         from perfcast.cli.serving_run import run_serving
@@ -188,28 +193,43 @@ def infer_command(
                     engine_version=engine_version, json=json)
         return
     if curve or plot is not None:
-        result = inference_curve(spec, hardware, strategy, **options)
-        if plot is not None:
-            from perfcast.report.inference_plot import plot_curve
-
-            plot_curve(result, plot)
+        _print_curve(inference_curve(spec, hardware, strategy, **options), plot, json)
     else:
-        result = estimate_inference(spec, hardware, strategy, batch_size=batch_size, **options)
+        _print_report(estimate_inference(spec, hardware, strategy, batch_size=batch_size,
+                                         **options), json)
+
+
+def _print_curve(curve: InferenceCurve, plot: Path | None, json: bool) -> None:
+    """The throughput-latency curve as JSON or a table (and its plot when asked)."""
+    if plot is not None:
+        from perfcast.report.inference_plot import plot_curve
+
+        plot_curve(curve, plot)
     if json:
         from perfcast.report.json_out import to_json
 
-        print(to_json(result.to_dict()))
+        print(to_json(curve.to_dict()))
         return
     from perfcast.report.console import make_console
-    from perfcast.report.inference_text import render_curve, render_inference
+    from perfcast.report.inference_text import render_curve
 
     console = make_console()
-    if curve or plot is not None:
-        render_curve(result, console)
-        if plot is not None:
-            console.print(f"plot written to {plot}")
-    else:
-        from perfcast.memory.fit_advice import inference_fit_verdict
+    render_curve(curve, console)
+    if plot is not None:
+        console.print(f"plot written to {plot}")
 
-        console.print(inference_fit_verdict(result), highlight=False, soft_wrap=True)
-        render_inference(result, console)
+
+def _print_report(report: InferenceReport, json: bool) -> None:
+    """One forecast as JSON, or its fit verdict and tables."""
+    if json:
+        from perfcast.report.json_out import to_json
+
+        print(to_json(report.to_dict()))
+        return
+    from perfcast.memory.fit_advice import inference_fit_verdict
+    from perfcast.report.console import make_console
+    from perfcast.report.inference_text import render_inference
+
+    console = make_console()
+    console.print(inference_fit_verdict(report), highlight=False, soft_wrap=True)
+    render_inference(report, console)

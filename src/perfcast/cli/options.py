@@ -12,9 +12,12 @@ import inspect
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:  # specs import pydantic; option parsing for --help stays light
+    from perfcast.specs.strategy import MoeTokenDispatcher
 
 
 class RecomputeOpt(str, Enum):
@@ -53,10 +56,22 @@ class FlexBackendOpt(str, Enum):
     hybridep = "hybridep"
 
 
-def strategy_dispatcher(value: str, flex_backend: str = "deepep") -> str:
+_STRATEGY_DISPATCHERS: dict[str, MoeTokenDispatcher] = {
+    "alltoall": "alltoall", "deepep": "deepep", "hybridep": "hybridep",
+    "deepep-low-latency": "deepep-low-latency"}
+"""Option value -> ``Strategy.moe_token_dispatcher`` (flex resolves to its backend first)."""
+
+
+def strategy_dispatcher(value: str, flex_backend: str = "deepep") -> MoeTokenDispatcher:
     """``Strategy.moe_token_dispatcher`` of a ``--moe-token-dispatcher-type`` value: Megatron's
     'flex' dispatcher runs its ``--moe-flex-dispatcher-backend`` (DeepEP or HybridEP)."""
-    return flex_backend if value == DispatcherOpt.flex.value else value
+    name = flex_backend if value == DispatcherOpt.flex.value else value
+    if name not in _STRATEGY_DISPATCHERS:
+        from perfcast.errors import InputError
+
+        raise InputError("moe_token_dispatcher", name,
+                         f"choose one of {', '.join(_STRATEGY_DISPATCHERS)}")
+    return _STRATEGY_DISPATCHERS[name]
 
 
 class CudaGraphsOpt(str, Enum):

@@ -6,10 +6,19 @@ offloading and speculative decoding are not simulated and are refused."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from perfcast.errors import InputError
 
+if TYPE_CHECKING:  # imported lazily at run time (``perfcast --help`` stays light)
+    from perfcast.estimate.inference import InferenceOptions
+    from perfcast.specs.hardware import SystemSpec
+    from perfcast.specs.model import ModelSpec
+    from perfcast.specs.strategy import Strategy
 
-def run_serving(model, system, strategy, options: dict, *, concurrency: int | None,
+
+def run_serving(model: ModelSpec, system: SystemSpec, strategy: Strategy,
+                options: InferenceOptions, *, concurrency: int | None,
                 request_rate: float | None, offline: bool, num_requests: int | None,
                 input_len: int, output_len: int, length_range_ratio: float, engine: str,
                 engine_version: str | None, json: bool) -> None:
@@ -22,10 +31,11 @@ def run_serving(model, system, strategy, options: dict, *, concurrency: int | No
     if len(modes) > 1:
         raise InputError(modes[1], True, f"give one of --concurrency, --request-rate, --offline "
                          f"(got {' and '.join(modes)})")
-    if options.get("speculative") is not None:
-        raise InputError("draft_model", options["speculative"].draft_model.name,
+    speculative, offload = options.get("speculative"), options.get("offload")
+    if speculative is not None:
+        raise InputError("draft_model", speculative.draft_model.name,
                          "speculative decoding is not simulated with --concurrency/--request-rate")
-    if options.get("offload") is not None and options["offload"].any:
+    if offload is not None and offload.any:
         raise InputError("offload", True, "offloading is not simulated with --concurrency/--request-rate")
     workload = serving_workload(concurrency=concurrency, request_rate=request_rate,
                                 num_requests=num_requests, input_len=input_len,

@@ -23,7 +23,9 @@ sequences of a TP group for attention (DeepSeek-V3 serving; MLA caches are not s
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import TypedDict, Unpack
 
 import numpy as np
 
@@ -313,11 +315,32 @@ DEFAULT_CURVE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 """Batch sizes of a throughput-vs-latency curve (powers of two, as serving benchmarks sweep)."""
 
 
+class InferenceOptions(TypedDict, total=False):
+    """Keyword arguments of ``estimate_inference`` other than ``batch_size`` (same names,
+    types and defaults): what a curve or a simulated request stream holds fixed."""
+
+    input_len: int
+    output_len: int
+    precision: str
+    kv_precision: str | None
+    weight_precision: str | None
+    batching: str
+    prefill_chunk_tokens: int
+    attention_dp: bool
+    cuda_graphs: bool
+    static_engine: str | None
+    offload: Offload | None
+    speculative: SpeculativeDecoding | None
+    kernel_backend: KernelBackendName | str
+    calibration: Calibration | None
+
+
 def inference_curve(model: ModelSpec, system: SystemSpec, strategy: Strategy | None = None,
-                    batch_sizes=DEFAULT_CURVE_BATCHES, **options) -> InferenceCurve:
+                    batch_sizes: Sequence[int] = DEFAULT_CURVE_BATCHES,
+                    **options: Unpack[InferenceOptions]) -> InferenceCurve:
     """``estimate_inference`` at each batch size (other options fixed): the throughput-latency
     trade-off of batching (Pope et al. 2022 Fig. 1)."""
-    reports = [estimate_inference(model, system, strategy, **{**options, "batch_size": b})
+    reports = [estimate_inference(model, system, strategy, batch_size=b, **options)
                for b in batch_sizes]
     points = tuple(CurvePoint(
         batch_size=r.workload.batch_size, tpot_s=r.tpot_s, ttft_s=r.ttft_s,

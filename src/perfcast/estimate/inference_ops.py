@@ -64,12 +64,13 @@ class StepOps:
     attention: tuple[AttentionPass, ...]
 
 
-def expected_experts_hit(num_experts: float, top_k: float, tokens: float) -> float:
-    """Expected distinct experts receiving at least one of ``tokens`` tokens: E·(1 − (1 − k/E)^T)."""
+def expected_experts_hit(num_experts: float, top_k: float, tokens: Floats) -> Floats:
+    """Expected distinct experts receiving at least one of ``tokens`` tokens: E·(1 − (1 − k/E)^T).
+    Array-friendly in ``tokens``."""
     return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
 
 
-def busiest_rank_experts_hit(num_experts: int, top_k: float, tokens: float, ep: int) -> float:
+def busiest_rank_experts_hit(num_experts: int, top_k: float, tokens: Floats, ep: int) -> Floats:
     """Expected largest number of distinct experts hit on one of ``ep`` ranks of E/ep experts.
 
     Each expert is hit with probability p = 1 − (1 − k/E)^T (module docstring), so a rank's
@@ -77,7 +78,7 @@ def busiest_rank_experts_hit(num_experts: int, top_k: float, tokens: float, ep: 
     weakly negatively correlated through the fixed T·k draws: a slight overestimate). The
     expected maximum of ep i.i.d. counts is Σ_{j<n} (1 − F(j)^ep) with F the binomial CDF
     (E[X] = Σ_{j≥0} P(X > j) for a non-negative integer X; P(max ≤ j) = F(j)^ep). ep = 1 gives
-    the mean n·p. Array-friendly in ``tokens`` (typed float like ``expected_experts_hit``).
+    the mean n·p. Array-friendly in ``tokens``.
     """
     per_rank = max(int(round(num_experts / ep)), 1)
     p = 1.0 - (1.0 - top_k / num_experts) ** tokens
@@ -92,7 +93,7 @@ def busiest_rank_experts_hit(num_experts: int, top_k: float, tokens: float, ep: 
     return np.sum(1.0 - cdf ** ep, axis=-1)
 
 
-def _moe_read_only_hit(model: ModelSpec, strategy: Strategy, ops: list, tokens: float) -> list:
+def _moe_read_only_hit(model: ModelSpec, strategy: Strategy, ops: list, tokens: Floats) -> list:
     """Expert GEMMs over the experts the busiest EP rank's tokens hit, not all local experts:
     ``m`` rows per hit expert (the mean routed tokens per hit expert) on the largest expected
     count of hit experts of any rank (module docstring)."""
@@ -121,7 +122,7 @@ def step_dispatcher(strategy: Strategy, passes: tuple[AttentionPass, ...]) -> st
 def step_layer_ops(
     model: ModelSpec,
     strategy: Strategy,
-    tokens: float,
+    tokens: Floats,
     passes: tuple[AttentionPass, ...],
     moe: bool,
     attention_dp: bool = False,
@@ -154,7 +155,7 @@ def step_layer_ops(
 
 
 def head_step_ops(model: ModelSpec, strategy: Strategy,
-                  logits_tokens: float) -> tuple[GemmOp | MemoryOp, ...]:
+                  logits_tokens: Floats) -> tuple[GemmOp | MemoryOp, ...]:
     """Final norm and LM head for the ``logits_tokens`` tokens that are sampled (one per
     sequence: prefill needs only the last prompt position's logits)."""
     h, V, t = model.hidden_size, model.vocab_size, strategy.tp

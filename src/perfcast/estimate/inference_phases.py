@@ -77,8 +77,8 @@ class StepTime:
     overhead_s: Floats
 
     @property
-    def total_s(self):
-        return sum(getattr(self, f.name) for f in fields(self))
+    def total_s(self) -> Floats:
+        return sum((getattr(self, f.name) for f in fields(self)), 0.0)
 
     def mean(self) -> StepTime:
         """Every field averaged over its steps (a float each)."""
@@ -97,7 +97,7 @@ class StepTime:
                 for f in fields(self)}
 
 
-def _layer_parts(ctx: ServingContext, tokens: float, passes: tuple[AttentionPass, ...],
+def _layer_parts(ctx: ServingContext, tokens: Floats, passes: tuple[AttentionPass, ...],
                  moe: bool) -> dict[str, Floats]:
     """Seconds of one layer by category."""
     ops = step_layer_ops(ctx.model, ctx.strategy, tokens, passes, moe, ctx.attention_dp)
@@ -146,7 +146,8 @@ def _kv_bytes_read(ctx: ServingContext, passes: tuple[AttentionPass, ...], layer
     return layers * per_token * sum(p.num_seqs * np.asarray(p.seq_kv, dtype=float) for p in passes)
 
 
-def _offload_io_s(ctx: ServingContext, tokens: float, passes, layers: int):
+def _offload_io_s(ctx: ServingContext, tokens: Floats, passes: tuple[AttentionPass, ...],
+                  layers: int) -> Floats:
     """PCIe/NVMe seconds of one step: offloaded weights, KV read, activations out and back."""
     o, io = ctx.offload, ctx.host_io
     kv = _kv_bytes_read(ctx, passes, layers)
@@ -158,8 +159,8 @@ def _offload_io_s(ctx: ServingContext, tokens: float, passes, layers: int):
     return np.maximum(host / io.pcie_bandwidth_Bps, disk / io.nvme_bandwidth_Bps)
 
 
-def stage_step_times(ctx: ServingContext, tokens: float, passes: tuple[AttentionPass, ...],
-                     logits_tokens: float, prefill: bool) -> list[StepTime]:
+def stage_step_times(ctx: ServingContext, tokens: Floats, passes: tuple[AttentionPass, ...],
+                     logits_tokens: Floats, prefill: bool) -> list[StepTime]:
     """Time of the step on each pipeline stage (no send/recv)."""
     model, strategy = ctx.model, ctx.strategy
     cache: dict[bool, dict[str, Floats]] = {}
@@ -200,7 +201,7 @@ def _step_overhead_s(ctx: ServingContext, prefill: bool) -> float:
     return 0.0 if (ctx.cuda_graphs and not prefill) else ctx.overhead.step_overhead_s
 
 
-def pp_send_s(ctx: ServingContext, tokens: float) -> float:
+def pp_send_s(ctx: ServingContext, tokens: Floats) -> Floats:
     """One activation send between stages: tokens·h·2 bytes on the PP link."""
     op = CommOp("pp_send_recv", Phase.FORWARD, Group.PP, Collective.SEND_RECV,
                 ACT_BYTES * tokens * ctx.model.hidden_size)
@@ -208,9 +209,11 @@ def pp_send_s(ctx: ServingContext, tokens: float) -> float:
     return seconds if np.ndim(seconds) else float(seconds)
 
 
-def step_time(ctx: ServingContext, tokens: float, passes: tuple[AttentionPass, ...],
-              logits_tokens: float, prefill: bool = False) -> StepTime:
-    """One step of one batch through all stages: sum of stages + (pp − 1) sends + step overhead."""
+def step_time(ctx: ServingContext, tokens: Floats, passes: tuple[AttentionPass, ...],
+              logits_tokens: Floats, prefill: bool = False) -> StepTime:
+    """One step of one batch through all stages: sum of stages + (pp − 1) sends + step overhead.
+    Array-friendly in ``tokens`` and ``logits_tokens`` (``estimate.serving_step_cost`` tabulates
+    it on grids)."""
     stages = stage_step_times(ctx, tokens, passes, logits_tokens, prefill)
     total = stages[0]
     for stage in stages[1:]:

@@ -29,7 +29,7 @@ from perfcast.errors import InputError
 from perfcast.estimate.inference import _check, _context
 from perfcast.estimate.inference_phases import ServingContext
 from perfcast.estimate.serving_memory import ServingMemory, serving_memory_paged
-from perfcast.estimate.serving_report import LatencyStats, ServingReport, run_statistics
+from perfcast.estimate.serving_report import RunStatistics, ServingReport, run_statistics
 from perfcast.estimate.serving_sim import simulate
 from perfcast.estimate.serving_step_cost import build_step_cost
 from perfcast.kernels.backend import KernelBackendName, get_backend
@@ -184,11 +184,8 @@ def estimate_serving(
         concurrency_per_replica=share.concurrency, memory=memory, fits=fits,
         max_concurrent_seqs=max_seqs)
     if not fits:
-        nan = LatencyStats(*(float("nan"),) * 4)
-        return report(ttft=nan, tpot=nan, itl=nan, e2e_latency=nan,
-                             duration_s=float("nan"), output_tokens=0.0, input_tokens=0.0,
-                             num_requests=0, num_steps=0)
+        return report(**RunStatistics.not_run().field_values())
     running = min(max_seqs, share.concurrency or share.num_requests)
     cost = build_step_cost(ctx, config, running, workload.context_tokens)
     run = simulate(share, cost, config, memory.kv_pool_tokens, memory.kv_block_tokens)
-    return report(**run_statistics(run))
+    return report(**run_statistics(run).field_values())

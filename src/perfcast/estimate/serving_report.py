@@ -9,8 +9,8 @@ last finish).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TypedDict
+from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -54,8 +54,37 @@ class LatencyStats:
 
 
 @dataclass(frozen=True)
-class ServingReport:
-    """Forecast of a serving benchmark: latencies per request, throughput, memory and fit."""
+class RunStatistics:
+    """Latencies and token counts of a simulated run (module docstring definitions): the
+    part of a ``ServingReport`` the simulation sets (``run_statistics``)."""
+
+    ttft: LatencyStats
+    tpot: LatencyStats
+    itl: LatencyStats
+    e2e_latency: LatencyStats
+    duration_s: float
+    output_tokens: float
+    input_tokens: float
+    num_requests: int
+    num_steps: int
+
+    @classmethod
+    def not_run(cls) -> RunStatistics:
+        """The statistics of a deployment that does not fit: nothing simulated."""
+        nan = LatencyStats(*(float("nan"),) * 4)
+        return cls(ttft=nan, tpot=nan, itl=nan, e2e_latency=nan, duration_s=float("nan"),
+                   output_tokens=0.0, input_tokens=0.0, num_requests=0, num_steps=0)
+
+    def field_values(self) -> dict[str, Any]:
+        """Each field's value by name (shallow: the ``LatencyStats`` stay objects), to build
+        the ``ServingReport`` that extends these statistics."""
+        return {f.name: getattr(self, f.name) for f in fields(RunStatistics)}
+
+
+@dataclass(frozen=True)
+class ServingReport(RunStatistics):
+    """Forecast of a serving benchmark: the run's statistics (``RunStatistics``: latencies per
+    request, token counts) with the deployment that produced them, throughput, memory and fit."""
 
     model: str
     system: str
@@ -70,15 +99,6 @@ class ServingReport:
     fits: bool
     max_concurrent_seqs: int
     """Sequences of the workload's full length the KV pool holds at once (per replica)."""
-    ttft: LatencyStats
-    tpot: LatencyStats
-    itl: LatencyStats
-    e2e_latency: LatencyStats
-    duration_s: float
-    output_tokens: float
-    input_tokens: float
-    num_requests: int
-    num_steps: int
 
     @property
     def num_gpus(self) -> int:
@@ -122,20 +142,6 @@ class ServingReport:
         }
 
 
-class RunStatistics(TypedDict):
-    """The ``ServingReport`` fields a simulated run sets (``run_statistics``)."""
-
-    ttft: LatencyStats
-    tpot: LatencyStats
-    itl: LatencyStats
-    e2e_latency: LatencyStats
-    duration_s: float
-    output_tokens: float
-    input_tokens: float
-    num_requests: int
-    num_steps: int
-
-
 def run_statistics(run: SimulatedRun) -> RunStatistics:
     """Latency statistics and token counts of a simulated run (module docstring definitions)."""
     ttft = run.first_token_s - run.arrival_s
@@ -143,10 +149,9 @@ def run_statistics(run: SimulatedRun) -> RunStatistics:
     many = run.output_len > 1
     tpot = (e2e[many] - ttft[many]) / (run.output_len[many] - 1)
     duration = float(run.finish_s.max() - run.arrival_s.min())
-    return {
-        "ttft": LatencyStats.of(ttft), "tpot": LatencyStats.of(tpot),
-        "itl": LatencyStats.of(run.gap_s, run.gap_weight), "e2e_latency": LatencyStats.of(e2e),
-        "duration_s": duration, "output_tokens": float(run.output_len.sum()),
-        "input_tokens": float(run.input_len.sum()), "num_requests": len(run.output_len),
-        "num_steps": run.num_steps,
-    }
+    return RunStatistics(
+        ttft=LatencyStats.of(ttft), tpot=LatencyStats.of(tpot),
+        itl=LatencyStats.of(run.gap_s, run.gap_weight), e2e_latency=LatencyStats.of(e2e),
+        duration_s=duration, output_tokens=float(run.output_len.sum()),
+        input_tokens=float(run.input_len.sum()), num_requests=len(run.output_len),
+        num_steps=run.num_steps)

@@ -205,7 +205,8 @@ def estimate_training(
         stages.append((times, data_parallel_time(params, times, system, strategy, comm_overlap),
                        params))
     per_stage = [stages[k] for k in stage_kind]
-    passes = tuple(times.passes(dp.exposed_per_micro_batch_s) for times, dp, _ in per_stage)
+    # one strategy: the DP seconds are numbers here (arrays only in the bulk search)
+    passes = tuple(times.passes(float(dp.exposed_per_micro_batch_s)) for times, dp, _ in per_stage)
     overheads = cal.training_overheads
     calib = overheads.for_generation(system.gpu.generation)
     parts = assemble_step(model, system, strategy, s, m, stages, [n for _, n in kinds], backend,

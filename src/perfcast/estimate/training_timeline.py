@@ -66,7 +66,7 @@ def stage_operator_points(model, system, strategy, seq_length: int, stage: int,
                 op.batch, op.heads, op.heads, op.seq_q, op.kernel_seq_kv, op.head_dim_qk,
                 op.head_dim_v, op.phase.value != "forward", "bf16"))
         else:
-            moved = op.count * op.bytes_moved
+            moved = op.count * float(op.bytes_moved)
         points.append(OperatorPoint(op.name, op.kind.value, float(op.flops), moved,
                                     float(compute_op_time_s(op, system, strategy, backend))))
     return tuple(points)

@@ -61,7 +61,6 @@ GEMMs under ``rowwise-hp-wgrad``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Literal
 
 from perfcast.errors import InputError
@@ -91,9 +90,14 @@ def gemm_in_fp8(op: GemmOp, precision: str, recipe: str | None) -> bool:
     """Whether ``op`` runs on the FP8 tensor cores: FP8 training, a linear layer (not router /
     LM head), and not a weight-gradient GEMM under ``rowwise-hp-wgrad`` (torchao float8
     README: "rowwise_with_gw_hp" keeps grad_weight = input_t @ grad_output in BF16)."""
-    if precision != "fp8" or not op.fp8_eligible:
+    return _pass_in_fp8(op.fp8_eligible, op.phase, precision, recipe)
+
+
+def _pass_in_fp8(fp8_eligible: bool, phase: Phase, precision: str, recipe: str | None) -> bool:
+    """``gemm_in_fp8`` of a GEMM with ``fp8_eligible`` in ``phase``."""
+    if precision != "fp8" or not fp8_eligible:
         return False
-    return not (recipe == "rowwise-hp-wgrad" and op.phase == Phase.BACKWARD_WGRAD)
+    return not (recipe == "rowwise-hp-wgrad" and phase == Phase.BACKWARD_WGRAD)
 
 
 def scale_bytes(elements, reduce_len, recipe: str, weight: bool):
@@ -139,7 +143,7 @@ def quantize_bytes(rows, cols, batch, reduce_dims: tuple[str, ...], recipe: str,
 
 def _fp8_uses(op: GemmOp, recipe: str) -> dict[str, tuple[str, ...]]:
     """For each operand of forward GEMM ``op``, the reduction axes of the FP8 GEMMs using it."""
-    fwd, dgrad, wgrad = (gemm_in_fp8(replace(op, phase=p), "fp8", recipe)
+    fwd, dgrad, wgrad = (_pass_in_fp8(op.fp8_eligible, p, "fp8", recipe)
                          for p in (Phase.FORWARD, Phase.BACKWARD_DGRAD, Phase.BACKWARD_WGRAD))
     # X (m×k): forward reduces k (cols), wgrad m (rows); W (k×n): forward k (rows), dgrad n
     # (cols); dY (m×n): dgrad n (cols), wgrad m (rows).

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from perfcast.arrays import Floats
 from perfcast.graph.eager_elementwise import eager_elementwise_ops
 from perfcast.graph.fp8_casts import DEEPSEEK_TILE, fp8_cast_ops
 from perfcast.graph.ops import (
@@ -45,8 +46,9 @@ class LayerShape:
     """Execution facts of a layer that set operator shapes (one micro-batch, one GPU)."""
 
     micro_batch: int
-    seq_length: float
-    """Tokens per sequence (a float where serving splits a step's tokens over TP ranks)."""
+    seq_length: Floats
+    """Tokens per sequence (a float where serving splits a step's tokens over TP ranks; an
+    array where serving tabulates steps of many token counts at once)."""
     tp: int = 1
     cp: int = 1
     ep: int = 1
@@ -249,7 +251,7 @@ def layer_memory_bound_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     hidden_bytes = ACT_BYTES * norm_tokens * h
     ops: list[Op] = [MemoryOp("norm", Phase.FORWARD, 2 * hidden_bytes, count=model.norms_per_layer)]
     if model.hidden_dropout > 0:
-        fused = float(fused_chain_bytes(2.0, 1.5, norm_tokens * h, ACT_BYTES))  # x, residual -> y, mask
+        fused = fused_chain_bytes(2.0, 1.5, norm_tokens * h, ACT_BYTES)  # x, residual -> y, mask
         ops.append(MemoryOp("dropout_add", Phase.FORWARD, fused, count=2))
     else:
         ops.append(MemoryOp("residual_add", Phase.FORWARD, 3 * hidden_bytes, count=2))

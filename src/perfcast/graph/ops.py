@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from perfcast.arrays import Floats
 from perfcast.op_counts import attention_flops, gemm_flops
 
 
@@ -61,10 +62,10 @@ class Collective(str, Enum):
 class GemmOp:
     name: str
     phase: Phase
-    m: float
-    n: float
-    k: float
-    batch: float = 1
+    m: Floats
+    n: Floats
+    k: Floats
+    batch: Floats = 1
     count: float = 1
     fp8_eligible: bool = True
     """Runs in FP8 when the strategy trains in FP8 (linear layers; not the router/LM head);
@@ -85,10 +86,10 @@ class GemmOp:
 class AttentionOp:
     name: str
     phase: Phase
-    batch: float
+    batch: Floats
     heads: float
-    seq_q: float
-    seq_kv: float
+    seq_q: Floats
+    seq_kv: Floats
     head_dim_qk: float
     head_dim_v: float
     causal: bool = True
@@ -140,7 +141,7 @@ class AttentionOp:
 class MemoryOp:
     name: str
     phase: Phase
-    bytes_moved: float
+    bytes_moved: Floats
     count: float = 1
 
     kind = OpKind.MEMORY_BOUND
@@ -161,7 +162,7 @@ class CommOp:
     phase: Phase
     group: Group
     collective: Collective
-    size_bytes: float
+    size_bytes: Floats
     """Buffer size as nccl-tests counts it (the full gathered/reduced buffer)."""
     count: float = 1
     overlappable: bool = False

@@ -107,6 +107,13 @@ def pass_segments(ops: Iterable[tuple[str, float, Floats]], cuda_graphs: str,
     split before the MoE block when dropless routing syncs (``sync_before_moe``).
     ``extra_gpu_s`` adds exposed communication seconds to a scope's segment (TP to the rest,
     EP to the MoE block). Each captured scope present costs one graph launch."""
+    return with_extra_gpu_s(op_segments(ops, cuda_graphs, sync_before_moe), extra_gpu_s or {},
+                            sync_before_moe)
+
+
+def op_segments(ops: Iterable[tuple[str, float, Floats]], cuda_graphs: str,
+                sync_before_moe: bool) -> list[Segment]:
+    """``pass_segments`` of the ops alone (no communication added)."""
     captured = captured_scopes(cuda_graphs)
     split = (HostScope.MOE,) if sync_before_moe else ()
     gpu: dict[bool, Floats] = {False: 0.0, True: 0.0}
@@ -122,11 +129,23 @@ def pass_segments(ops: Iterable[tuple[str, float, Floats]], cuda_graphs: str,
             scopes_seen[after].add(scope)
         else:
             eager[after] += count
-    for scope, seconds in (extra_gpu_s or {}).items():
-        after = scope in split
-        gpu[after] = gpu[after] + seconds
     parts = (False, True) if sync_before_moe else (False,)
     return [Segment(gpu[p], eager[p], float(len(scopes_seen[p])), kernels[p]) for p in parts]
+
+
+def with_extra_gpu_s(segments: list[Segment], extra_gpu_s: dict[HostScope, Floats],
+                     sync_before_moe: bool) -> list[Segment]:
+    """``segments`` (from ``op_segments``) with each scope's exposed communication seconds
+    added to its segment: the one after the MoE sync for the MoE scope when split, else the
+    first."""
+    if not extra_gpu_s:
+        return segments
+    gpu = [seg.gpu_s for seg in segments]
+    for scope, seconds in extra_gpu_s.items():
+        index = 1 if sync_before_moe and scope == HostScope.MOE else 0
+        gpu[index] = gpu[index] + seconds
+    return [Segment(g, seg.eager_ops, seg.graph_launches, seg.kernels)
+            for g, seg in zip(gpu, segments, strict=True)]
 
 
 def gpu_stream_s(kernel_s: Floats, num_kernels: Floats, calib: HostLaunchCalibration) -> Floats:

@@ -31,7 +31,7 @@ forward pays again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -41,7 +41,13 @@ from perfcast.graph.ops import AttentionOp, GemmOp, Group, MemoryOp, Phase
 from perfcast.graph.recompute_modules import recomputed_op_names
 from perfcast.graph.stage import LayerGroup, StageGraph
 from perfcast.kernels.backend import KernelBackend
-from perfcast.schedule.host_time import HostScope, pass_segments, pass_time_s
+from perfcast.schedule.host_time import (
+    HostScope,
+    Segment,
+    op_segments,
+    pass_time_s,
+    with_extra_gpu_s,
+)
 from perfcast.schedule.op_time import comm_op_time_s, compute_op_time_s
 from perfcast.schedule.overlap import (
     compute_slowdown,
@@ -145,22 +151,65 @@ def ep_overlap_window_s(forward_s, backward_s, wgrad_s, strategy):
     return forward_s + backward_s - (0.0 if deferred else wgrad_s)
 
 
-def layer_time(group: LayerGroup, system, strategy, backend,
-               overlap: CommOverlapCalibration | None = None,
-               host: HostLaunchCalibration | None = None,
-               op_time=compute_op_time_s) -> LayerTime:
-    """Seconds of one layer of ``group`` for one micro-batch, by part (``overlap`` and ``host``
-    replace the shipped overlap and host-launch calibrations, for fitting them; ``op_time``
-    is ``compute_op_time_s`` or a memo of it, as the bulk search passes)."""
-    kind_s = {GemmOp: 0.0, AttentionOp: 0.0, MemoryOp: 0.0}
-    by_pass = {(kind, forward): 0.0 for kind in (GemmOp, AttentionOp, MemoryOp)
-               for forward in (True, False)}
+@dataclass(frozen=True)
+class LayerOpSeconds:
+    """GPU seconds of one layer's ops for one micro-batch, summed before any overlap: what
+    ``layer_time`` derives its exposure from. Strategies that differ only in overlap choices
+    (``tp_comm_overlap``, ``ep_overlap``) share it (the bulk search times it once for them)."""
+
+    kind_s: dict[type, float]
+    """Seconds per op class (GemmOp, AttentionOp, MemoryOp)."""
+    by_pass: dict[tuple[type, bool], float]
+    """Seconds per (op class, forward?)."""
+    wgrad_s: float
+    selective_s: float
+    """Forward seconds of the ops ``recompute_modules`` re-runs."""
+    comm_s: dict[tuple[Group, bool], float]
+    """Collective seconds per (TP/CP/EP group, forward?), before overlap."""
+    issued: dict[bool, tuple[tuple[str, float, float], ...]]
+    """Per pass (forward?): (name, count, GPU seconds) of each op in issue order, collectives
+    with 0 GPU seconds (``schedule.host_time``)."""
+    forward_s: float
+    """Forward compute seconds (sum of ``by_pass`` over the forward entries)."""
+    backward_s: float
+    """Backward compute seconds (sum of ``by_pass`` over the backward entries)."""
+    issued_kernel_s: dict[bool, float]
+    """Per pass: sum of the ``issued`` GPU seconds in issue order."""
+    _segments: dict[tuple[bool, str, bool], list[Segment]] = field(
+        default_factory=dict, compare=False, repr=False)
+    """``op_segments`` per (forward?, CUDA-graph scope, sync before MoE), built on first use."""
+
+    @property
+    def moe(self) -> bool:
+        """A MoE layer (its forward issues a router)."""
+        return any(name == "router" for name, _, _ in self.issued[True])
+
+    def kernel_s(self, forward: bool) -> float:
+        """GPU seconds of the pass's kernels (collectives excluded), summed in issue order."""
+        return self.issued_kernel_s[forward]
+
+    def segments(self, forward: bool, cuda_graphs: str, sync_before_moe: bool) -> list[Segment]:
+        """The pass's ops as host segments (``schedule.host_time.op_segments``), memoized:
+        layers differing only in overlap choices share them."""
+        key = (forward, cuda_graphs, sync_before_moe)
+        if key not in self._segments:
+            self._segments[key] = op_segments(self.issued[forward], cuda_graphs, sync_before_moe)
+        return self._segments[key]
+
+
+def layer_op_seconds(group: LayerGroup, system, strategy, backend,
+                     op_time=compute_op_time_s, comm_time=comm_op_time_s) -> LayerOpSeconds:
+    """Every op of ``group`` timed once (``op_time``: ``compute_op_time_s`` or a memo of it;
+    collectives by ``comm_time``: ``comm_op_time_s`` or a memo of it) and summed by kind, pass
+    and group."""
+    kind_s: dict[type, float] = {GemmOp: 0.0, AttentionOp: 0.0, MemoryOp: 0.0}
+    by_pass: dict[tuple[type, bool], float] = {
+        (kind, forward): 0.0 for kind in (GemmOp, AttentionOp, MemoryOp) for forward in (True, False)}
     wgrad = selective = 0.0
     issued: dict[bool, list] = {True: [], False: []}
     # Timed whatever the granularity (the bulk search times layers once per layer key);
     # ``assemble_stage_time`` charges it only under selective recompute.
-    modules = getattr(strategy, "recompute_modules", ("core_attn",))
-    redo = recomputed_op_names(modules)
+    redo = recomputed_op_names(getattr(strategy, "recompute_modules", ("core_attn",)))
     for op in group.compute:
         t = op_time(op, system, strategy, backend)
         issued[op.phase == Phase.FORWARD].append((op.name, op.count, t))
@@ -170,13 +219,33 @@ def layer_time(group: LayerGroup, system, strategy, backend,
             selective = selective + t
         if op.phase == Phase.BACKWARD_WGRAD:
             wgrad = wgrad + t
-    fwd = sum(t for (_, forward), t in by_pass.items() if forward)
-    bwd = sum(t for (_, forward), t in by_pass.items() if not forward)
     comm = {(g, forward): 0.0 for g in (Group.TP, Group.CP, Group.EP) for forward in (True, False)}
     for comm_op in group.comm:
-        comm[(comm_op.group, comm_op.phase == Phase.FORWARD)] += comm_op_time_s(
+        comm[(comm_op.group, comm_op.phase == Phase.FORWARD)] += comm_time(
             comm_op, system, strategy)
         issued[comm_op.phase == Phase.FORWARD].append((comm_op.name, comm_op.count, 0.0))
+    return LayerOpSeconds(
+        kind_s=kind_s, by_pass=by_pass, wgrad_s=wgrad, selective_s=selective, comm_s=comm,
+        issued={k: tuple(v) for k, v in issued.items()},
+        forward_s=sum(t for (_, forward), t in by_pass.items() if forward),
+        backward_s=sum(t for (_, forward), t in by_pass.items() if not forward),
+        issued_kernel_s={k: sum(t for _, _, t in v) for k, v in issued.items()})
+
+
+def layer_time(group: LayerGroup, system, strategy, backend,
+               overlap: CommOverlapCalibration | None = None,
+               host: HostLaunchCalibration | None = None,
+               op_time=compute_op_time_s, seconds: LayerOpSeconds | None = None) -> LayerTime:
+    """Seconds of one layer of ``group`` for one micro-batch, by part (``overlap`` and ``host``
+    replace the shipped overlap and host-launch calibrations, for fitting them; ``op_time``
+    is ``compute_op_time_s`` or a memo of it, as the bulk search passes; ``seconds`` is the
+    layer's ``layer_op_seconds`` when the caller has it already)."""
+    if seconds is None:
+        seconds = layer_op_seconds(group, system, strategy, backend, op_time)
+    kind_s, by_pass, comm = seconds.kind_s, seconds.by_pass, seconds.comm_s
+    wgrad, selective = seconds.wgrad_s, seconds.selective_s
+    modules = getattr(strategy, "recompute_modules", ("core_attn",))
+    fwd, bwd = seconds.forward_s, seconds.backward_s
     slow = compute_slowdown(system, overlap)
     tp_fwd, tp_bwd = comm[(Group.TP, True)], comm[(Group.TP, False)]
     if strategy.tp_comm_overlap:
@@ -192,7 +261,7 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     cp_forward = exposed_comm_s(comm[(Group.CP, True)], by_pass[(AttentionOp, True)], cp_slow)
     cp_backward = exposed_comm_s(comm[(Group.CP, False)], by_pass[(AttentionOp, False)], cp_slow)
     host_fwd, host_bwd = _exposed_host_s(
-        strategy, issued, host or load_host_launch(),
+        strategy, seconds, host or load_host_launch(),
         {True: {HostScope.OTHER: tp_fwd, HostScope.MOE: ep_fwd, HostScope.ATTENTION: cp_forward},
          False: {HostScope.OTHER: tp_bwd, HostScope.MOE: ep_bwd,
                  HostScope.ATTENTION: cp_backward}})
@@ -210,25 +279,27 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     )
 
 
-def _exposed_host_s(strategy: Strategy, issued: dict[bool, list], host: HostLaunchCalibration,
+def _exposed_host_s(strategy: Strategy, seconds: LayerOpSeconds, host: HostLaunchCalibration,
                     comm_s: dict[bool, dict]) -> tuple[float, float]:
     """Exposed host seconds of the forward and the backward of one layer from its ops as
-    (name, count, GPU seconds) per pass (``issued``) and its exposed collectives per scope
-    (``comm_s``): pass time with host issue and syncs (``schedule.host_time``) minus the GPU
-    stream (kernels + exposed comm).
+    (name, count, GPU seconds) per pass (``seconds.issued``) and its exposed collectives per
+    scope (``comm_s``): pass time with host issue and syncs (``schedule.host_time``) minus the
+    GPU stream (kernels + exposed comm).
 
     A MoE layer with dropless routing (no capacity factor) syncs once in its forward unless
     its MoE block is CUDA-graphed (static, padded shapes)."""
-    moe = any(name == "router" for name, _, _ in issued[True])
     graphed_moe = strategy.cuda_graphs in ("moe", "full")
-    syncs = 1.0 if moe and strategy.moe_capacity_factor is None and not graphed_moe else 0.0
+    syncs = 1.0 if seconds.moe and strategy.moe_capacity_factor is None and not graphed_moe \
+        else 0.0
     out = []
     for forward in (True, False):
-        gpu = sum(t for _, _, t in issued[forward]) + sum(comm_s[forward].values())
-        segments = pass_segments(issued[forward], strategy.cuda_graphs,
-                                 sync_before_moe=forward and syncs > 0,
-                                 extra_gpu_s=comm_s[forward])
-        out.append(float(pass_time_s(segments, syncs if forward else 0.0, host) - gpu))
+        gpu = seconds.kernel_s(forward) + sum(comm_s[forward].values())
+        split = forward and syncs > 0
+        segments = with_extra_gpu_s(seconds.segments(forward, strategy.cuda_graphs, split),
+                                    comm_s[forward], split)
+        # >= 0 by construction (each segment takes at least its GPU stream); the two sums
+        # add the same seconds in different orders, so clamp their rounding (~1e-16 s)
+        out.append(max(float(pass_time_s(segments, syncs if forward else 0.0, host) - gpu), 0.0))
     return out[0], out[1]
 
 

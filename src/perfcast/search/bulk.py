@@ -27,15 +27,22 @@ from perfcast.estimate.training import assemble_step, distinct_stages
 from perfcast.graph.layer import LayerShape, layer_ops
 from perfcast.graph.param_sharding import stage_params
 from perfcast.graph.stage import LayerGroup, embedding_ops, head_ops, layer_shape
-from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackendName, get_backend
+from perfcast.kernels.backend import (
+    DEFAULT_KERNEL_BACKEND,
+    KernelBackend,
+    KernelBackendName,
+    get_backend,
+)
 from perfcast.memory.estimate import stage_memory
 from perfcast.schedule.data_parallel import data_parallel_time
-from perfcast.schedule.op_time import compute_op_time_s
+from perfcast.schedule.op_time import comm_op_time_s, compute_op_time_s, group_size_and_stride
 from perfcast.schedule.stage_time import (
     ExtraTime,
+    LayerOpSeconds,
     LayerTime,
     assemble_stage_time,
     extra_time,
+    layer_op_seconds,
     layer_time,
 )
 from perfcast.search.space import LayerKey, StrategyBlock, StrategySpace
@@ -106,15 +113,35 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
             op_times[key] = compute_op_time_s(op, system, strategy, backend)
         return op_times[key]
 
+    comm_times: dict[tuple, float] = {}
+
+    def comm_time(op, system, strategy):
+        """``comm_op_time_s`` once per collective and group layout: the strategy enters it
+        only through the op's group size and stride (``group_size_and_stride``), which keys
+        of different micro-batch, precision or overlap share."""
+        key = (op, *group_size_and_stride(op.group, strategy))
+        if key not in comm_times:
+            comm_times[key] = comm_op_time_s(op, system, strategy)
+        return comm_times[key]
+
     @functools.cache
     def group_of(shape: LayerShape) -> LayerGroup:
         """The layer's ops (keys differing only in EP overlap share them)."""
-        compute, comm = layer_ops(model, shape)
-        return LayerGroup(1, shape.moe, tuple(compute), tuple(comm))
+        return _layer_group(model, shape)
+
+    op_seconds: dict[tuple[LayerShape, str, str], LayerOpSeconds] = {}
 
     def timed_layer(strategy: Strategy, is_moe: bool) -> LayerTime:
-        group = group_of(layer_shape(model, strategy, seq_length, is_moe))
-        return layer_time(group, system, strategy, backend, overlap, host, op_time)
+        """The layer's time; its op seconds once per shape and the strategy fields ``op_time``
+        reads (keys differing only in TP/EP overlap share them: the collectives' group sizes
+        follow from the shape's tp, cp, ep and expert tp)."""
+        shape = layer_shape(model, strategy, seq_length, is_moe)
+        key = (shape, strategy.precision, strategy.fp8_recipe)
+        if key not in op_seconds:
+            op_seconds[key] = layer_op_seconds(group_of(shape), system, strategy, backend,
+                                               op_time, comm_time)
+        return layer_time(group_of(shape), system, strategy, backend, overlap, host, op_time,
+                          op_seconds[key])
 
     @functools.cache
     def without_experts(tp, cp, mbs, sp, precision, overlap, recipe):
@@ -140,6 +167,20 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
     return LayerRows(tuple(dense), tuple(moe), tuple(extras))
 
 
+LAYER_GROUP_CACHE_SIZE = 8192
+"""Layer op graphs kept per process (~8 KiB each: ~64 MiB at most). A MoE search on 16 GPUs
+builds ~7,000; sweeps and repeated searches of the same model reuse them."""
+
+
+@functools.lru_cache(maxsize=LAYER_GROUP_CACHE_SIZE)
+def _layer_group(model: ModelSpec, shape: LayerShape) -> LayerGroup:
+    """One layer's ops for ``shape``: a pure function of the (frozen) model and shape, built
+    once per process for every search that asks (the tasks of a sweep share most shapes: a
+    varied hardware parameter leaves them all alike, more GPUs add to them)."""
+    compute, comm = layer_ops(model, shape)
+    return LayerGroup(1, shape.moe, tuple(compute), tuple(comm))
+
+
 def stack_layer_rows(parts: list[LayerRows]) -> LayerTables:
     """The ``LayerTables`` of consecutive ``LayerRows`` (in key order)."""
     dense = [r for part in parts for r in part.dense]
@@ -161,7 +202,12 @@ def layer_tables(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq
 
 def _key_strategy(key: LayerKey, space: StrategySpace) -> Strategy:
     """A valid strategy with the layer key's choices and the space's shared options (pp = 1,
-    no sharding or recompute: layer times ignore dp, pp and sharding)."""
+    no sharding or recompute: layer times ignore dp, pp and sharding).
+
+    A copy of the space's validated options with the key's values, not validated again: the
+    key comes from a strategy of the space that passed ``Strategy``'s checks, and dropping
+    pp, sharding and recompute keeps them passing (tp·cp and ep·etp still divide the GPUs).
+    This runs once per layer key (tens of thousands in a MoE search)."""
     chosen = dict(num_gpus=space.num_gpus, tp=key.tp, pp=1, vpp=1, cp=key.cp, ep=key.ep,
                   etp=key.etp, micro_batch_size=key.micro_batch_size,
                   sequence_parallel=key.sequence_parallel, precision=key.precision,
@@ -170,7 +216,7 @@ def _key_strategy(key: LayerKey, space: StrategySpace) -> Strategy:
                   delay_wgrad_compute=key.ep_overlap, recompute="none",
                   recompute_num_layers=None, pipeline_schedule=None, zero_stage=0, fsdp=False,
                   distributed_optimizer=False)
-    return Strategy(**(space.options.model_dump() | chosen))
+    return space.options.model_copy(update=chosen)
 
 
 @dataclass(frozen=True)
@@ -181,7 +227,7 @@ class BulkEvaluator:
     system: SystemSpec
     workload: Workload
     tables: LayerTables
-    backend: object
+    backend: KernelBackend
     calibration: Calibration
 
     @classmethod
@@ -204,23 +250,24 @@ class BulkEvaluator:
         m = self.workload.global_batch_size // (block.micro_batch_size * block.dp)
         dense = _gather(self.tables.dense, block.layer_key)
         moe = _gather(self.tables.moe, block.layer_key)
-        kinds = distinct_stages(model, block)
+        strategy = block.as_strategy()  # sizes as arrays: one evaluation for the block
+        kinds = distinct_stages(model, strategy)
         stages, memory = [], []
         for stage, _ in kinds:
-            params = stage_params(model, block, stage)
+            params = stage_params(model, strategy, stage)
             num_moe = params.num_moe_layers
             layers = [(n, lt) for n, lt in ((params.num_layers - num_moe, dense), (num_moe, moe))
                       if n]
             extra = self.tables.extra[(stage == 0, stage == block.pp - 1)]
             if stage == 0 or stage == block.pp - 1:
                 extra = _gather(extra, block.layer_key)
-            times = assemble_stage_time(layers, extra, block)
-            stages.append((times, data_parallel_time(params, times, system, block,
+            times = assemble_stage_time(layers, extra, strategy)
+            stages.append((times, data_parallel_time(params, times, system, strategy,
                                                      self.calibration.comm_overlap), params))
-            memory.append(stage_memory(model, block, params, s, m,
+            memory.append(stage_memory(model, strategy, params, s, m,
                                        load_memory_overheads()).total_bytes)
         calib = self.calibration.training_overheads.for_generation(system.gpu.generation)
-        parts = assemble_step(model, system, block, s, m, stages, [n for _, n in kinds],
+        parts = assemble_step(model, system, strategy, s, m, stages, [n for _, n in kinds],
                               self.backend, calib)
         shape = block.shape
         return BlockMetrics(

@@ -246,16 +246,24 @@ class _RowTable:
         tp, cp, ep, etp, mbs, overlap, dispatcher, ep_overlap = (
             table[:, i].reshape(-1, 1, 1) for i in range(8))
         dp = n // (tp * pp * cp)
-        keys = {prec: np.array([layer_keys.setdefault(
-            LayerKey(*map(int, row[:5]), sp, prec[0], bool(row[5]), prec[1],
-                     DISPATCHERS[row[6]], bool(row[7])), len(layer_keys))
-            for row in chosen], dtype=np.int64).reshape(-1, 1, 1) for prec in precisions}
+        keys = {prec: np.array([layer_keys.setdefault(_layer_key(row, sp, *prec), len(layer_keys))
+                                for row in chosen], dtype=np.int64).reshape(-1, 1, 1)
+                for prec in precisions}
         return cls(tp=tp, cp=cp, ep=ep, etp=etp, mbs=mbs, overlap=overlap.astype(bool),
                    dispatcher=dispatcher, ep_overlap=ep_overlap.astype(bool), keys=keys,
                    interleaves=interleaved_micro_batches_ok(
                        _micro_batches(workload, mbs, dp), pp).ravel(),
                    has_dp=((dp * cp > 1) | ((tp * cp * dp) // (ep * etp) > 1)).ravel())
 
+
+
+def _layer_key(row: tuple[int, ...], sp: bool, precision: str, fp8_recipe: str) -> LayerKey:
+    """The ``LayerKey`` of a ``_RowTable`` row (tp, cp, ep, etp, micro-batch, TP overlap,
+    dispatcher index, EP overlap) under ``precision`` and ``fp8_recipe``."""
+    tp, cp, ep, etp, mbs, overlap, dispatcher, ep_overlap = (int(v) for v in row)
+    return LayerKey(tp=tp, cp=cp, ep=ep, etp=etp, micro_batch_size=mbs, sequence_parallel=sp,
+                    precision=precision, tp_comm_overlap=bool(overlap), fp8_recipe=fp8_recipe,
+                    moe_token_dispatcher=DISPATCHERS[dispatcher], ep_overlap=bool(ep_overlap))
 
 def default_rules() -> LayoutRules:
     """Layout rules of ``DEFAULT_SEARCH_FRAMEWORK``."""

@@ -10,7 +10,7 @@ functions of ``schedule``, ``memory`` and ``estimate`` evaluate a whole block in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Literal, cast, get_args
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -156,6 +156,15 @@ class StrategyBlock:
             return 0
         rnl = self.recompute_num_layers
         return np.where(rnl == 0, num_layers, np.minimum(rnl, num_layers))
+
+    def as_strategy(self) -> Strategy:
+        """This block where the array-friendly estimator functions (``distinct_stages``,
+        ``stage_params``, ``assemble_stage_time``, ``data_parallel_time``, ``stage_memory``,
+        ``assemble_step``) take a ``Strategy``: the block has every ``Strategy`` attribute,
+        its sizes as broadcastable arrays (``__getattr__`` supplies the rest from ``options``),
+        so the same functions evaluate the whole block at once (DESIGN.md, array-friendly
+        formulas). The type is a view for the checker; nothing is copied or converted."""
+        return cast(Strategy, self)
 
     def column(self, name: str) -> np.ndarray:
         """Attribute ``name`` broadcast to the block's shape and flattened (row order)."""

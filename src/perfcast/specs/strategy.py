@@ -42,6 +42,8 @@ in llm-foundry's ``attn_impl: triton``)."""
 OffloadModule = Literal["attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm",
                         "expert_fc1", "moe_act"]
 """Megatron-Core fine-grained activation offloading modules (frameworks.md §1.3)."""
+MoeTokenDispatcher = Literal["alltoall", "deepep", "hybridep", "deepep-low-latency"]
+"""MoE token dispatch implementations (``Strategy.moe_token_dispatcher``)."""
 PARALLEL_DIMS = ("tp", "cp", "ep", "dp", "pp")
 DEFAULT_PLACEMENT_ORDER = "tp-cp-ep-dp-pp"
 """Megatron-LM's rank order (``parallel_state.RankGenerator``): tp innermost, pp outermost."""
@@ -216,7 +218,7 @@ class Strategy(BaseModel):
         description="Multi-token prediction depth trained with the model (--mtp-num-layers; "
                     "DeepSeek-V3 uses 1); its modules sit on the last pipeline stage.",
     )
-    moe_token_dispatcher: Literal["alltoall", "deepep", "hybridep", "deepep-low-latency"] = Field(
+    moe_token_dispatcher: MoeTokenDispatcher = Field(
         default="alltoall",
         description="MoE token dispatch: NCCL all-to-all; DeepEP (--moe-token-dispatcher-type "
                     "flex --moe-flex-dispatcher-backend deepep) and HybridEP (backend "

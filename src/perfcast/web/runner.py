@@ -103,9 +103,7 @@ def run_cli(command: str, args: list[str], extra: tuple[str, ...] = ()) -> CliOu
     ``extra`` holds server-side options (``--calibration DIR`` of ``perfcast serve``), shown in
     the command line too. A bug in a command (an exception that is not bad input) becomes exit
     code 1 with a one-line message instead of a crashed request."""
-    from typer._click import exceptions as click_errors
-
-    from perfcast.cli.app_group import _hint
+    from perfcast.cli.errors import usage_error_message
 
     argv = [command, *args, *extra, "--json"]
     out, err = _streams()
@@ -114,14 +112,14 @@ def run_cli(command: str, args: list[str], extra: tuple[str, ...] = ()) -> CliOu
     try:
         code = _cli_group().main(args=argv, prog_name="perfcast", standalone_mode=False)
         message = stderr.getvalue().strip().splitlines()[-1] if code else ""
-    except click_errors.ClickException as exc:
-        code, message = 2, _hint(" ".join(exc.format_message().split()))
     except SystemExit as exc:  # a command that exits by itself must not stop the server
         code = exc.code if isinstance(exc.code, int) else 1
         message = stderr.getvalue().strip().splitlines()[-1] if stderr.getvalue().strip() else (
             f"exit code {code}" if code else "")
     except Exception as exc:  # noqa: BLE001 - the server must answer, not crash
-        code, message = 1, f"internal error: {type(exc).__name__}: {exc}".splitlines()[0]
+        usage = usage_error_message(exc)
+        code, message = (2, usage) if usage is not None else (
+            1, f"internal error: {type(exc).__name__}: {exc}".splitlines()[0])
     finally:
         out.local.buffer = err.local.buffer = None
     code = code if isinstance(code, int) else 0
