@@ -101,6 +101,8 @@ def build_specs(args: RunArgs) -> RunSpecs:
         pp=args.pp,
         vpp=args.vpp,
         cp=args.cp,
+        cp_comm_type=args.cp_comm_type,
+        hierarchical_cp_a2a_size=_hierarchical_cp_a2a_size(args.hierarchical_cp_sizes, args.cp),
         ep=args.ep,
         etp=args.etp,
         pipeline_layout=args.pipeline_layout,
@@ -167,6 +169,23 @@ def build_specs(args: RunArgs) -> RunSpecs:
     check_workload_for_strategy(workload, strategy)
     return RunSpecs(model=model, system=system, strategy=strategy, workload=workload,
                     framework=framework, assumptions=assumptions)
+
+
+def _hierarchical_cp_a2a_size(text: str | None, cp: int) -> int | None:
+    """``--hierarchical-context-parallel-sizes A,P`` (comma or space separated, Megatron's
+    list of two levels) as the inner a2a size A; InputError naming the text unless it is two
+    positive integers whose product is cp."""
+    if text is None:
+        return None
+    parts = text.replace(",", " ").replace("x", " ").split()
+    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise InputError("hierarchical_context_parallel_sizes", text,
+                         "expected two positive integers A,P (a2a ranks, ring ranks)")
+    a2a, ring = int(parts[0]), int(parts[1])
+    if a2a * ring != cp:
+        raise InputError("hierarchical_context_parallel_sizes", text,
+                         f"A*P={a2a * ring} must equal cp={cp}")
+    return a2a
 
 
 def _recompute_modules(text: str | None) -> tuple[str, ...]:

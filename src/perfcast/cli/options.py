@@ -59,6 +59,15 @@ def strategy_dispatcher(value: str, flex_backend: str = "deepep") -> str:
     return flex_backend if value == DispatcherOpt.flex.value else value
 
 
+class CpCommTypeOpt(str, Enum):
+    """``Strategy.cp_comm_type`` (Megatron-Core ``--cp-comm-type``)."""
+
+    p2p = "p2p"
+    all_gather = "all_gather"
+    a2a = "a2a"
+    a2a_p2p = "a2a+p2p"
+
+
 class CudaGraphsOpt(str, Enum):
     """``Strategy.cuda_graphs`` scopes (``perfcast.schedule.host_time``)."""
 
@@ -117,6 +126,8 @@ class RunArgs:
     pp: int
     vpp: int
     cp: int
+    cp_comm_type: str
+    hierarchical_cp_sizes: str | None
     ep: int
     etp: int | None
     pipeline_layout: str | None
@@ -188,6 +199,8 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("pp", int, typer.Option(1, "--pp", "--pipeline-model-parallel-size", help="Pipeline-parallel size.")),
     ("vpp", int, typer.Option(1, "--vpp", "--virtual-pipeline-model-parallel-size", help="Model chunks per pipeline rank.")),
     ("cp", int, typer.Option(1, "--cp", "--context-parallel-size", help="Context-parallel size.")),
+    ("cp_comm_type", CpCommTypeOpt, typer.Option(CpCommTypeOpt.p2p, "--cp-comm-type", help="Context-parallel attention communication: p2p (ring, overlapped), all_gather (K/V gathered, exposed), a2a (DeepSpeed-Ulysses all-to-all; heads per TP rank divisible by cp) or a2a+p2p (a2a inside, ring across; give --hierarchical-context-parallel-sizes).")),
+    ("hierarchical_cp_sizes", str | None, typer.Option(None, "--hierarchical-context-parallel-sizes", help="With --cp-comm-type a2a+p2p: 'A,P' ranks of the inner a2a and the outer ring level (A*P = cp).")),
     ("ep", int, typer.Option(1, "--ep", "--expert-model-parallel-size", help="Expert-parallel size.")),
     ("etp", int | None, typer.Option(None, "--etp", "--expert-tensor-parallel-size", help="Expert tensor-parallel size (default tp).")),
     ("pipeline_layout", str | None, typer.Option(None, "--pipeline-layout", "--pipeline-model-parallel-layout", help="Megatron layout string, one '|'-separated segment per virtual stage (E embedding, t layer, m MTP, L loss; x*N, (..)*N repeat), e.g. 'Et|(tt|)*30L'.")),

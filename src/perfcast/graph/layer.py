@@ -4,9 +4,9 @@ Shapes follow Megatron-LM tensor parallelism (Shoeybi et al. 2019 §3): QKV and 
 column-parallel (output split by t), out-projection and MLP-out row-parallel (input split by
 t); a layer has two TP all-reduces in forward and two in backward (Korthikanti et al. 2022 §4.2,
 with sequence parallelism each becomes an all-gather + reduce-scatter of the same volume).
-Context parallelism splits the sequence: each rank computes its s/cp queries against all keys
-(Megatron-Core CP, load-balanced causal chunks), with K/V all-gathered in forward and their
-gradients reduce-scattered in backward.
+Context parallelism splits the sequence (``graph.context_parallel``): with the ring or
+all-gather each rank computes its s/cp queries against all keys (load-balanced causal chunks);
+with Ulysses all-to-alls it computes heads/cp over the whole sequence.
 Backward of ``Y = X·W`` is dgrad ``dX = dY·Wᵀ`` (m×k×n) and wgrad ``dW = Xᵀ·dY`` (k×n×m).
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from perfcast.graph.context_parallel import ContextParallelSplit, context_parallel_comm_ops
 from perfcast.graph.fp8_casts import DEEPSEEK_TILE, fp8_cast_ops
 from perfcast.graph.ops import (
     LOW_LATENCY_ALGORITHM,
@@ -48,6 +49,10 @@ class LayerShape:
     """Tokens per sequence (a float where serving splits a step's tokens over TP ranks)."""
     tp: int = 1
     cp: int = 1
+    cp_a2a: int = 1
+    """Context-parallel ranks the heads are scattered over by all-to-all (Ulysses; 1 = none)."""
+    cp_kv_all_gather: bool = False
+    """The K/V exchange is a blocking all-gather (``--cp-comm-type all_gather``)."""
     ep: int = 1
     expert_tp: int = 1
     sequence_parallel: bool = False
@@ -96,6 +101,10 @@ class LayerShape:
         return min(self.moe_load_imbalance, self.moe_capacity_factor)
 
     @property
+    def cp_split(self) -> ContextParallelSplit:
+        return ContextParallelSplit(self.cp, self.cp_a2a, self.cp_kv_all_gather)
+
+    @property
     def tokens(self):
         """Tokens of the micro-batch on this CP rank: b·s/cp."""
         return self.micro_batch * self.seq_length / self.cp
@@ -133,14 +142,15 @@ def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     # A model that mixes sliding-window and full-attention layers costs, per average layer,
     # ``share`` of a windowed attention and 1 − share of a full one (count = share).
     share = shape.sliding_window_share if shape.sliding_window is not None else 0.0
+    ring = shape.cp_split.ring  # a2a ranks split the heads, ring ranks the queries
     for window, count in ((shape.sliding_window, share), (None, 1.0 - share)):
         if count <= 0:
             continue
         ops.append(AttentionOp(
-            "attention", fwd, batch=shape.micro_batch, heads=a / t,
-            seq_q=shape.seq_length / shape.cp, seq_kv=shape.seq_length, head_dim_qk=d_qk,
+            "attention", fwd, batch=shape.micro_batch, heads=a / (t * shape.cp_a2a),
+            seq_q=shape.seq_length / ring, seq_kv=shape.seq_length, head_dim_qk=d_qk,
             head_dim_v=d_v, causal=True, window=window, count=count,
-            balanced_causal_chunks=shape.cp > 1, fused=shape.flash_attention,
+            balanced_causal_chunks=ring > 1, fused=shape.flash_attention,
             dropout=model.attention_dropout > 0,
         ))
     ops.append(GemmOp("out_proj", fwd, T, h, out_in / t))
@@ -268,14 +278,7 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
             else:
                 ops.append(CommOp("tp_all_reduce", phase, Group.TP, Collective.ALL_REDUCE,
                                   hidden_bytes, count=2))
-    if shape.cp > 1:
-        kv_width = (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0) if model.is_mla \
-            else 2 * model.num_kv_heads * model.kv_channels / shape.tp
-        kv_bytes = ACT_BYTES * T * shape.cp * kv_width
-        ops.append(CommOp("cp_kv_all_gather", Phase.FORWARD, Group.CP, Collective.ALL_GATHER,
-                          kv_bytes, overlappable=True))
-        ops.append(CommOp("cp_dkv_reduce_scatter", Phase.BACKWARD_DGRAD, Group.CP,
-                          Collective.REDUCE_SCATTER, kv_bytes, overlappable=True))
+    ops += context_parallel_comm_ops(model, T, shape.tp, shape.cp_split)
     if shape.moe and shape.ep > 1:
         k = model.num_experts_per_tok
         tokens = T / shape.tp if shape.sequence_parallel else T

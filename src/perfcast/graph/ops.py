@@ -41,6 +41,10 @@ class Group(str, Enum):
 
     TP = "tp"
     CP = "cp"
+    CP_A2A = "cp_a2a"
+    """Inner context-parallel ranks the Ulysses all-to-alls span (all cp for ``a2a``)."""
+    CP_RING = "cp_ring"
+    """Context-parallel ranks the K/V ring / all-gather spans (all cp for ``p2p``)."""
     DP = "dp"
     DP_CP = "dp_cp"
     """Gradient-reduction group of non-expert weights: dp·cp ranks (Megatron-Core)."""

@@ -86,7 +86,8 @@ def sliding_window_share(model: ModelSpec) -> float:
 def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool) -> LayerShape:
     return LayerShape(
         micro_batch=strategy.micro_batch_size, seq_length=seq_length, tp=strategy.tp,
-        cp=strategy.cp, ep=strategy.ep, expert_tp=strategy.expert_tp,
+        cp=strategy.cp, cp_a2a=strategy.cp_a2a_size, cp_kv_all_gather=strategy.cp_kv_all_gather,
+        ep=strategy.ep, expert_tp=strategy.expert_tp,
         sequence_parallel=strategy.sequence_parallel, moe=moe,
         sliding_window=model.sliding_window, sliding_window_share=sliding_window_share(model),
         # Forced load balancing (random router logits) makes the routing perfectly even.

@@ -7,8 +7,11 @@ s·min(comm, window)), s the cost of overlapping):
   the all-gather / reduce-scatter is split into chunks pipelined with the GEMM that consumes
   or produces them; Wang et al. 2023 "Overlap communication with dependent computation via
   decomposition", ASPLOS) the window is the layer's GEMM time of the same pass;
-- CP K/V exchange runs under the attention kernel: window = attention of the same pass
-  (Liu et al. 2023, Ring Attention §3; Megatron-Core CP overlaps the P2P ring with compute);
+- CP K/V exchange of the ring (``--cp-comm-type p2p``) runs under the attention kernel:
+  window = attention of the same pass (Liu et al. 2023, Ring Attention §3; Megatron-Core CP
+  overlaps the P2P ring with compute); the blocking K/V all-gather (``all_gather``) and the
+  Ulysses all-to-alls (``a2a``, between projection and attention, Jacobs et al. 2023 §3.1)
+  are exposed in full (``graph.context_parallel``);
   like data-parallel collectives it is issued on its own stream between kernels and each
   block is consumed by the next attention step, so its overlapped seconds cost the fitted
   ``stream_overlap_exposed_fraction`` (``schedule.overlap``) rather than the SM share alone;
@@ -130,6 +133,10 @@ class StageTime:
                 + self.offload_s)
 
 
+CP_GROUPS = {Group.CP: Group.CP, Group.CP_A2A: Group.CP, Group.CP_RING: Group.CP}
+"""Context-parallel groups, all reported as CP time."""
+
+
 def _overlaps_ep(strategy) -> bool:
     return bool(getattr(strategy, "overlaps_ep", getattr(strategy, "ep_overlap", False)))
 
@@ -173,9 +180,14 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     fwd = sum(t for (_, forward), t in by_pass.items() if forward)
     bwd = sum(t for (_, forward), t in by_pass.items() if not forward)
     comm = {(g, forward): 0.0 for g in (Group.TP, Group.CP, Group.EP) for forward in (True, False)}
+    cp_blocking = {True: 0.0, False: 0.0}
     for comm_op in group.comm:
-        comm[(comm_op.group, comm_op.phase == Phase.FORWARD)] += comm_op_time_s(
-            comm_op, system, strategy)
+        forward = comm_op.phase == Phase.FORWARD
+        seconds = comm_op_time_s(comm_op, system, strategy)
+        if comm_op.group in CP_GROUPS and not comm_op.overlappable:
+            cp_blocking[forward] += seconds
+        else:
+            comm[(CP_GROUPS.get(comm_op.group, comm_op.group), forward)] += seconds
         issued[comm_op.phase == Phase.FORWARD].append((comm_op.name, comm_op.count, 0.0))
     slow = compute_slowdown(system, overlap)
     tp_fwd, tp_bwd = comm[(Group.TP, True)], comm[(Group.TP, False)]
@@ -189,8 +201,10 @@ def layer_time(group: LayerGroup, system, strategy, backend,
                                      slow)) / (ep_fwd + ep_bwd)
         ep_fwd, ep_bwd = ep_fwd * share, ep_bwd * share
     cp_slow = stream_overlap_slowdown(overlap)
-    cp_forward = exposed_comm_s(comm[(Group.CP, True)], by_pass[(AttentionOp, True)], cp_slow)
-    cp_backward = exposed_comm_s(comm[(Group.CP, False)], by_pass[(AttentionOp, False)], cp_slow)
+    cp_forward = exposed_comm_s(comm[(Group.CP, True)], by_pass[(AttentionOp, True)],
+                                cp_slow) + cp_blocking[True]
+    cp_backward = exposed_comm_s(comm[(Group.CP, False)], by_pass[(AttentionOp, False)],
+                                 cp_slow) + cp_blocking[False]
     host_fwd, host_bwd = _exposed_host_s(
         strategy, issued, host or load_host_launch(),
         {True: {HostScope.OTHER: tp_fwd, HostScope.MOE: ep_fwd, HostScope.ATTENTION: cp_forward},

@@ -28,6 +28,7 @@ def check_strategy_for_model(model: ModelSpec, strategy: Strategy) -> None:
             "tp", tp, f"neither divides nor is a multiple of num_key_value_heads={kv} "
             f"of model {model.name!r}"
         )
+    _check_context_parallel_heads(model, strategy)
     if (strategy.recompute == "selective" and "mla_up_proj" in strategy.recompute_modules
             and not model.is_mla):
         raise InputError("recompute_modules", ",".join(strategy.recompute_modules),
@@ -57,6 +58,23 @@ def check_strategy_for_model(model: ModelSpec, strategy: Strategy) -> None:
             )
     elif strategy.ep > 1:
         raise InputError("ep", strategy.ep, f"model {model.name!r} has no experts")
+
+
+def _check_context_parallel_heads(model: ModelSpec, strategy: Strategy) -> None:
+    """Ulysses all-to-all scatters the heads of each TP rank over its a2a ranks: heads/tp and
+    KV heads/tp must divide by them (Transformer Engine ``attn_forward_func_with_cp`` asserts
+    both for a2a and a2a+p2p; Jacobs et al. 2023 §3.1; MLA's K/V are per head)."""
+    a2a = strategy.cp_a2a_size
+    if a2a <= 1:
+        return
+    heads = model.num_attention_heads // strategy.tp
+    kv = heads if model.is_mla else model.num_kv_heads // strategy.tp
+    field = "cp" if strategy.cp_comm_type == "a2a" else "hierarchical_cp_a2a_size"
+    if heads % a2a != 0 or kv < a2a or kv % a2a != 0:
+        raise InputError(
+            field, a2a, f"does not divide the {heads} attention heads and {max(kv, 0)} KV heads "
+            f"per TP rank of model {model.name!r} (tp={strategy.tp}); --cp-comm-type "
+            f"{strategy.cp_comm_type} scatters heads over the all-to-all ranks")
 
 
 def check_workload_for_strategy(workload: Workload, strategy: Strategy) -> None:
