@@ -149,4 +149,5 @@ def cp_comm_buffer_bytes(model: ModelSpec, tokens, tp: int, cp, a2a, kv_all_gath
     chunk = ACT_BYTES * tokens * ring_kv_width(model, tp, a2a)
     chunks = np.where(kv_all_gather, ring, 2)
     ring_bytes = np.where(ring > 1, chunk * chunks, 0.0)
-    return (a2a_bytes + ring_bytes)[()]
+    total = a2a_bytes + ring_bytes
+    return float(total) if total.ndim == 0 else total
