@@ -18,7 +18,9 @@ The named framework's own rules (``search.framework_rules``) keep only what it r
 splits over pp x vpp chunks it accepts, its sharding modes and FP8 recipes, and interleaved
 1F1B only where the micro-batches per step are a multiple of pp, and where cp > 1 the
 context-parallel exchanges it runs (``--cp-comm-type``; a2a only where the heads and KV heads
-per TP rank divide by cp).
+per TP rank divide by cp). The blocking K/V all-gather is left out where the framework has the
+ring, unless pinned (``--fix cp_comm_type=all_gather``): it moves the ring's bytes without the
+overlap and holds P K/V chunks instead of two, so it is never faster nor smaller here.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from perfcast.errors import InputError
 from perfcast.graph.layer import NODE_DEDUP_DISPATCHERS
 from perfcast.graph.param_sharding import layers_per_stage
 from perfcast.search.framework_rules import LayoutRules, interleaved_micro_batches_ok
+from perfcast.search.pins import Pin
 from perfcast.search.space import (
     DISPATCHERS,
     LayerKey,
@@ -113,7 +116,9 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
     moe_options = _moe_options(c, rules, options) if model.is_moe else _no_moe_options(c, options)
     shardings = c.allowed("sharding", [x for x in c.sharding if rules.allows_sharding(x)])
     cp_exchanges = [t for t in rules.context_parallel_exchanges()
-                    if c.allows("cp_comm_type", t)]
+                    if c.allows("cp_comm_type", t) and (t != "all_gather" or Pin(
+                        key="cp_comm_type", value=t) in c.fixed or "p2p" not in
+                        rules.context_parallel_exchanges())]
 
     def exchanges(tp: int, cp: int) -> list[int]:
         """CP exchange codes of a (tp, cp) pair: the default where cp = 1 (no exchange, so pins
