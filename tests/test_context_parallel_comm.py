@@ -14,7 +14,7 @@ from perfcast.catalog.models import load_model
 from perfcast.catalog.systems import load_system
 from perfcast.cli.main import app
 from perfcast.estimate.training import estimate_training
-from perfcast.graph.context_parallel import ContextParallelSplit, cp_comm_buffer_bytes
+from perfcast.graph.context_parallel import cp_comm_buffer_bytes
 from perfcast.graph.layer import LayerShape, attention_forward_ops, layer_comm_ops
 from perfcast.graph.ops import AttentionOp, Collective, Group, Phase
 from perfcast.memory.estimate import estimate_memory
@@ -170,7 +170,7 @@ def _space(rules=None, **constraints):
 
 def _exchanges(space):
     return {(int(cp), CP_COMM_TYPES[int(code)]) for b in space.blocks
-            for cp, code in zip(b.column("cp"), b.column("cp_comm"))}
+            for cp, code in zip(b.column("cp"), b.column("cp_comm"), strict=True)}
 
 
 def test_search_offers_the_framework_exchanges_the_heads_allow():
