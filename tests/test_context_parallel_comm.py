@@ -205,3 +205,15 @@ def test_search_bulk_equals_estimate_training_with_exchanges():
         assert metrics[b].step_time_s[i] == pytest.approx(report.step_time_s, rel=1e-9)
         assert metrics[b].memory_bytes[i] == pytest.approx(report.memory.peak_bytes, rel=1e-9)
     assert seen == {"p2p", "a2a"}
+
+
+@pytest.mark.parametrize(("framework", "extra", "label"), [
+    ("deepspeed", [], "CP 4 (a2a)"),  # DeepSpeed has Ulysses, no ring
+    ("megatron-core", [], "CP 4 ·"),  # the ring, Megatron's default
+    ("deepspeed", ["--cp-comm-type", "p2p"], "CP 4 ·"),  # stated on the command line: kept
+])
+def test_framework_without_a_ring_defaults_to_its_exchange(framework, extra, label):
+    result = runner.invoke(app, ["train", "-m", "llama-3-8b", "--gpus", "8", "--cp", "4",
+                                 "--seq-length", "32768", "--framework", framework, *extra])
+    assert result.exit_code == 0, result.output
+    assert label in result.output

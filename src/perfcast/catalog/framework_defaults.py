@@ -59,6 +59,7 @@ class RunFacts:
     generation: str | None
     """GPU generation (``hopper``, ``blackwell``, ...); None when unknown."""
     layers_per_stage: int
+    cp: int = 1
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,11 @@ def apply_framework_profile(
     if facts.ep > 1 and "moe_token_dispatcher" not in explicit:
         take("moe_token_dispatcher", profile.moe_token_dispatcher,
              lambda v: {"moe_token_dispatcher": v})
+    if facts.cp > 1 and "cp_comm_type" not in explicit:
+        exchanges = pick(profile.cp_comm_types_accepted, version, facts.generation)
+        if exchanges is not None and "p2p" not in exchanges.value:  # no ring: its own exchange
+            take("cp_comm_type", profile.cp_comm_types_accepted,
+                 lambda v: {"cp_comm_type": v[0]})
     if not any(name in explicit for name in RECOMPUTE_FIELDS):
         take("recompute", profile.recompute,
              lambda v: _recompute_fields(v, facts.layers_per_stage))

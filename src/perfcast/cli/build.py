@@ -34,6 +34,7 @@ FRAMEWORK_OPTIONS: dict[str, str] = {
     "grad_reduce_dtype": "grad_reduce_dtype",
     "no_flash_attention": "flash_attention",
     "attention_kernel": "attention_kernel",
+    "cp_comm_type": "cp_comm_type",
 }
 """Command-line option -> the ``Strategy`` field a framework profile may set; an option the user
 gave keeps its value (``RunArgs.explicit``)."""
@@ -74,7 +75,7 @@ def _framework_defaults(args: RunArgs, model: ModelSpec, system: SystemSpec,
                 if option in args.explicit}
     facts = RunFacts(tp=args.tp, ep=args.ep, precision=args.precision,
                      generation=system.gpu.generation,
-                     layers_per_stage=max(1, model.num_hidden_layers // args.pp))
+                     layers_per_stage=max(1, model.num_hidden_layers // args.pp), cp=args.cp)
     applied = apply_framework_profile(framework, explicit, facts)
     fields.update(applied.fields)
     return framework.label, applied.assumptions
