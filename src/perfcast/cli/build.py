@@ -73,7 +73,7 @@ def _framework_defaults(args: RunArgs, model: ModelSpec, system: SystemSpec,
     framework = load_framework_profile(args.framework)
     explicit = {field: fields[field] for option, field in FRAMEWORK_OPTIONS.items()
                 if option in args.explicit}
-    facts = RunFacts(tp=args.tp, ep=args.ep, precision=args.precision,
+    facts = RunFacts(tp=fields["tp"], ep=args.ep, precision=args.precision,
                      generation=system.gpu.generation,
                      layers_per_stage=max(1, model.num_hidden_layers // args.pp), cp=args.cp)
     applied = apply_framework_profile(framework, explicit, facts)
@@ -89,7 +89,8 @@ def build_specs(args: RunArgs) -> RunSpecs:
     from perfcast.specs.limits import MAX_GPUS, check_at_most
 
     model = load_model(args.model)
-    gpus = args.gpus if args.gpus is not None else args.tp * args.pp * args.cp
+    tp, tp2d_rows = _tp2d_grid(args.tp2d, args.tp)
+    gpus = args.gpus if args.gpus is not None else tp * args.pp * args.cp
     if gpus <= 0:
         raise InputError("gpus", gpus, "must be a positive number of GPUs")
     check_at_most("gpus", gpus, MAX_GPUS)
@@ -98,7 +99,8 @@ def build_specs(args: RunArgs) -> RunSpecs:
         system = system.model_copy(update={"gpu": system.gpu.with_clock(args.gpu_clock_mhz * 1e6)})
     fields: dict[str, Any] = dict(
         num_gpus=gpus,
-        tp=args.tp,
+        tp=tp,
+        tp2d_rows=tp2d_rows,
         pp=args.pp,
         vpp=args.vpp,
         cp=args.cp,
@@ -170,6 +172,20 @@ def build_specs(args: RunArgs) -> RunSpecs:
     check_workload_for_strategy(workload, strategy)
     return RunSpecs(model=model, system=system, strategy=strategy, workload=workload,
                     framework=framework, assumptions=assumptions)
+
+
+def _tp2d_grid(text: str | None, tp: int) -> tuple[int, int]:
+    """(tp, rows) of ``--tp2d ROWSxCOLS``; (tp, 1) without it. InputError naming the text
+    unless it is two positive integers whose product agrees with a --tp other than 1."""
+    if text is None:
+        return tp, 1
+    parts = text.lower().replace("×", "x").split("x")
+    if len(parts) != 2 or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+        raise InputError("tp2d", text, "expected ROWSxCOLS, two positive integers (e.g. 2x4)")
+    rows, cols = int(parts[0]), int(parts[1])
+    if tp not in (1, rows * cols):
+        raise InputError("tp2d", text, f"rows*cols={rows * cols} disagrees with tp={tp}")
+    return rows * cols, rows
 
 
 def _hierarchical_cp_a2a_size(text: str | None, cp: int) -> int | None:

@@ -125,6 +125,7 @@ class RunArgs:
     tp: int
     pp: int
     vpp: int
+    tp2d: str | None
     cp: int
     cp_comm_type: str
     hierarchical_cp_sizes: str | None
@@ -199,6 +200,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("pp", int, typer.Option(1, "--pp", "--pipeline-model-parallel-size", help="Pipeline-parallel size.")),
     ("vpp", int, typer.Option(1, "--vpp", "--virtual-pipeline-model-parallel-size", help="Model chunks per pipeline rank.")),
     ("cp", int, typer.Option(1, "--cp", "--context-parallel-size", help="Context-parallel size.")),
+    ("tp2d", str | None, typer.Option(None, "--tp2d", help="2D tensor parallelism (TP-SP over a ROWSxCOLS grid, e.g. 2x4; sets tp = rows*cols, needs --sequence-parallel; NERSC model, no listed framework runs it).")),
     ("cp_comm_type", CpCommTypeOpt, typer.Option(CpCommTypeOpt.p2p, "--cp-comm-type", help="Context-parallel attention communication: p2p (ring, overlapped), all_gather (K/V gathered, exposed), a2a (DeepSpeed-Ulysses all-to-all; heads per TP rank divisible by cp) or a2a+p2p (a2a inside, ring across; give --hierarchical-context-parallel-sizes).")),
     ("hierarchical_cp_sizes", str | None, typer.Option(None, "--hierarchical-context-parallel-sizes", help="With --cp-comm-type a2a+p2p: 'A,P' ranks of the inner a2a and the outer ring level (A*P = cp).")),
     ("ep", int, typer.Option(1, "--ep", "--expert-model-parallel-size", help="Expert-parallel size.")),

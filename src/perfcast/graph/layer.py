@@ -29,6 +29,7 @@ from perfcast.graph.ops import (
     Op,
     Phase,
 )
+from perfcast.graph.tensor_parallel_2d import tp2d_comm_ops
 from perfcast.op_counts import fused_chain_bytes
 from perfcast.specs.dtypes import ACTIVATION_BYTES, BYTES_PER_ELEMENT
 from perfcast.specs.model import ModelSpec
@@ -48,6 +49,8 @@ class LayerShape:
     seq_length: float
     """Tokens per sequence (a float where serving splits a step's tokens over TP ranks)."""
     tp: int = 1
+    tp_rows: int = 1
+    """Rows of a 2D TP grid (``graph.tensor_parallel_2d``); 1 = Megatron 1D TP."""
     cp: int = 1
     cp_a2a: int = 1
     """Context-parallel ranks the heads are scattered over by all-to-all (Ulysses; 1 = none)."""
@@ -101,6 +104,11 @@ class LayerShape:
         return min(self.moe_load_imbalance, self.moe_capacity_factor)
 
     @property
+    def tp_cols(self) -> int:
+        """Ranks that split heads and FFN width: tp / rows (tp for 1D TP)."""
+        return self.tp // self.tp_rows
+
+    @property
     def cp_split(self) -> ContextParallelSplit:
         return ContextParallelSplit(self.cp, self.cp_a2a, self.cp_kv_all_gather)
 
@@ -136,7 +144,9 @@ def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         d_qk, d_v = nope + rope, v_dim
         out_in = a * v_dim
     else:
-        ops.append(GemmOp("qkv_proj", fwd, T, _qkv_width(model) / t, h, cast_fusable=True))
+        # 2D TP (graph.tensor_parallel_2d): [T, h/r] x [h/r, width/c]; 1D: r = 1, c = t.
+        r, c = shape.tp_rows, shape.tp_cols
+        ops.append(GemmOp("qkv_proj", fwd, T, _qkv_width(model) / c, h / r, cast_fusable=True))
         d_qk = d_v = model.kv_channels
         out_in = a * model.kv_channels
     # A model that mixes sliding-window and full-attention layers costs, per average layer,
@@ -147,13 +157,14 @@ def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         if count <= 0:
             continue
         ops.append(AttentionOp(
-            "attention", fwd, batch=shape.micro_batch, heads=a / (t * shape.cp_a2a),
-            seq_q=shape.seq_length / ring, seq_kv=shape.seq_length, head_dim_qk=d_qk,
-            head_dim_v=d_v, causal=True, window=window, count=count,
-            balanced_causal_chunks=ring > 1, fused=shape.flash_attention,
+            "attention", fwd, batch=shape.micro_batch,
+            heads=a / (shape.tp_cols * shape.cp_a2a),
+            seq_q=shape.seq_length / (ring * shape.tp_rows), seq_kv=shape.seq_length,
+            head_dim_qk=d_qk, head_dim_v=d_v, causal=True, window=window, count=count,
+            balanced_causal_chunks=ring * shape.tp_rows > 1, fused=shape.flash_attention,
             dropout=model.attention_dropout > 0,
         ))
-    ops.append(GemmOp("out_proj", fwd, T, h, out_in / t))
+    ops.append(GemmOp("out_proj", fwd, T, h / shape.tp_rows, out_in / shape.tp_cols))
     if model.position_embedding == "rope":
         rotary_elems = T * (a + model.num_kv_heads) * d_qk / t
         # RoPE (Su et al. 2021) reads and rewrites Q and K in place.
@@ -162,11 +173,12 @@ def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
 
 
 def _mlp_ops(model: ModelSpec, tokens, width, prefix: str, batch=1, split=1,
-             grouped: bool = True, input_from_norm: bool = True) -> list[Op]:
+             grouped: bool = True, input_from_norm: bool = True, rows: int = 1) -> list[Op]:
     """One MLP of hidden ``width`` on ``tokens`` tokens per expert for ``batch`` experts: one
     grouped GEMM kernel, or (``grouped=False``) ``batch`` separate GEMM kernels.
-    ``input_from_norm``: the input is the norm's output (not a permuted copy of it)."""
-    h, fwd = model.hidden_size, Phase.FORWARD
+    ``input_from_norm``: the input is the norm's output (not a permuted copy of it). ``rows``
+    splits the hidden dimension (2D TP, ``graph.tensor_parallel_2d``; ``split`` = cols)."""
+    h, fwd = model.hidden_size / rows, Phase.FORWARD
     in_width = (2 if model.is_gated_mlp else 1) * width / split
     # Activation kernel: gated reads gate and up, writes the product (3 tensors); else 2.
     act_bytes = ACT_BYTES * tokens * batch * ((3 if model.is_gated_mlp else 2) * width / split)
@@ -184,7 +196,8 @@ def mlp_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     """Dense MLP, or MoE router + routed experts (grouped GEMM) + shared experts (forward)."""
     T, t = shape.tokens, shape.tp
     if not shape.moe:
-        return _mlp_ops(model, T, model.intermediate_size, "mlp", split=t)
+        return _mlp_ops(model, T, model.intermediate_size, "mlp", split=shape.tp_cols,
+                        rows=shape.tp_rows)
     fwd, h, k = Phase.FORWARD, model.hidden_size, model.num_experts_per_tok
     local_experts = model.num_experts / shape.ep
     # Balanced routing: the expert grid (pp × etp × ep × edp, frameworks.md §1.8) splits the
@@ -268,7 +281,10 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     ops: list[Op] = []
     T, h = shape.tokens, model.hidden_size
     hidden_bytes = ACT_BYTES * T * h
-    if shape.tp > 1:
+    if shape.tp_rows > 1:
+        ops += tp2d_comm_ops(model, shape.micro_batch * shape.seq_length, shape.tp_rows,
+                             shape.tp_cols)
+    elif shape.tp > 1:
         for phase in (Phase.FORWARD, Phase.BACKWARD_DGRAD):
             if shape.sequence_parallel:
                 ops.append(CommOp("tp_all_gather", phase, Group.TP, Collective.ALL_GATHER,

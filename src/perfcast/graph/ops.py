@@ -40,6 +40,10 @@ class Group(str, Enum):
     """The parallel group a collective runs on."""
 
     TP = "tp"
+    TP_ROW = "tp_row"
+    """2D TP: the cols ranks of a grid row (innermost; all tp ranks for 1D TP)."""
+    TP_COL = "tp_col"
+    """2D TP: the rows ranks of a grid column (stride cols)."""
     CP = "cp"
     CP_A2A = "cp_a2a"
     """Inner context-parallel ranks the Ulysses all-to-alls span (all cp for ``a2a``)."""

@@ -135,6 +135,8 @@ class StageTime:
 
 CP_GROUPS = {Group.CP: Group.CP, Group.CP_A2A: Group.CP, Group.CP_RING: Group.CP}
 """Context-parallel groups, all reported as CP time."""
+TP_GROUPS = {Group.TP_ROW: Group.TP, Group.TP_COL: Group.TP}
+"""2D TP grid groups, reported (and exposed) as TP time."""
 
 
 def _overlaps_ep(strategy) -> bool:
@@ -187,7 +189,8 @@ def layer_time(group: LayerGroup, system, strategy, backend,
         if comm_op.group in CP_GROUPS and not comm_op.overlappable:
             cp_blocking[forward] += seconds
         else:
-            comm[(CP_GROUPS.get(comm_op.group, comm_op.group), forward)] += seconds
+            group_key = CP_GROUPS.get(comm_op.group, TP_GROUPS.get(comm_op.group, comm_op.group))
+            comm[(group_key, forward)] += seconds
         issued[comm_op.phase == Phase.FORWARD].append((comm_op.name, comm_op.count, 0.0))
     slow = compute_slowdown(system, overlap)
     tp_fwd, tp_bwd = comm[(Group.TP, True)], comm[(Group.TP, False)]

@@ -29,6 +29,7 @@ def check_strategy_for_model(model: ModelSpec, strategy: Strategy) -> None:
             f"of model {model.name!r}"
         )
     _check_context_parallel_heads(model, strategy)
+    _check_tensor_parallel_2d(model, strategy)
     if (strategy.recompute == "selective" and "mla_up_proj" in strategy.recompute_modules
             and not model.is_mla):
         raise InputError("recompute_modules", ",".join(strategy.recompute_modules),
@@ -75,6 +76,22 @@ def _check_context_parallel_heads(model: ModelSpec, strategy: Strategy) -> None:
             field, a2a, f"does not divide the {heads} attention heads and {max(kv, 0)} KV heads "
             f"per TP rank of model {model.name!r} (tp={strategy.tp}); --cp-comm-type "
             f"{strategy.cp_comm_type} scatters heads over the all-to-all ranks")
+
+
+def _check_tensor_parallel_2d(model: ModelSpec, strategy: Strategy) -> None:
+    """2D TP (``graph.tensor_parallel_2d``) is modelled for dense, non-MLA decoder layers, with
+    whole KV heads per grid column (kv heads divisible by cols)."""
+    rows = strategy.tp2d_rows
+    if rows == 1:
+        return
+    if model.is_moe or model.is_mla:
+        raise InputError("tp2d", f"{rows}x{strategy.tp2d_cols}", f"2D tensor parallelism is "
+                         f"modelled for dense, non-MLA layers; model {model.name!r} has "
+                         f"{'experts' if model.is_moe else 'multi-latent attention'}")
+    if model.num_kv_heads % strategy.tp2d_cols != 0:
+        raise InputError("tp2d", f"{rows}x{strategy.tp2d_cols}", f"cols={strategy.tp2d_cols} "
+                         f"does not divide num_key_value_heads={model.num_kv_heads} of model "
+                         f"{model.name!r}")
 
 
 def check_workload_for_strategy(workload: Workload, strategy: Strategy) -> None:

@@ -63,6 +63,11 @@ class Strategy(BaseModel):
     num_gpus: int = Field(gt=0, le=MAX_GPUS.value, description="GPUs used by the run.")
     tp: int = Field(default=1, gt=0, le=MAX_PARALLEL_SIZE.value,
                     description="Tensor-parallel size (--tensor-model-parallel-size).")
+    tp2d_rows: int = Field(
+        default=1, gt=0, le=MAX_PARALLEL_SIZE.value,
+        description="2D tensor parallelism (--tp2d ROWSxCOLS; graph.tensor_parallel_2d): rows "
+                    "of the tp = rows x cols grid that split the residual stream's hidden "
+                    "dimension; 1 = Megatron 1D TP. No listed framework runs rows > 1.")
     pp: int = Field(default=1, gt=0, le=MAX_PARALLEL_SIZE.value,
                     description="Pipeline-parallel size (--pipeline-model-parallel-size).")
     vpp: int = Field(default=1, gt=0, le=MAX_PARALLEL_SIZE.value,
@@ -293,6 +298,7 @@ class Strategy(BaseModel):
                 f"(tp={self.tp}, pp={self.pp}, cp={self.cp})"
             )
         self._check_context_parallel()
+        self._check_tensor_parallel_2d()
         if self.vpp > 1 and self.pp == 1:
             raise ValueError(f"vpp={self.vpp} needs pp > 1")
         if self.pipeline_schedule == "interleaved" and self.vpp == 1:
@@ -374,6 +380,21 @@ class Strategy(BaseModel):
             raise ValueError(f"hierarchical_cp_a2a_size={a2a} needs cp_comm_type='a2a+p2p' "
                              f"and cp > 1 (got cp_comm_type={self.cp_comm_type!r}, cp={self.cp})")
 
+    def _check_tensor_parallel_2d(self) -> None:
+        """The 2D TP-SP scheme modelled (``graph.tensor_parallel_2d``): rows divide tp, the
+        sequence is split (sequence parallelism), no CP and no TP comm overlap with it."""
+        rows = self.tp2d_rows
+        if rows == 1:
+            return
+        if self.tp % rows != 0:
+            raise ValueError(f"tp2d_rows={rows} does not divide tp={self.tp}")
+        if not self.sequence_parallel:
+            raise ValueError(f"tp2d_rows={rows} needs sequence_parallel=True (2D TP-SP: tokens "
+                             "split over the grid)")
+        if self.cp > 1 or self.tp_comm_overlap:
+            raise ValueError(f"tp2d_rows={rows} is modelled without CP and without TP comm "
+                             f"overlap (got cp={self.cp}, tp_comm_overlap={self.tp_comm_overlap})")
+
     def _check_pipeline_split(self) -> None:
         """Megatron-Core's rules for the pipeline split options (frameworks.md §1.2)."""
         uneven = (self.num_layers_in_first_pipeline_stage is not None
@@ -397,6 +418,11 @@ class Strategy(BaseModel):
     def dp(self) -> int:
         """Data-parallel size: GPUs / (tp * pp * cp)."""
         return self.num_gpus // (self.tp * self.pp * self.cp)
+
+    @property
+    def tp2d_cols(self) -> int:
+        """Columns of the 2D TP grid: ranks that split heads and FFN width (tp for 1D TP)."""
+        return self.tp // self.tp2d_rows
 
     @property
     def cp_a2a_size(self) -> int:
