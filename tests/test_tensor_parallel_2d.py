@@ -15,6 +15,7 @@ from perfcast.estimate.training import estimate_training
 from perfcast.graph.layer import LayerShape, layer_ops
 from perfcast.graph.ops import Collective, Group, Phase
 from perfcast.graph.tensor_parallel_2d import tp2d_buffer_bytes, tp2d_comm_ops
+from perfcast.search.pins import Pin
 from perfcast.specs import Strategy, Workload
 
 LLAMA = load_model("llama-3-70b")  # h 8192, 64 heads, 8 KV heads, d 128, ffn 28672 (gated)
@@ -115,3 +116,51 @@ def test_cli_train_takes_the_grid():
     report = json.loads(result.output)
     assert report["strategy"]["tp2d_rows"] == 4 and report["strategy"]["tp"] == 16
     assert any("no listed framework" in a for a in report["assumptions"])
+
+
+def _space(framework, **constraints):
+    from perfcast.catalog.frameworks import load_framework_profile
+    from perfcast.search.enumerate import enumerate_strategies
+    from perfcast.search.framework_rules import LayoutRules
+    from perfcast.search.space import SearchConstraints
+
+    system = load_system("dgx-h100", num_gpus=16)
+    c = SearchConstraints(max_vpp=1, max_micro_batch_size=1, fp8=False, max_cp=1,
+                          sharding=("none",), recompute=("none",), **constraints)
+    workload = Workload(seq_length=T, global_batch_size=16)
+    space = enumerate_strategies(LLAMA, system, 16, workload, c,
+                                 LayoutRules.of(load_framework_profile(framework)))
+    return system, workload, space
+
+
+def _grids(space):
+    return {(int(tp), int(r)) for b in space.blocks
+            for tp, r in zip(b.column("tp"), b.column("tp2d_rows"), strict=True)}
+
+
+def test_search_offers_2d_grids_only_under_a_profile_that_runs_them():
+    assert all(r == 1 for _, r in _grids(_space("megatron-core")[2]))
+    grids = _grids(_space("analytical")[2])
+    assert {(8, 2), (8, 4), (16, 2), (16, 8)} <= grids  # cols 4, 2, 8, 2 divide 8 KV heads
+    assert (16, 1) in grids and (8, 8) in grids  # rows 8 on tp 8: cols 1
+    pinned = _grids(_space("analytical", fixed=(Pin.parse("tp2d_rows=2"),))[2])
+    assert {r for _, r in pinned} == {2}
+
+
+def test_search_bulk_equals_estimate_training_on_2d_grids():
+    import random
+
+    from perfcast.search.bulk import BulkEvaluator
+
+    system, workload, space = _space("analytical", fixed=(Pin.parse("sp=true"),))
+    metrics = BulkEvaluator.for_space(LLAMA, system, workload, space).evaluate_all(space)
+    rng, grids = random.Random(5), set()
+    for _ in range(150):
+        b = rng.randrange(len(space.blocks))
+        i = rng.randrange(len(space.blocks[b]))
+        strategy = space.blocks[b].strategy(i)
+        grids.add(strategy.tp2d_rows > 1)
+        report = estimate_training(LLAMA, system, strategy, workload)
+        assert metrics[b].step_time_s[i] == pytest.approx(report.step_time_s, rel=1e-9)
+        assert metrics[b].memory_bytes[i] == pytest.approx(report.memory.peak_bytes, rel=1e-9)
+    assert grids == {True, False}

@@ -161,6 +161,10 @@ class TrainingFrameworkProfile(BaseModel):
         default=(), description="Context-parallel exchanges the framework runs (the search "
                                 "tries these where cp > 1, a2a+p2p excepted: it needs the level "
                                 "sizes); empty = the ring (p2p) only.")
+    tensor_parallel_2d_accepted: tuple[SourcedValue[bool], ...] = Field(
+        default=(), description="Whether the framework runs 2D tensor parallelism (the search "
+                                "tries rows x cols grids); empty = no (no listed framework "
+                                "does; the 'analytical' profile offers it).")
     pipeline_schedules_accepted: tuple[SourcedValue[tuple[PipelineSchedule, ...]], ...] = Field(
         default=(), description="Pipeline schedules the framework runs (the search tries only "
                                 "these where pp > 1); empty = 1F1B and interleaved 1F1B.")

@@ -9,7 +9,8 @@ import shlex
 from perfcast.search.result import SearchCandidate, SearchResult
 from perfcast.units import GiB
 
-CSV_STRATEGY_FIELDS = ("tp", "pp", "vpp", "cp", "cp_comm_type", "ep", "etp", "dp", "micro_batch_size",
+CSV_STRATEGY_FIELDS = ("tp", "tp2d_rows", "pp", "vpp", "cp", "cp_comm_type", "ep", "etp", "dp",
+                       "micro_batch_size",
                        "sequence_parallel", "zero_stage", "fsdp", "distributed_optimizer",
                        "recompute", "recompute_num_layers", "precision", "fp8_recipe",
                        "tp_comm_overlap")
@@ -68,7 +69,8 @@ def render_search(result: SearchResult, console, timings: bool = False) -> None:
 def _cells(c: SearchCandidate) -> list[str]:
     s, r = c.report.strategy, c.report
     cp = f"{s.cp}:{s.cp_comm_type}" if s.cp > 1 and s.cp_comm_type != "p2p" else str(s.cp)
-    return [str(s.tp), str(s.pp), str(s.vpp), cp, str(s.ep), str(s.dp),
+    tp = f"{s.tp}:{s.tp2d_rows}x{s.tp2d_cols}" if s.tp2d_rows > 1 else str(s.tp)
+    return [tp, str(s.pp), str(s.vpp), cp, str(s.ep), str(s.dp),
             str(s.micro_batch_size),
             ("y+overlap" if s.tp_comm_overlap else "y") if s.sequence_parallel else "-",
             _recompute(s),

@@ -129,6 +129,16 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
         return [CP_COMM_TYPES.index(t) for t in cp_exchanges
                 if _valid(for_model, num_gpus=tp * cp, tp=tp, cp=cp, cp_comm_type=t)]
 
+    def tp2d_grids(tp: int, cp: int) -> list[int]:
+        """2D TP rows to try for (tp, cp): 1, and where the framework runs 2D TP, every divisor
+        r > 1 of tp the model allows (``specs.compat``; no CP with 2D TP)."""
+        grids = [1] if c.allows("tp2d_rows", 1) else []
+        if not rules.tensor_parallel_2d or cp > 1:
+            return grids
+        return grids + [r for r in c.allowed("tp2d_rows", _divisors(tp)[1:])
+                        if _valid(for_model, num_gpus=tp, tp=tp, tp2d_rows=r,
+                                  sequence_parallel=True)]
+
     categorical = list(itertools.product(
         c.allowed("recompute", c.recompute), shardings, precisions, sp_modes))
 
@@ -148,14 +158,17 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                       if _valid(for_workload, num_gpus=dp, micro_batch_size=b)]
             etps = c.allowed("etp", _divisors(tp)) if model.is_moe else [tp]
             codes = exchanges(tp, cp)
+            grids = tp2d_grids(tp, cp)
             for ep, etp in itertools.product(eps_ok, etps):
                 if not _valid(lambda s: None, num_gpus=n, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp):
                     continue
-                rows += [(tp, cp, ep, etp, b, code) for b in mbs_ok for code in codes]
+                rows += [(tp, cp, ep, etp, b, code, r) for b in mbs_ok for code in codes
+                         for r in grids]
         if not rows or not vpp_ok:
             continue
         valid_layouts += _count_layouts(list(dict.fromkeys(r[:5] for r in rows)), vpp_ok, pp, n,
                                         workload)
+        rows = [r for r in rows if r[6] == 1 or r[0] > 1]
         max_layers = max(layers_per_stage(model.num_hidden_layers, pp))
         schedules = [(name, vs) for name, vs in rules.pipeline_schedules(pp, vpp_ok)
                      if c.allows("schedule", name)]
@@ -177,7 +190,7 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                 ep_overlap=t.ep_overlap[mask], dispatcher=t.dispatcher[mask],
                 tp=t.tp[mask], cp=t.cp[mask], ep=t.ep[mask], etp=t.etp[mask],
                 micro_batch_size=t.mbs[mask], layer_key=t.keys[prec][mask],
-                cp_comm=t.cp_comm[mask],
+                cp_comm=t.cp_comm[mask], tp2d_rows=t.tp2d_rows[mask],
                 vpp=np.array(vs, dtype=np.int64).reshape(1, -1, 1),
                 recompute_num_layers=np.array(
                     _recompute_layers(recompute, max_layers), dtype=np.int64).reshape(1, 1, -1),
@@ -249,6 +262,7 @@ class _RowTable:
     etp: np.ndarray
     mbs: np.ndarray
     cp_comm: np.ndarray
+    tp2d_rows: np.ndarray
     overlap: np.ndarray
     dispatcher: np.ndarray
     ep_overlap: np.ndarray
@@ -263,17 +277,20 @@ class _RowTable:
     @classmethod
     def build(cls, rows, sp: bool, overlaps, moe: MoeOptions, precisions, pp: int, n: int,
               workload: Workload, layer_keys: dict[LayerKey, int]) -> _RowTable:
+        # 2D TP rows (row[6] > 1) need sequence parallelism and run without TP overlap.
         chosen = [(*row, int(o), d, int(eo)) for row in rows if row[0] > 1 or not sp
-                  for o in overlaps for d, eo in moe.of(row[2])]
-        table = np.array(chosen, dtype=np.int64).reshape(-1, 9)
-        tp, cp, ep, etp, mbs, cp_comm, overlap, dispatcher, ep_overlap = (
-            table[:, i].reshape(-1, 1, 1) for i in range(9))
+                  if row[6] == 1 or sp for o in overlaps if row[6] == 1 or not o
+                  for d, eo in moe.of(row[2])]
+        table = np.array(chosen, dtype=np.int64).reshape(-1, 10)
+        tp, cp, ep, etp, mbs, cp_comm, tp2d_rows, overlap, dispatcher, ep_overlap = (
+            table[:, i].reshape(-1, 1, 1) for i in range(10))
         dp = n // (tp * pp * cp)
         keys = {prec: np.array([layer_keys.setdefault(
-            LayerKey(*map(int, row[:5]), sp, prec[0], bool(row[6]), prec[1],
-                     DISPATCHERS[row[7]], bool(row[8]), CP_COMM_TYPES[row[5]]), len(layer_keys))
-            for row in chosen], dtype=np.int64).reshape(-1, 1, 1) for prec in precisions}
-        return cls(tp=tp, cp=cp, ep=ep, etp=etp, mbs=mbs, cp_comm=cp_comm,
+            LayerKey(*map(int, row[:5]), sp, prec[0], bool(row[7]), prec[1],
+                     DISPATCHERS[row[8]], bool(row[9]), CP_COMM_TYPES[row[5]], int(row[6])),
+            len(layer_keys)) for row in chosen], dtype=np.int64).reshape(-1, 1, 1)
+            for prec in precisions}
+        return cls(tp=tp, cp=cp, ep=ep, etp=etp, mbs=mbs, cp_comm=cp_comm, tp2d_rows=tp2d_rows,
                    overlap=overlap.astype(bool),
                    dispatcher=dispatcher, ep_overlap=ep_overlap.astype(bool), keys=keys,
                    interleaves=interleaved_micro_batches_ok(

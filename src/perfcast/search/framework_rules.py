@@ -27,6 +27,9 @@ adds its own rules, read from its profile (``catalog/data/frameworks/training/*.
   Megatron-Core's ``--cp-comm-type`` p2p, all_gather, a2a, a2a+p2p; torchtitan's ring only;
   DeepSpeed's Ulysses all-to-all); a profile with no entry runs the ring. The search leaves
   a2a+p2p out (its level sizes are a further choice; ``perfcast train`` takes it);
+* whether it runs 2D tensor parallelism (``tensor_parallel_2d_accepted``: no listed framework
+  does; the ``analytical`` profile offers rows x cols grids of every tp > 1 with sequence
+  parallelism, no CP and no TP comm overlap, ``graph.tensor_parallel_2d``);
 * the interleaved 1F1B schedule runs micro-batches in groups of pp (Megatron-Core
   ``microbatch_group_size_per_vp_stage`` defaults to the pipeline size, MLM:MPC L431,
   L567-568; ``schedule.orders.schedule_plan`` refuses any other count), so the micro-batches
@@ -95,6 +98,8 @@ class LayoutRules:
     """Pipeline schedules it runs (where pp > 1)."""
     cp_comm_types: tuple[str, ...] = DEFAULT_CP_COMM_TYPES
     """Context-parallel exchanges it runs (where cp > 1)."""
+    tensor_parallel_2d: bool = False
+    """Whether it runs 2D TP grids (only the 'analytical' profile)."""
 
     @classmethod
     def of(cls, framework: ResolvedFramework, generation: str | None = None) -> LayoutRules:
@@ -106,13 +111,15 @@ class LayoutRules:
         ep_overlap = pick(profile.ep_overlap_accepted, version, generation)
         schedules = pick(profile.pipeline_schedules_accepted, version, generation)
         cp_comm = pick(profile.cp_comm_types_accepted, version, generation)
+        tp2d = pick(profile.tensor_parallel_2d_accepted, version, generation)
         return cls(framework=framework.label, pipeline_splits=splits.value if splits else (),
                    shardings=shardings.value if shardings else None,
                    fp8_recipes=recipes.value if recipes else (),
                    dispatchers=dispatchers.value if dispatchers else (),
                    ep_overlap=bool(ep_overlap and ep_overlap.value),
                    schedules=schedules.value if schedules else DEFAULT_SCHEDULES,
-                   cp_comm_types=cp_comm.value if cp_comm else DEFAULT_CP_COMM_TYPES)
+                   cp_comm_types=cp_comm.value if cp_comm else DEFAULT_CP_COMM_TYPES,
+                   tensor_parallel_2d=bool(tp2d and tp2d.value))
 
     def pipeline_schedules(self, pp: int, vpps: list[int]) -> list[tuple[str, list[int]]]:
         """(schedule, the ``vpps`` it runs with) for each schedule the framework runs on ``pp``

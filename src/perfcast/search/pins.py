@@ -17,11 +17,11 @@ from perfcast.specs.strategy import CP_COMM_TYPES, FP8Recipe, PipelineSchedule
 
 PinKey = Literal["tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "schedule", "recompute",
                  "sharding", "precision", "fp8_recipe", "sequence_parallel", "tp_comm_overlap",
-                 "ep_overlap", "moe_token_dispatcher", "cp_comm_type"]
+                 "ep_overlap", "moe_token_dispatcher", "cp_comm_type", "tp2d_rows"]
 """Search dimensions a user can pin (``--fix``) or exclude (``--exclude``)."""
 PIN_ALIASES = {"mbs": "micro_batch_size", "sp": "sequence_parallel", "vp": "vpp",
                "dispatcher": "moe_token_dispatcher", "cp_comm": "cp_comm_type"}
-SIZE_KEYS = frozenset({"tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size"})
+SIZE_KEYS = frozenset({"tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "tp2d_rows"})
 BOOL_KEYS = frozenset({"sequence_parallel", "tp_comm_overlap", "ep_overlap"})
 BOOL_WORDS = {"true": "true", "yes": "true", "on": "true", "1": "true",
               "false": "false", "no": "false", "off": "false", "0": "false"}

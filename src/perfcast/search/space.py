@@ -110,9 +110,11 @@ class StrategyBlock:
     micro_batch_size: np.ndarray
     layer_key: np.ndarray
     """Index of (tp, cp, ep, etp, micro-batch, sp, precision, TP overlap, recipe, dispatcher,
-    EP overlap, CP exchange) into ``StrategySpace.layer_keys``."""
+    EP overlap, CP exchange, 2D TP rows) into ``StrategySpace.layer_keys``."""
     vpp: np.ndarray
     recompute_num_layers: np.ndarray
+    tp2d_rows: np.ndarray | int = 1
+    """Rows of the 2D TP grid per row (1 = 1D TP; ``graph.tensor_parallel_2d``)."""
     cp_comm: np.ndarray | int = 0
     """Context-parallel exchange per row, an index into ``CP_COMM_TYPES`` (layer times and the
     exchange's buffers)."""
@@ -183,7 +185,7 @@ class StrategyBlock:
         tp, etp, rnl = at("tp"), at("etp"), at("recompute_num_layers")
         enumerated = dict(
             num_gpus=self.num_gpus, tp=tp, pp=self.pp, vpp=at("vpp"), cp=at("cp"), ep=at("ep"),
-            cp_comm_type=CP_COMM_TYPES[at("cp_comm")],
+            cp_comm_type=CP_COMM_TYPES[at("cp_comm")], tp2d_rows=at("tp2d_rows"),
             etp=None if etp == tp else etp, sequence_parallel=self.sequence_parallel,
             tp_comm_overlap=bool(at("tp_comm_overlap")),
             ep_overlap=bool(at("ep_overlap")), delay_wgrad_compute=bool(at("ep_overlap")),
@@ -218,6 +220,8 @@ class LayerKey:
     """EP all-to-all overlap with deferred weight gradients (``--delay-wgrad-compute``)."""
     cp_comm_type: str = "p2p"
     """Context-parallel exchange (``Strategy.cp_comm_type``)."""
+    tp2d_rows: int = 1
+    """Rows of the 2D TP grid (``Strategy.tp2d_rows``)."""
 
 
 @dataclass(frozen=True)
