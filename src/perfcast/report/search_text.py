@@ -9,11 +9,10 @@ import shlex
 from perfcast.search.result import SearchCandidate, SearchResult
 from perfcast.units import GiB
 
-CSV_STRATEGY_FIELDS = ("tp", "tp2d_rows", "pp", "vpp", "cp", "cp_comm_type", "ep", "etp", "dp",
-                       "micro_batch_size",
+CSV_STRATEGY_FIELDS = ("tp", "pp", "vpp", "cp", "ep", "etp", "dp", "micro_batch_size",
                        "sequence_parallel", "zero_stage", "fsdp", "distributed_optimizer",
                        "recompute", "recompute_num_layers", "precision", "fp8_recipe",
-                       "tp_comm_overlap")
+                       "tp_comm_overlap", "cp_comm_type", "tp2d_rows")
 CSV_METRICS = ("tokens_per_s_per_gpu", "step_time_s", "memory_bytes", "memory_headroom_bytes",
                "mfu", "time_to_train_s", "cost_usd")
 
