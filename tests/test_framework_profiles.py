@@ -25,7 +25,7 @@ from conftest import shared_path
 
 runner = CliRunner()
 EXPECTED_PROFILES = {"megatron-lm", "megatron-core", "torchtitan", "llm-foundry", "deepspeed",
-                     "pytorch-fsdp"}
+                     "pytorch-fsdp", "analytical"}
 HOPPER_TP4 = RunFacts(tp=4, ep=1, precision="bf16", generation="hopper", layers_per_stage=20)
 
 

@@ -62,6 +62,7 @@ class RunFacts:
     generation: str | None
     """GPU generation (``hopper``, ``blackwell``, ...); None when unknown."""
     layers_per_stage: int
+    cp: int = 1
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,11 @@ def apply_framework_profile(
     if facts.ep > 1 and not any(name in explicit for name in ROUTING_FIELDS):
         take("moe_router_force_load_balancing", profile.moe_router_force_load_balancing,
              lambda v: {"moe_router_force_load_balancing": v})
+    if facts.cp > 1 and "cp_comm_type" not in explicit:
+        exchanges = pick(profile.cp_comm_types_accepted, version, facts.generation)
+        if exchanges is not None and "p2p" not in exchanges.value:  # no ring: its own exchange
+            take("cp_comm_type", profile.cp_comm_types_accepted,
+                 lambda v: {"cp_comm_type": v[0]})
     if not any(name in explicit for name in RECOMPUTE_FIELDS):
         take("recompute", profile.recompute,
              lambda v: _recompute_fields(v, facts.layers_per_stage))

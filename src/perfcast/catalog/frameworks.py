@@ -27,7 +27,13 @@ from perfcast.catalog.framework_versions import (
 )
 from perfcast.errors import InputError
 from perfcast.specs.hardware import Generation
-from perfcast.specs.strategy import AttentionKernel, FP8Recipe, GradReduceDtype, PipelineSchedule
+from perfcast.specs.strategy import (
+    AttentionKernel,
+    CpCommType,
+    FP8Recipe,
+    GradReduceDtype,
+    PipelineSchedule,
+)
 
 TRAINING_FRAMEWORKS_DIR = DATA_DIR / "frameworks" / "training"
 
@@ -158,7 +164,14 @@ class TrainingFrameworkProfile(BaseModel):
         default=(), description="Whether the framework overlaps the EP all-to-all with another "
                                 "micro-batch's compute (the search tries it where EP > 1); "
                                 "empty = no.")
-
+    cp_comm_types_accepted: tuple[SourcedValue[tuple[CpCommType, ...]], ...] = Field(
+        default=(), description="Context-parallel exchanges the framework runs (the search "
+                                "tries these where cp > 1, a2a+p2p excepted: it needs the level "
+                                "sizes); empty = the ring (p2p) only.")
+    tensor_parallel_2d_accepted: tuple[SourcedValue[bool], ...] = Field(
+        default=(), description="Whether the framework runs 2D tensor parallelism (the search "
+                                "tries rows x cols grids); empty = no (no listed framework "
+                                "does; the 'analytical' profile offers it).")
     pipeline_schedules_accepted: tuple[SourcedValue[tuple[PipelineSchedule, ...]], ...] = Field(
         default=(), description="Pipeline schedules the framework runs (the search tries only "
                                 "these where pp > 1); empty = 1F1B and interleaved 1F1B.")

@@ -35,6 +35,7 @@ FRAMEWORK_OPTIONS: dict[str, str] = {
     "no_flash_attention": "flash_attention",
     "no_torch_compile": "eager_elementwise",
     "attention_kernel": "attention_kernel",
+    "cp_comm_type": "cp_comm_type",
 }
 """Command-line option -> the ``Strategy`` field a framework profile may set; an option the user
 gave keeps its value (``RunArgs.explicit``)."""
@@ -73,9 +74,9 @@ def _framework_defaults(args: RunArgs, model: ModelSpec, system: SystemSpec,
     framework = load_framework_profile(args.framework)
     explicit = {field: fields[field] for option, field in FRAMEWORK_OPTIONS.items()
                 if option in args.explicit}
-    facts = RunFacts(tp=args.tp, ep=args.ep, precision=args.precision,
+    facts = RunFacts(tp=fields["tp"], ep=args.ep, precision=args.precision,
                      generation=system.gpu.generation,
-                     layers_per_stage=max(1, model.num_hidden_layers // args.pp))
+                     layers_per_stage=max(1, model.num_hidden_layers // args.pp), cp=args.cp)
     applied = apply_framework_profile(framework, explicit, facts)
     fields.update(applied.fields)
     return framework.label, applied.assumptions
@@ -89,7 +90,8 @@ def build_specs(args: RunArgs) -> RunSpecs:
     from perfcast.specs.limits import MAX_GPUS, check_at_most
 
     model = load_model(args.model)
-    gpus = args.gpus if args.gpus is not None else args.tp * args.pp * args.cp
+    tp, tp2d_rows = _tp2d_grid(args.tp2d, args.tp)
+    gpus = args.gpus if args.gpus is not None else tp * args.pp * args.cp
     if gpus <= 0:
         raise InputError("gpus", gpus, "must be a positive number of GPUs")
     check_at_most("gpus", gpus, MAX_GPUS)
@@ -98,10 +100,13 @@ def build_specs(args: RunArgs) -> RunSpecs:
         system = system.model_copy(update={"gpu": system.gpu.with_clock(args.gpu_clock_mhz * 1e6)})
     fields: dict[str, Any] = dict(
         num_gpus=gpus,
-        tp=args.tp,
+        tp=tp,
+        tp2d_rows=tp2d_rows,
         pp=args.pp,
         vpp=args.vpp,
         cp=args.cp,
+        cp_comm_type=args.cp_comm_type,
+        hierarchical_cp_a2a_size=_hierarchical_cp_a2a_size(args.hierarchical_cp_sizes, args.cp),
         ep=args.ep,
         etp=args.etp,
         pipeline_layout=args.pipeline_layout,
@@ -171,6 +176,37 @@ def build_specs(args: RunArgs) -> RunSpecs:
     check_workload_for_strategy(workload, strategy)
     return RunSpecs(model=model, system=system, strategy=strategy, workload=workload,
                     framework=framework, assumptions=assumptions)
+
+
+def _tp2d_grid(text: str | None, tp: int) -> tuple[int, int]:
+    """(tp, rows) of ``--tp2d ROWSxCOLS``; (tp, 1) without it. InputError naming the text
+    unless it is two positive integers whose product agrees with a --tp other than 1."""
+    if text is None:
+        return tp, 1
+    parts = text.lower().replace("×", "x").split("x")
+    if len(parts) != 2 or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+        raise InputError("tp2d", text, "expected ROWSxCOLS, two positive integers (e.g. 2x4)")
+    rows, cols = int(parts[0]), int(parts[1])
+    if tp not in (1, rows * cols):
+        raise InputError("tp2d", text, f"rows*cols={rows * cols} disagrees with tp={tp}")
+    return rows * cols, rows
+
+
+def _hierarchical_cp_a2a_size(text: str | None, cp: int) -> int | None:
+    """``--hierarchical-context-parallel-sizes A,P`` (comma or space separated, Megatron's
+    list of two levels) as the inner a2a size A; InputError naming the text unless it is two
+    positive integers whose product is cp."""
+    if text is None:
+        return None
+    parts = text.replace(",", " ").replace("x", " ").split()
+    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise InputError("hierarchical_context_parallel_sizes", text,
+                         "expected two positive integers A,P (a2a ranks, ring ranks)")
+    a2a, ring = int(parts[0]), int(parts[1])
+    if a2a * ring != cp:
+        raise InputError("hierarchical_context_parallel_sizes", text,
+                         f"A*P={a2a * ring} must equal cp={cp}")
+    return a2a
 
 
 def _recompute_modules(text: str | None) -> tuple[str, ...]:

@@ -74,6 +74,15 @@ def strategy_dispatcher(value: str, flex_backend: str = "deepep") -> MoeTokenDis
     return _STRATEGY_DISPATCHERS[name]
 
 
+class CpCommTypeOpt(str, Enum):
+    """``Strategy.cp_comm_type`` (Megatron-Core ``--cp-comm-type``)."""
+
+    p2p = "p2p"
+    all_gather = "all_gather"
+    a2a = "a2a"
+    a2a_p2p = "a2a+p2p"
+
+
 class CudaGraphsOpt(str, Enum):
     """``Strategy.cuda_graphs`` scopes (``perfcast.schedule.host_time``)."""
 
@@ -131,7 +140,10 @@ class RunArgs:
     tp: int
     pp: int
     vpp: int
+    tp2d: str | None
     cp: int
+    cp_comm_type: str
+    hierarchical_cp_sizes: str | None
     ep: int
     etp: int | None
     pipeline_layout: str | None
@@ -206,6 +218,9 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("pp", int, typer.Option(1, "--pp", "--pipeline-model-parallel-size", help="Pipeline-parallel size.")),
     ("vpp", int, typer.Option(1, "--vpp", "--virtual-pipeline-model-parallel-size", help="Model chunks per pipeline rank.")),
     ("cp", int, typer.Option(1, "--cp", "--context-parallel-size", help="Context-parallel size.")),
+    ("tp2d", str | None, typer.Option(None, "--tp2d", help="2D tensor parallelism (TP-SP over a ROWSxCOLS grid, e.g. 2x4; sets tp = rows*cols, needs --sequence-parallel; NERSC model, no listed framework runs it).")),
+    ("cp_comm_type", CpCommTypeOpt, typer.Option(CpCommTypeOpt.p2p, "--cp-comm-type", help="Context-parallel attention communication: p2p (ring, overlapped), all_gather (K/V gathered, exposed), a2a (DeepSpeed-Ulysses all-to-all; heads per TP rank divisible by cp) or a2a+p2p (a2a inside, ring across; give --hierarchical-context-parallel-sizes).")),
+    ("hierarchical_cp_sizes", str | None, typer.Option(None, "--hierarchical-context-parallel-sizes", help="With --cp-comm-type a2a+p2p: 'A,P' ranks of the inner a2a and the outer ring level (A*P = cp).")),
     ("ep", int, typer.Option(1, "--ep", "--expert-model-parallel-size", help="Expert-parallel size.")),
     ("etp", int | None, typer.Option(None, "--etp", "--expert-tensor-parallel-size", help="Expert tensor-parallel size (default tp).")),
     ("pipeline_layout", str | None, typer.Option(None, "--pipeline-layout", "--pipeline-model-parallel-layout", help="Megatron layout string, one '|'-separated segment per virtual stage (E embedding, t layer, m MTP, L loss; x*N, (..)*N repeat), e.g. 'Et|(tt|)*30L'.")),
@@ -257,7 +272,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("placement_order", str, typer.Option("tp-cp-ep-dp-pp", "--placement-order", help="Rank order of parallel groups, innermost first (Megatron-LM default).")),
     ("tp_comm_overlap", bool, typer.Option(False, "--tp-comm-overlap/--no-tp-comm-overlap", help="Overlap TP communication with GEMMs.")),
     ("ep_overlap", bool, typer.Option(False, "--ep-overlap/--no-ep-overlap", "--overlap-moe-expert-parallel-comm", help="Overlap EP all-to-all with another micro-batch.")),
-    ("framework", str | None, typer.Option(None, "--framework", help="Training framework profile NAME[@VERSION] (megatron-core, megatron-lm, torchtitan, llm-foundry, deepspeed, pytorch-fsdp; aliases such as 'NeMo 25.07', megatron-bridge, 'NeMo AutoModel'): its defaults fill every option not given; the report lists each assumption.")),
+    ("framework", str | None, typer.Option(None, "--framework", help="Training framework profile NAME[@VERSION] (megatron-core, megatron-lm, torchtitan, llm-foundry, deepspeed, pytorch-fsdp, analytical; aliases such as 'NeMo 25.07', megatron-bridge, 'NeMo AutoModel'): its defaults fill every option not given; the report lists each assumption.")),
     ("cuda_graphs", CudaGraphsOpt, typer.Option(CudaGraphsOpt.none, "--cuda-graphs", help="CUDA-graph scope: none, attention, moe (padded routing, no host sync) or full; captured kernels cost one host launch per region.")),
     ("delay_wgrad_compute", bool, typer.Option(False, "--delay-wgrad-compute", help="Defer weight-gradient GEMMs under the EP all-to-all (needs --overlap-moe-expert-parallel-comm).")),
     ("json", bool, typer.Option(False, "--json", help="Print one JSON object.")),

@@ -278,6 +278,7 @@ def estimate_training(
             f"kernel backend {getattr(backend, 'name', kernel_backend)}; collectives as NCCL picks them",
             "DP gradient reduction overlapped with the last micro-batch's backward",
             "TP/EP collectives exposed unless --tp-comm-overlap/--ep-overlap; CP under attention",
+            *_layout_notes(strategy),
             *_calibration_notes(system, strategy, overheads),
             *_routing_notes(model, strategy, cal),
         ),
@@ -301,6 +302,17 @@ def _routing_notes(model: ModelSpec, strategy: Strategy,
         why = f"dropless learned routing, calibration moe_routing.yaml: {routing.note()}"
     return (f"moe_load_imbalance {value:g}: the busiest EP rank routes {value:g}x the mean "
             f"tokens ({why}); a capacity factor caps it",)
+def _layout_notes(strategy: Strategy) -> tuple[str, ...]:
+    """Assumption lines for layouts no listed framework runs (2D TP) and for the CP exchange."""
+    notes = []
+    if strategy.tp2d_rows > 1:
+        notes.append(f"2D TP-SP over a {strategy.tp2d_rows}x{strategy.tp2d_cols} grid "
+                     "(graph.tensor_parallel_2d; Subramanian et al. 2024): no listed framework "
+                     "(Megatron-Core, Megatron-LM, torchtitan, DeepSpeed, FSDP, llm-foundry) "
+                     "runs it")
+    if strategy.cp > 1:
+        notes.append(f"CP exchange {strategy.cp_comm_type} (graph.context_parallel)")
+    return tuple(notes)
 
 
 def _calibration_notes(system: SystemSpec, strategy: Strategy,

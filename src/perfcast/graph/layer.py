@@ -4,9 +4,9 @@ Shapes follow Megatron-LM tensor parallelism (Shoeybi et al. 2019 §3): QKV and 
 column-parallel (output split by t), out-projection and MLP-out row-parallel (input split by
 t); a layer has two TP all-reduces in forward and two in backward (Korthikanti et al. 2022 §4.2,
 with sequence parallelism each becomes an all-gather + reduce-scatter of the same volume).
-Context parallelism splits the sequence: each rank computes its s/cp queries against all keys
-(Megatron-Core CP, load-balanced causal chunks), with K/V all-gathered in forward and their
-gradients reduce-scattered in backward.
+Context parallelism splits the sequence (``graph.context_parallel``): with the ring or
+all-gather each rank computes its s/cp queries against all keys (load-balanced causal chunks);
+with Ulysses all-to-alls it computes heads/cp over the whole sequence.
 Backward of ``Y = X·W`` is dgrad ``dX = dY·Wᵀ`` (m×k×n) and wgrad ``dW = Xᵀ·dY`` (k×n×m).
 """
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from perfcast.arrays import Floats
 from perfcast.graph.eager_elementwise import eager_elementwise_ops
+from perfcast.graph.context_parallel import ContextParallelSplit, context_parallel_comm_ops
 from perfcast.graph.fp8_casts import DEEPSEEK_TILE, fp8_cast_ops
 from perfcast.graph.ops import (
     LOW_LATENCY_ALGORITHM,
@@ -30,6 +31,7 @@ from perfcast.graph.ops import (
     Op,
     Phase,
 )
+from perfcast.graph.tensor_parallel_2d import tp2d_comm_ops
 from perfcast.op_counts import fused_chain_bytes
 from perfcast.specs.dtypes import ACTIVATION_BYTES, BYTES_PER_ELEMENT
 from perfcast.specs.model import ModelSpec
@@ -50,7 +52,13 @@ class LayerShape:
     """Tokens per sequence (a float where serving splits a step's tokens over TP ranks; an
     array where serving tabulates steps of many token counts at once)."""
     tp: int = 1
+    tp_rows: int = 1
+    """Rows of a 2D TP grid (``graph.tensor_parallel_2d``); 1 = Megatron 1D TP."""
     cp: int = 1
+    cp_a2a: int = 1
+    """Context-parallel ranks the heads are scattered over by all-to-all (Ulysses; 1 = none)."""
+    cp_kv_all_gather: bool = False
+    """The K/V exchange is a blocking all-gather (``--cp-comm-type all_gather``)."""
     ep: int = 1
     expert_tp: int = 1
     sequence_parallel: bool = False
@@ -101,6 +109,15 @@ class LayerShape:
         return min(self.moe_load_imbalance, self.moe_capacity_factor)
 
     @property
+    def tp_cols(self) -> int:
+        """Ranks that split heads and FFN width: tp / rows (tp for 1D TP)."""
+        return self.tp // self.tp_rows
+
+    @property
+    def cp_split(self) -> ContextParallelSplit:
+        return ContextParallelSplit(self.cp, self.cp_a2a, self.cp_kv_all_gather)
+
+    @property
     def tokens(self):
         """Tokens of the micro-batch on this CP rank: b·s/cp."""
         return self.micro_batch * self.seq_length / self.cp
@@ -132,23 +149,27 @@ def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         d_qk, d_v = nope + rope, v_dim
         out_in = a * v_dim
     else:
-        ops.append(GemmOp("qkv_proj", fwd, T, _qkv_width(model) / t, h, cast_fusable=True))
+        # 2D TP (graph.tensor_parallel_2d): [T, h/r] x [h/r, width/c]; 1D: r = 1, c = t.
+        r, c = shape.tp_rows, shape.tp_cols
+        ops.append(GemmOp("qkv_proj", fwd, T, _qkv_width(model) / c, h / r, cast_fusable=True))
         d_qk = d_v = model.kv_channels
         out_in = a * model.kv_channels
     # A model that mixes sliding-window and full-attention layers costs, per average layer,
     # ``share`` of a windowed attention and 1 − share of a full one (count = share).
     share = shape.sliding_window_share if shape.sliding_window is not None else 0.0
+    ring = shape.cp_split.ring  # a2a ranks split the heads, ring ranks the queries
     for window, count in ((shape.sliding_window, share), (None, 1.0 - share)):
         if count <= 0:
             continue
         ops.append(AttentionOp(
-            "attention", fwd, batch=shape.micro_batch, heads=a / t,
-            seq_q=shape.seq_length / shape.cp, seq_kv=shape.seq_length, head_dim_qk=d_qk,
-            head_dim_v=d_v, causal=True, window=window, count=count,
-            balanced_causal_chunks=shape.cp > 1, fused=shape.flash_attention,
+            "attention", fwd, batch=shape.micro_batch,
+            heads=a / (shape.tp_cols * shape.cp_a2a),
+            seq_q=shape.seq_length / (ring * shape.tp_rows), seq_kv=shape.seq_length,
+            head_dim_qk=d_qk, head_dim_v=d_v, causal=True, window=window, count=count,
+            balanced_causal_chunks=ring * shape.tp_rows > 1, fused=shape.flash_attention,
             dropout=model.attention_dropout > 0,
         ))
-    ops.append(GemmOp("out_proj", fwd, T, h, out_in / t))
+    ops.append(GemmOp("out_proj", fwd, T, h / shape.tp_rows, out_in / shape.tp_cols))
     if model.position_embedding == "rope":
         rotary_elems = T * (a + model.num_kv_heads) * d_qk / t
         # RoPE (Su et al. 2021) reads and rewrites Q and K in place.
@@ -157,11 +178,12 @@ def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
 
 
 def _mlp_ops(model: ModelSpec, tokens, width, prefix: str, batch=1, split=1,
-             grouped: bool = True, input_from_norm: bool = True) -> list[Op]:
+             grouped: bool = True, input_from_norm: bool = True, rows: int = 1) -> list[Op]:
     """One MLP of hidden ``width`` on ``tokens`` tokens per expert for ``batch`` experts: one
     grouped GEMM kernel, or (``grouped=False``) ``batch`` separate GEMM kernels.
-    ``input_from_norm``: the input is the norm's output (not a permuted copy of it)."""
-    h, fwd = model.hidden_size, Phase.FORWARD
+    ``input_from_norm``: the input is the norm's output (not a permuted copy of it). ``rows``
+    splits the hidden dimension (2D TP, ``graph.tensor_parallel_2d``; ``split`` = cols)."""
+    h, fwd = model.hidden_size / rows, Phase.FORWARD
     in_width = (2 if model.is_gated_mlp else 1) * width / split
     # Activation kernel: gated reads gate and up, writes the product (3 tensors); else 2.
     act_bytes = ACT_BYTES * tokens * batch * ((3 if model.is_gated_mlp else 2) * width / split)
@@ -179,7 +201,8 @@ def mlp_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     """Dense MLP, or MoE router + routed experts (grouped GEMM) + shared experts (forward)."""
     T, t = shape.tokens, shape.tp
     if not shape.moe:
-        return _mlp_ops(model, T, model.intermediate_size, "mlp", split=t)
+        return _mlp_ops(model, T, model.intermediate_size, "mlp", split=shape.tp_cols,
+                        rows=shape.tp_rows)
     fwd, h, k = Phase.FORWARD, model.hidden_size, model.num_experts_per_tok
     local_experts = model.num_experts / shape.ep
     # Balanced routing: the expert grid (pp × etp × ep × edp, frameworks.md §1.8) splits the
@@ -263,7 +286,10 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     ops: list[Op] = []
     T, h = shape.tokens, model.hidden_size
     hidden_bytes = ACT_BYTES * T * h
-    if shape.tp > 1:
+    if shape.tp_rows > 1:
+        ops += tp2d_comm_ops(model, shape.micro_batch * shape.seq_length, shape.tp_rows,
+                             shape.tp_cols)
+    elif shape.tp > 1:
         for phase in (Phase.FORWARD, Phase.BACKWARD_DGRAD):
             if shape.sequence_parallel:
                 ops.append(CommOp("tp_all_gather", phase, Group.TP, Collective.ALL_GATHER,
@@ -273,14 +299,7 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
             else:
                 ops.append(CommOp("tp_all_reduce", phase, Group.TP, Collective.ALL_REDUCE,
                                   hidden_bytes, count=2))
-    if shape.cp > 1:
-        kv_width = (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0) if model.is_mla \
-            else 2 * model.num_kv_heads * model.kv_channels / shape.tp
-        kv_bytes = ACT_BYTES * T * shape.cp * kv_width
-        ops.append(CommOp("cp_kv_all_gather", Phase.FORWARD, Group.CP, Collective.ALL_GATHER,
-                          kv_bytes, overlappable=True))
-        ops.append(CommOp("cp_dkv_reduce_scatter", Phase.BACKWARD_DGRAD, Group.CP,
-                          Collective.REDUCE_SCATTER, kv_bytes, overlappable=True))
+    ops += context_parallel_comm_ops(model, T, shape.tp, shape.cp_split)
     if shape.moe and shape.ep > 1:
         k = model.num_experts_per_tok
         tokens = T / shape.tp if shape.sequence_parallel else T

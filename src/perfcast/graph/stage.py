@@ -119,7 +119,9 @@ def moe_load_imbalance(strategy: Strategy) -> float:
 def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool) -> LayerShape:
     return LayerShape(
         micro_batch=strategy.micro_batch_size, seq_length=seq_length, tp=strategy.tp,
-        cp=strategy.cp, ep=strategy.ep, expert_tp=strategy.expert_tp,
+        tp_rows=getattr(strategy, "tp2d_rows", 1),
+        cp=strategy.cp, cp_a2a=strategy.cp_a2a_size, cp_kv_all_gather=strategy.cp_kv_all_gather,
+        ep=strategy.ep, expert_tp=strategy.expert_tp,
         sequence_parallel=strategy.sequence_parallel, moe=moe,
         sliding_window=model.sliding_window, sliding_window_share=sliding_window_share(model),
         moe_load_imbalance=moe_load_imbalance(strategy),

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from perfcast.calibration.memory_overheads import MemoryOverheads, load_memory_overheads
+from perfcast.graph.context_parallel import cp_comm_buffer_bytes
 from perfcast.graph.param_sharding import StageParams, stage_params
 from perfcast.graph.params import allocated_vocab_size, count_params
+from perfcast.graph.tensor_parallel_2d import tp2d_buffer_bytes
 from perfcast.memory import activations as A
 from perfcast.memory.inflight import inflight_layer_units
 from perfcast.memory.report import MemoryReport, StageMemory
@@ -120,7 +122,10 @@ def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_
     layer_acts = (per_mb - whole) * units
     if getattr(strategy, "offload_modules", ()):
         layer_acts = layer_acts + _offload_staging_bytes(model, strategy, s, b)
-    acts = layer_acts + working
+    # The CP exchange's receive buffers live during one layer's attention (graph.context_parallel).
+    acts = layer_acts + working + cp_comm_buffer_bytes(
+        model, s * b, strategy.tp, strategy.cp, strategy.cp_a2a_size, strategy.cp_kv_all_gather
+    ) + tp2d_buffer_bytes(model, s * b, strategy.tp, getattr(strategy, "tp2d_rows", 1))
     if stage == 0:
         acts += units * A.embedding_activation_bytes(model, s, b, opts)
     if stage == strategy.pp - 1:

@@ -12,7 +12,7 @@ from perfcast.units import GiB
 CSV_STRATEGY_FIELDS = ("tp", "pp", "vpp", "cp", "ep", "etp", "dp", "micro_batch_size",
                        "sequence_parallel", "zero_stage", "fsdp", "distributed_optimizer",
                        "recompute", "recompute_num_layers", "precision", "fp8_recipe",
-                       "tp_comm_overlap")
+                       "tp_comm_overlap", "cp_comm_type", "tp2d_rows")
 CSV_METRICS = ("tokens_per_s_per_gpu", "step_time_s", "memory_bytes", "memory_headroom_bytes",
                "mfu", "time_to_train_s", "cost_usd")
 
@@ -67,7 +67,9 @@ def render_search(result: SearchResult, console, timings: bool = False) -> None:
 
 def _cells(c: SearchCandidate) -> list[str]:
     s, r = c.report.strategy, c.report
-    return [str(s.tp), str(s.pp), str(s.vpp), str(s.cp), str(s.ep), str(s.dp),
+    cp = f"{s.cp}:{s.cp_comm_type}" if s.cp > 1 and s.cp_comm_type != "p2p" else str(s.cp)
+    tp = f"{s.tp}:{s.tp2d_rows}x{s.tp2d_cols}" if s.tp2d_rows > 1 else str(s.tp)
+    return [tp, str(s.pp), str(s.vpp), cp, str(s.ep), str(s.dp),
             str(s.micro_batch_size),
             ("y+overlap" if s.tp_comm_overlap else "y") if s.sequence_parallel else "-",
             _recompute(s),

@@ -5,7 +5,8 @@ of complete events (``ph: "X"``, ``ts``/``dur`` in microseconds, ``pid``, ``tid`
 events (``ph: "M"``) naming processes and threads. One process per pipeline stage; thread 1
 holds compute (F, B, W passes and bubbles), thread 2 pipeline and data-parallel communication
 (P2P sends between stages, then the step's exposed pipeline and data-parallel communication),
-threads 3-5 the exposed TP, CP and EP communication inside the passes.
+threads 3-5 the exposed TP, CP (ring K/V exchange, K/V all-gather or Ulysses all-to-alls,
+``graph.context_parallel``) and EP communication inside the passes.
 
 The report gives the exposed TP/CP/EP time of the critical device for the whole step, not per
 pass; each F and B pass of a stage gets the share ``comm_s × pass / Σ(F + B passes of the

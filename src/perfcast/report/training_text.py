@@ -23,6 +23,24 @@ _LABELS = {
 }
 
 
+def tp2d_label(strategy) -> str:
+    """`` (2D 2×4, ...)`` after the TP size for a 2D TP grid, saying no framework runs it."""
+    rows = getattr(strategy, "tp2d_rows", 1)
+    if rows == 1:
+        return ""
+    return f" (2D {rows}×{strategy.tp // rows}, which no listed framework runs)"
+
+
+def cp_comm_label(strategy) -> str:
+    """`` (a2a)`` after the CP size when context parallelism runs a non-default exchange."""
+    if strategy.cp <= 1 or strategy.cp_comm_type == "p2p":
+        return ""
+    if strategy.cp_comm_type == "a2a+p2p":
+        a2a = strategy.cp_a2a_size
+        return f" (a2a {a2a} × p2p {strategy.cp // a2a})"
+    return f" ({strategy.cp_comm_type})"
+
+
 def render_training(report: TrainingReport, console) -> None:
     """Print the headline, the breakdown table (sums to the step) and the memory table."""
     from rich.table import Table
@@ -30,8 +48,8 @@ def render_training(report: TrainingReport, console) -> None:
     st = report.strategy
     console.print(
         f"[bold]{report.model}[/bold] on {report.num_gpus} × {report.gpu} ({report.system}): "
-        f"TP {st.tp} · PP {st.pp} (v {st.vpp}, {st.schedule}) · "
-        f"CP {st.cp} · DP {st.dp} · EP {st.ep}; micro-batch {st.micro_batch_size}, "
+        f"TP {st.tp}{tp2d_label(st)} · PP {st.pp} (v {st.vpp}, {st.schedule}) · "
+        f"CP {st.cp}{cp_comm_label(st)} · DP {st.dp} · EP {st.ep}; micro-batch {st.micro_batch_size}, "
         f"global batch {report.global_batch_size} × {report.seq_length} tokens, "
         f"{report.num_micro_batches} micro-batches; {st.precision}; recompute "
         f"{st.recompute}"

@@ -81,28 +81,38 @@ def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:
     """Size of ``group`` and the rank distance between its members (placement order).
     Array-friendly; scalar strategies take a memoized path (a step asks for the same few)."""
     sizes = (strategy.placement_order, strategy.tp, strategy.cp, strategy.dp, strategy.pp,
-             strategy.expert_tp, strategy.ep, strategy.expert_dp)
+             strategy.expert_tp, strategy.ep, strategy.expert_dp, strategy.cp_a2a_size,
+             getattr(strategy, "tp2d_rows", 1))
     if all_scalars(*sizes[1:]):
         return _groups(*sizes)[group]
     return _group_table(*sizes)[group]
 
 
 @lru_cache(maxsize=4096)
-def _groups(order: str, tp: int, cp: int, dp: int, pp: int, etp: int, ep: int, edp: int):
+def _groups(order: str, tp: int, cp: int, dp: int, pp: int, etp: int, ep: int, edp: int,
+            cp_a2a: int = 1, tp_rows: int = 1):
     """``_group_table`` memoized for scalar sizes."""
-    return _group_table(order, tp, cp, dp, pp, etp, ep, edp)
+    return _group_table(order, tp, cp, dp, pp, etp, ep, edp, cp_a2a, tp_rows)
 
 
-def _group_table(order, tp, cp, dp, pp, etp, ep, edp) -> dict[Group, tuple]:
+def _group_table(order, tp, cp, dp, pp, etp, ep, edp, cp_a2a=1,
+                 tp_rows=1) -> dict[Group, tuple]:
     """(size, stride) of every group: strides are the products of the sizes of the dimensions
-    inside it in ``order`` (``comm.placement.dimension_strides``)."""
+    inside it in ``order`` (``comm.placement.dimension_strides``). The CP group splits into
+    its inner all-to-all level (``cp_a2a`` adjacent CP ranks, Megatron-Core's hierarchical CP
+    groups) and the ring across them (stride × cp_a2a). A 2D TP grid (``tp_rows`` rows) splits
+    TP into rows of tp/tp_rows adjacent ranks and columns across them."""
     from perfcast.comm.placement import dimension_strides
 
     dense = dimension_strides(order, {"tp": tp, "cp": cp, "dp": dp, "pp": pp})
     expert = dimension_strides(order, {"tp": etp, "ep": ep, "dp": edp, "pp": pp})
     return {
         Group.TP: (tp, dense["tp"]),
+        Group.TP_ROW: (tp // tp_rows, dense["tp"]),
+        Group.TP_COL: (tp_rows, dense["tp"] * (tp // tp_rows)),
         Group.CP: (cp, dense["cp"]),
+        Group.CP_A2A: (cp_a2a, dense["cp"]),
+        Group.CP_RING: (cp // cp_a2a, dense["cp"] * cp_a2a),
         Group.DP: (dp, dense["dp"]),
         Group.DP_CP: (dp * cp, np.where(np.asarray(cp) > 1,
                                          np.minimum(dense["dp"], dense["cp"]), dense["dp"])[()]),

@@ -7,8 +7,11 @@ s·min(comm, window)), s the cost of overlapping):
   the all-gather / reduce-scatter is split into chunks pipelined with the GEMM that consumes
   or produces them; Wang et al. 2023 "Overlap communication with dependent computation via
   decomposition", ASPLOS) the window is the layer's GEMM time of the same pass;
-- CP K/V exchange runs under the attention kernel: window = attention of the same pass
-  (Liu et al. 2023, Ring Attention §3; Megatron-Core CP overlaps the P2P ring with compute);
+- CP K/V exchange of the ring (``--cp-comm-type p2p``) runs under the attention kernel:
+  window = attention of the same pass (Liu et al. 2023, Ring Attention §3; Megatron-Core CP
+  overlaps the P2P ring with compute); the blocking K/V all-gather (``all_gather``) and the
+  Ulysses all-to-alls (``a2a``, between projection and attention, Jacobs et al. 2023 §3.1)
+  are exposed in full (``graph.context_parallel``);
   like data-parallel collectives it is issued on its own stream between kernels and each
   block is consumed by the next attention step, so its overlapped seconds cost the fitted
   ``stream_overlap_exposed_fraction`` (``schedule.overlap``) rather than the SM share alone;
@@ -136,6 +139,12 @@ class StageTime:
                 + self.offload_s)
 
 
+CP_GROUPS = {Group.CP: Group.CP, Group.CP_A2A: Group.CP, Group.CP_RING: Group.CP}
+"""Context-parallel groups, all reported as CP time."""
+TP_GROUPS = {Group.TP_ROW: Group.TP, Group.TP_COL: Group.TP}
+"""2D TP grid groups, reported (and exposed) as TP time."""
+
+
 def _overlaps_ep(strategy) -> bool:
     return bool(getattr(strategy, "overlaps_ep", getattr(strategy, "ep_overlap", False)))
 
@@ -166,6 +175,8 @@ class LayerOpSeconds:
     """Forward seconds of the ops ``recompute_modules`` re-runs."""
     comm_s: dict[tuple[Group, bool], float]
     """Collective seconds per (TP/CP/EP group, forward?), before overlap."""
+    cp_blocking_s: dict[bool, float]
+    """Per pass: CP exchange seconds that cannot overlap attention (all-gather, all-to-all)."""
     issued: dict[bool, tuple[tuple[str, float, float], ...]]
     """Per pass (forward?): (name, count, GPU seconds) of each op in issue order, collectives
     with 0 GPU seconds (``schedule.host_time``)."""
@@ -220,13 +231,19 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
         if op.phase == Phase.BACKWARD_WGRAD:
             wgrad = wgrad + t
     comm = {(g, forward): 0.0 for g in (Group.TP, Group.CP, Group.EP) for forward in (True, False)}
+    cp_blocking = {True: 0.0, False: 0.0}
     for comm_op in group.comm:
-        comm[(comm_op.group, comm_op.phase == Phase.FORWARD)] += comm_time(
-            comm_op, system, strategy)
+        forward = comm_op.phase == Phase.FORWARD
+        seconds = comm_time(comm_op, system, strategy)
+        if comm_op.group in CP_GROUPS and not comm_op.overlappable:
+            cp_blocking[forward] += seconds
+        else:
+            group_key = CP_GROUPS.get(comm_op.group, TP_GROUPS.get(comm_op.group, comm_op.group))
+            comm[(group_key, forward)] += seconds
         issued[comm_op.phase == Phase.FORWARD].append((comm_op.name, comm_op.count, 0.0))
     return LayerOpSeconds(
         kind_s=kind_s, by_pass=by_pass, wgrad_s=wgrad, selective_s=selective, comm_s=comm,
-        issued={k: tuple(v) for k, v in issued.items()},
+        cp_blocking_s=cp_blocking, issued={k: tuple(v) for k, v in issued.items()},
         forward_s=sum(t for (_, forward), t in by_pass.items() if forward),
         backward_s=sum(t for (_, forward), t in by_pass.items() if not forward),
         issued_kernel_s={k: sum(t for _, _, t in v) for k, v in issued.items()})
@@ -243,6 +260,7 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     if seconds is None:
         seconds = layer_op_seconds(group, system, strategy, backend, op_time)
     kind_s, by_pass, comm = seconds.kind_s, seconds.by_pass, seconds.comm_s
+    cp_blocking = seconds.cp_blocking_s
     wgrad, selective = seconds.wgrad_s, seconds.selective_s
     modules = getattr(strategy, "recompute_modules", ("core_attn",))
     fwd, bwd = seconds.forward_s, seconds.backward_s
@@ -258,8 +276,10 @@ def layer_time(group: LayerGroup, system, strategy, backend,
                                      slow)) / (ep_fwd + ep_bwd)
         ep_fwd, ep_bwd = ep_fwd * share, ep_bwd * share
     cp_slow = stream_overlap_slowdown(overlap)
-    cp_forward = exposed_comm_s(comm[(Group.CP, True)], by_pass[(AttentionOp, True)], cp_slow)
-    cp_backward = exposed_comm_s(comm[(Group.CP, False)], by_pass[(AttentionOp, False)], cp_slow)
+    cp_forward = exposed_comm_s(comm[(Group.CP, True)], by_pass[(AttentionOp, True)],
+                                cp_slow) + cp_blocking[True]
+    cp_backward = exposed_comm_s(comm[(Group.CP, False)], by_pass[(AttentionOp, False)],
+                                 cp_slow) + cp_blocking[False]
     host_fwd, host_bwd = _exposed_host_s(
         strategy, seconds, host or load_host_launch(),
         {True: {HostScope.OTHER: tp_fwd, HostScope.MOE: ep_fwd, HostScope.ATTENTION: cp_forward},

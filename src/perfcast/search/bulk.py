@@ -144,9 +144,10 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
                           op_seconds[key])
 
     @functools.cache
-    def without_experts(tp, cp, mbs, sp, precision, overlap, recipe):
+    def without_experts(tp, cp, mbs, sp, precision, overlap, recipe, cp_comm_type, tp2d_rows):
         """Dense layer and embedding/head times: experts (ep, etp) play no part."""
-        strategy = _key_strategy(LayerKey(tp, cp, 1, tp, mbs, sp, precision, overlap, recipe),
+        strategy = _key_strategy(LayerKey(tp, cp, 1, tp, mbs, sp, precision, overlap, recipe,
+                                          cp_comm_type=cp_comm_type, tp2d_rows=tp2d_rows),
                                  space)
         shape = layer_shape(model, strategy, seq_length, False)
         emb, head = embedding_ops(model, shape), head_ops(model, shape)
@@ -159,7 +160,7 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
         key = space.layer_keys[index]
         layer, extra = without_experts(key.tp, key.cp, key.micro_batch_size,
                                        key.sequence_parallel, key.precision, key.tp_comm_overlap,
-                                       key.fp8_recipe)
+                                       key.fp8_recipe, key.cp_comm_type, key.tp2d_rows)
         dense.append(layer)
         extras.append(extra)
         moe.append(timed_layer(_key_strategy(key, space), True) if model.is_moe
@@ -209,6 +210,7 @@ def _key_strategy(key: LayerKey, space: StrategySpace) -> Strategy:
     pp, sharding and recompute keeps them passing (tp·cp and ep·etp still divide the GPUs).
     This runs once per layer key (tens of thousands in a MoE search)."""
     chosen = dict(num_gpus=space.num_gpus, tp=key.tp, pp=1, vpp=1, cp=key.cp, ep=key.ep,
+                  cp_comm_type=key.cp_comm_type, tp2d_rows=key.tp2d_rows,
                   etp=key.etp, micro_batch_size=key.micro_batch_size,
                   sequence_parallel=key.sequence_parallel, precision=key.precision,
                   tp_comm_overlap=key.tp_comm_overlap, fp8_recipe=key.fp8_recipe,

@@ -16,7 +16,11 @@ selective / full with every distinct number of recomputed layers per stage. ``--
 
 The named framework's own rules (``search.framework_rules``) keep only what it runs: the layer
 splits over pp x vpp chunks it accepts, its sharding modes and FP8 recipes, and interleaved
-1F1B only where the micro-batches per step are a multiple of pp.
+1F1B only where the micro-batches per step are a multiple of pp, and where cp > 1 the
+context-parallel exchanges it runs (``--cp-comm-type``; a2a only where the heads and KV heads
+per TP rank divide by cp). The blocking K/V all-gather is left out where the framework has the
+ring, unless pinned (``--fix cp_comm_type=all_gather``): it moves the ring's bytes without the
+overlap and holds P K/V chunks instead of two, so it is never faster nor smaller here.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from perfcast.errors import InputError
 from perfcast.graph.layer import NODE_DEDUP_DISPATCHERS
 from perfcast.graph.param_sharding import layers_per_stage
 from perfcast.search.framework_rules import LayoutRules, interleaved_micro_batches_ok
+from perfcast.search.pins import Pin
 from perfcast.search.space import (
     DISPATCHERS,
     LayerKey,
@@ -41,7 +46,7 @@ from perfcast.search.space import (
 from perfcast.specs.compat import check_strategy_for_model, check_workload_for_strategy
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.model import ModelSpec
-from perfcast.specs.strategy import Strategy
+from perfcast.specs.strategy import CP_COMM_TYPES, Strategy
 from perfcast.specs.workload import Workload
 
 
@@ -110,6 +115,30 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
     sp_modes = [sp for sp in c.allowed("sequence_parallel", [False, True]) if overlaps[sp]]
     moe_options = _moe_options(c, rules, options) if model.is_moe else _no_moe_options(c, options)
     shardings = c.allowed("sharding", [x for x in c.sharding if rules.allows_sharding(x)])
+    cp_exchanges = [t for t in rules.context_parallel_exchanges()
+                    if c.allows("cp_comm_type", t) and (t != "all_gather" or Pin(
+                        key="cp_comm_type", value=t) in c.fixed or "p2p" not in
+                        rules.context_parallel_exchanges())]
+
+    def exchanges(tp: int, cp: int) -> list[int]:
+        """CP exchange codes of a (tp, cp) pair: the default where cp = 1 (no exchange, so pins
+        do not apply), else those the framework runs and the model's heads allow
+        (``specs.compat``)."""
+        if cp == 1:
+            return [CP_COMM_TYPES.index(options.cp_comm_type)]
+        return [CP_COMM_TYPES.index(t) for t in cp_exchanges
+                if _valid(for_model, num_gpus=tp * cp, tp=tp, cp=cp, cp_comm_type=t)]
+
+    def tp2d_grids(tp: int, cp: int) -> list[int]:
+        """2D TP rows to try for (tp, cp): 1, and where the framework runs 2D TP, every divisor
+        r > 1 of tp the model allows (``specs.compat``; no CP with 2D TP)."""
+        grids = [1] if c.allows("tp2d_rows", 1) else []
+        if not rules.tensor_parallel_2d or cp > 1:
+            return grids
+        return grids + [r for r in c.allowed("tp2d_rows", _divisors(tp)[1:])
+                        if _valid(for_model, num_gpus=tp, tp=tp, tp2d_rows=r,
+                                  sequence_parallel=True)]
+
     categorical = list(itertools.product(
         c.allowed("recompute", c.recompute), shardings, precisions, sp_modes))
 
@@ -128,13 +157,18 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
             mbs_ok = [b for b in mbss
                       if _valid(for_workload, num_gpus=dp, micro_batch_size=b)]
             etps = c.allowed("etp", _divisors(tp)) if model.is_moe else [tp]
+            codes = exchanges(tp, cp)
+            grids = tp2d_grids(tp, cp)
             for ep, etp in itertools.product(eps_ok, etps):
                 if not _valid(lambda s: None, num_gpus=n, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp):
                     continue
-                rows += [(tp, cp, ep, etp, b) for b in mbs_ok]
+                rows += [(tp, cp, ep, etp, b, code, r) for b in mbs_ok for code in codes
+                         for r in grids]
         if not rows or not vpp_ok:
             continue
-        valid_layouts += _count_layouts(rows, vpp_ok, pp, n, workload)
+        valid_layouts += _count_layouts(list(dict.fromkeys(r[:5] for r in rows)), vpp_ok, pp, n,
+                                        workload)
+        rows = [r for r in rows if r[6] == 1 or r[0] > 1]
         max_layers = max(layers_per_stage(model.num_hidden_layers, pp))
         schedules = [(name, vs) for name, vs in rules.pipeline_schedules(pp, vpp_ok)
                      if c.allows("schedule", name)]
@@ -156,6 +190,7 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                 ep_overlap=t.ep_overlap[mask], dispatcher=t.dispatcher[mask],
                 tp=t.tp[mask], cp=t.cp[mask], ep=t.ep[mask], etp=t.etp[mask],
                 micro_batch_size=t.mbs[mask], layer_key=t.keys[prec][mask],
+                cp_comm=t.cp_comm[mask], tp2d_rows=t.tp2d_rows[mask],
                 vpp=np.array(vs, dtype=np.int64).reshape(1, -1, 1),
                 recompute_num_layers=np.array(
                     _recompute_layers(recompute, max_layers), dtype=np.int64).reshape(1, 1, -1),
@@ -217,15 +252,17 @@ def _count_layouts(rows, vpp_ok, pp: int, n: int, workload: Workload) -> int:
 
 @dataclass(frozen=True)
 class _RowTable:
-    """Size rows (tp, cp, ep, etp, micro-batch) of one pp and one sequence-parallel mode, each
-    repeated per TP comm overlap setting and per MoE option (dispatcher, EP overlap), as
-    (rows, 1, 1) arrays, with their layer keys."""
+    """Size rows (tp, cp, ep, etp, micro-batch, CP exchange code) of one pp and one
+    sequence-parallel mode, each repeated per TP comm overlap setting and per MoE option
+    (dispatcher, EP overlap), as (rows, 1, 1) arrays, with their layer keys."""
 
     tp: np.ndarray
     cp: np.ndarray
     ep: np.ndarray
     etp: np.ndarray
     mbs: np.ndarray
+    cp_comm: np.ndarray
+    tp2d_rows: np.ndarray
     overlap: np.ndarray
     dispatcher: np.ndarray
     ep_overlap: np.ndarray
@@ -240,16 +277,19 @@ class _RowTable:
     @classmethod
     def build(cls, rows, sp: bool, overlaps, moe: MoeOptions, precisions, pp: int, n: int,
               workload: Workload, layer_keys: dict[LayerKey, int]) -> _RowTable:
+        # 2D TP rows (row[6] > 1) need sequence parallelism and run without TP overlap.
         chosen = [(*row, int(o), d, int(eo)) for row in rows if row[0] > 1 or not sp
-                  for o in overlaps for d, eo in moe.of(row[2])]
-        table = np.array(chosen, dtype=np.int64).reshape(-1, 8)
-        tp, cp, ep, etp, mbs, overlap, dispatcher, ep_overlap = (
-            table[:, i].reshape(-1, 1, 1) for i in range(8))
+                  if row[6] == 1 or sp for o in overlaps if row[6] == 1 or not o
+                  for d, eo in moe.of(row[2])]
+        table = np.array(chosen, dtype=np.int64).reshape(-1, 10)
+        tp, cp, ep, etp, mbs, cp_comm, tp2d_rows, overlap, dispatcher, ep_overlap = (
+            table[:, i].reshape(-1, 1, 1) for i in range(10))
         dp = n // (tp * pp * cp)
         keys = {prec: np.array([layer_keys.setdefault(_layer_key(row, sp, *prec), len(layer_keys))
                                 for row in chosen], dtype=np.int64).reshape(-1, 1, 1)
                 for prec in precisions}
-        return cls(tp=tp, cp=cp, ep=ep, etp=etp, mbs=mbs, overlap=overlap.astype(bool),
+        return cls(tp=tp, cp=cp, ep=ep, etp=etp, mbs=mbs, cp_comm=cp_comm, tp2d_rows=tp2d_rows,
+                   overlap=overlap.astype(bool),
                    dispatcher=dispatcher, ep_overlap=ep_overlap.astype(bool), keys=keys,
                    interleaves=interleaved_micro_batches_ok(
                        _micro_batches(workload, mbs, dp), pp).ravel(),
@@ -258,12 +298,16 @@ class _RowTable:
 
 
 def _layer_key(row: tuple[int, ...], sp: bool, precision: str, fp8_recipe: str) -> LayerKey:
-    """The ``LayerKey`` of a ``_RowTable`` row (tp, cp, ep, etp, micro-batch, TP overlap,
-    dispatcher index, EP overlap) under ``precision`` and ``fp8_recipe``."""
-    tp, cp, ep, etp, mbs, overlap, dispatcher, ep_overlap = (int(v) for v in row)
+    """The ``LayerKey`` of a ``_RowTable`` row (tp, cp, ep, etp, micro-batch, CP exchange code,
+    2D TP rows, TP overlap, dispatcher index, EP overlap) under ``precision`` and
+    ``fp8_recipe``."""
+    tp, cp, ep, etp, mbs, cp_comm, tp2d_rows, overlap, dispatcher, ep_overlap = (
+        int(v) for v in row)
     return LayerKey(tp=tp, cp=cp, ep=ep, etp=etp, micro_batch_size=mbs, sequence_parallel=sp,
                     precision=precision, tp_comm_overlap=bool(overlap), fp8_recipe=fp8_recipe,
-                    moe_token_dispatcher=DISPATCHERS[dispatcher], ep_overlap=bool(ep_overlap))
+                    moe_token_dispatcher=DISPATCHERS[dispatcher], ep_overlap=bool(ep_overlap),
+                    cp_comm_type=CP_COMM_TYPES[cp_comm], tp2d_rows=tp2d_rows)
+
 
 def default_rules() -> LayoutRules:
     """Layout rules of ``DEFAULT_SEARCH_FRAMEWORK``."""

@@ -23,6 +23,13 @@ adds its own rules, read from its profile (``catalog/data/frameworks/training/*.
   DeepSpeed 1F1B only); a profile with no entry runs 1F1B and interleaved 1F1B. ZB-V and
   DualPipe place two chunks per rank themselves (vpp = 1) and DualPipe needs an even pp
   (``schedule.orders.schedule_plan``);
+* which context-parallel exchanges it runs where cp > 1 (``cp_comm_types_accepted``:
+  Megatron-Core's ``--cp-comm-type`` p2p, all_gather, a2a, a2a+p2p; torchtitan's ring only;
+  DeepSpeed's Ulysses all-to-all); a profile with no entry runs the ring. The search leaves
+  a2a+p2p out (its level sizes are a further choice; ``perfcast train`` takes it);
+* whether it runs 2D tensor parallelism (``tensor_parallel_2d_accepted``: no listed framework
+  does; the ``analytical`` profile offers rows x cols grids of every tp > 1 with sequence
+  parallelism, no CP and no TP comm overlap, ``graph.tensor_parallel_2d``);
 * the interleaved 1F1B schedule runs micro-batches in groups of pp (Megatron-Core
   ``microbatch_group_size_per_vp_stage`` defaults to the pipeline size, MLM:MPC L431,
   L567-568; ``schedule.orders.schedule_plan`` refuses any other count), so the micro-batches
@@ -49,6 +56,11 @@ DEFAULT_SEARCH_FRAMEWORK = "megatron-core"
 
 DEFAULT_SCHEDULES: tuple[str, ...] = ("1f1b", "interleaved")
 """Pipeline schedules of a profile that names none (Megatron-style 1F1B and interleaved)."""
+
+DEFAULT_CP_COMM_TYPES: tuple[str, ...] = ("p2p",)
+"""Context-parallel exchange of a profile that names none (the ring)."""
+SEARCHED_CP_COMM_TYPES = ("p2p", "all_gather", "a2a")
+"""Exchanges the search enumerates (a2a+p2p needs its level sizes chosen as well)."""
 
 SPLIT_FLAGS: dict[PipelineSplitAccepted, tuple[str, ...]] = {
     "even": (),
@@ -84,6 +96,10 @@ class LayoutRules:
     """Whether it overlaps the EP all-to-all with another micro-batch (where EP > 1)."""
     schedules: tuple[str, ...] = DEFAULT_SCHEDULES
     """Pipeline schedules it runs (where pp > 1)."""
+    cp_comm_types: tuple[str, ...] = DEFAULT_CP_COMM_TYPES
+    """Context-parallel exchanges it runs (where cp > 1)."""
+    tensor_parallel_2d: bool = False
+    """Whether it runs 2D TP grids (only the 'analytical' profile)."""
 
     @classmethod
     def of(cls, framework: ResolvedFramework, generation: str | None = None) -> LayoutRules:
@@ -94,12 +110,16 @@ class LayoutRules:
         dispatchers = pick(profile.moe_token_dispatchers_accepted, version, generation)
         ep_overlap = pick(profile.ep_overlap_accepted, version, generation)
         schedules = pick(profile.pipeline_schedules_accepted, version, generation)
+        cp_comm = pick(profile.cp_comm_types_accepted, version, generation)
+        tp2d = pick(profile.tensor_parallel_2d_accepted, version, generation)
         return cls(framework=framework.label, pipeline_splits=splits.value if splits else (),
                    shardings=shardings.value if shardings else None,
                    fp8_recipes=recipes.value if recipes else (),
                    dispatchers=dispatchers.value if dispatchers else (),
                    ep_overlap=bool(ep_overlap and ep_overlap.value),
-                   schedules=schedules.value if schedules else DEFAULT_SCHEDULES)
+                   schedules=schedules.value if schedules else DEFAULT_SCHEDULES,
+                   cp_comm_types=cp_comm.value if cp_comm else DEFAULT_CP_COMM_TYPES,
+                   tensor_parallel_2d=bool(tp2d and tp2d.value))
 
     def pipeline_schedules(self, pp: int, vpps: list[int]) -> list[tuple[str, list[int]]]:
         """(schedule, the ``vpps`` it runs with) for each schedule the framework runs on ``pp``
@@ -116,6 +136,11 @@ class LayoutRules:
             elif name != "dualpipe" or pp % 2 == 0:
                 out.append((name, [1] if 1 in vpps else []))
         return out
+
+    def context_parallel_exchanges(self) -> tuple[str, ...]:
+        """``cp_comm_type`` values to try where cp > 1 (``SEARCHED_CP_COMM_TYPES`` the framework
+        runs)."""
+        return tuple(t for t in self.cp_comm_types if t in SEARCHED_CP_COMM_TYPES)
 
     def moe_dispatchers(self, default: str) -> tuple[str, ...]:
         """Dispatchers to try where EP > 1: the framework's for the generation, else its

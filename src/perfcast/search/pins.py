@@ -13,15 +13,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from perfcast.catalog.frameworks import TrainingDispatcher
 from perfcast.errors import InputError
-from perfcast.specs.strategy import FP8Recipe, PipelineSchedule
+from perfcast.specs.strategy import CP_COMM_TYPES, FP8Recipe, PipelineSchedule
 
 PinKey = Literal["tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "schedule", "recompute",
                  "sharding", "precision", "fp8_recipe", "sequence_parallel", "tp_comm_overlap",
-                 "ep_overlap", "moe_token_dispatcher"]
+                 "ep_overlap", "moe_token_dispatcher", "cp_comm_type", "tp2d_rows"]
 """Search dimensions a user can pin (``--fix``) or exclude (``--exclude``)."""
 PIN_ALIASES = {"mbs": "micro_batch_size", "sp": "sequence_parallel", "vp": "vpp",
-               "dispatcher": "moe_token_dispatcher"}
-SIZE_KEYS = frozenset({"tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size"})
+               "dispatcher": "moe_token_dispatcher", "cp_comm": "cp_comm_type"}
+SIZE_KEYS = frozenset({"tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "tp2d_rows"})
 BOOL_KEYS = frozenset({"sequence_parallel", "tp_comm_overlap", "ep_overlap"})
 BOOL_WORDS = {"true": "true", "yes": "true", "on": "true", "1": "true",
               "false": "false", "no": "false", "off": "false", "0": "false"}
@@ -32,8 +32,10 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "precision": ("bf16", "fp8"),
     "fp8_recipe": get_args(FP8Recipe),
     "moe_token_dispatcher": get_args(TrainingDispatcher),
+    "cp_comm_type": tuple(t for t in CP_COMM_TYPES if t != "a2a+p2p"),
 }
-"""Values of the dimensions with a fixed option set (the search's ``Sharding`` and recipes)."""
+"""Values of the dimensions with a fixed option set (the search's ``Sharding`` and recipes; the
+CP exchanges it enumerates, ``search.framework_rules.SEARCHED_CP_COMM_TYPES``)."""
 
 
 class Pin(BaseModel):

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from perfcast.catalog.frameworks import TrainingDispatcher
 from perfcast.search.pins import Pin, pin_text
 from perfcast.specs.limits import MAX_SEARCH_MICRO_BATCH_SIZE
-from perfcast.specs.strategy import Strategy
+from perfcast.specs.strategy import CP_COMM_TYPES, Strategy
 
 Sharding = Literal["none", "distributed_optimizer", "zero2", "fsdp"]
 SHARDING_STAGE: dict[str, int] = {"none": 0, "distributed_optimizer": 1, "zero2": 2, "fsdp": 3}
@@ -110,9 +110,14 @@ class StrategyBlock:
     micro_batch_size: np.ndarray
     layer_key: np.ndarray
     """Index of (tp, cp, ep, etp, micro-batch, sp, precision, TP overlap, recipe, dispatcher,
-    EP overlap) into ``StrategySpace.layer_keys``."""
+    EP overlap, CP exchange, 2D TP rows) into ``StrategySpace.layer_keys``."""
     vpp: np.ndarray
     recompute_num_layers: np.ndarray
+    tp2d_rows: np.ndarray | int = 1
+    """Rows of the 2D TP grid per row (1 = 1D TP; ``graph.tensor_parallel_2d``)."""
+    cp_comm: np.ndarray | int = 0
+    """Context-parallel exchange per row, an index into ``CP_COMM_TYPES`` (layer times and the
+    exchange's buffers)."""
     grad_reduce_dtype: str = "fp32"
     flash_attention: bool = True
     fp8_recipe: str = "tensorwise"
@@ -141,6 +146,15 @@ class StrategyBlock:
     @property
     def expert_tp(self) -> np.ndarray:
         return self.etp
+
+    @property
+    def cp_a2a_size(self) -> np.ndarray:
+        """``Strategy.cp_a2a_size`` per row (the search tries a2a over all cp, not a2a+p2p)."""
+        return np.where(np.asarray(self.cp_comm) == CP_COMM_TYPES.index("a2a"), self.cp, 1)
+
+    @property
+    def cp_kv_all_gather(self) -> np.ndarray:
+        return np.asarray(self.cp_comm) == CP_COMM_TYPES.index("all_gather")
 
     @property
     def expert_dp(self) -> np.ndarray:
@@ -180,6 +194,7 @@ class StrategyBlock:
         tp, etp, rnl = at("tp"), at("etp"), at("recompute_num_layers")
         enumerated = dict(
             num_gpus=self.num_gpus, tp=tp, pp=self.pp, vpp=at("vpp"), cp=at("cp"), ep=at("ep"),
+            cp_comm_type=CP_COMM_TYPES[at("cp_comm")], tp2d_rows=at("tp2d_rows"),
             etp=None if etp == tp else etp, sequence_parallel=self.sequence_parallel,
             tp_comm_overlap=bool(at("tp_comm_overlap")),
             ep_overlap=bool(at("ep_overlap")), delay_wgrad_compute=bool(at("ep_overlap")),
@@ -212,6 +227,10 @@ class LayerKey:
     moe_token_dispatcher: str = "alltoall"
     ep_overlap: bool = False
     """EP all-to-all overlap with deferred weight gradients (``--delay-wgrad-compute``)."""
+    cp_comm_type: str = "p2p"
+    """Context-parallel exchange (``Strategy.cp_comm_type``)."""
+    tp2d_rows: int = 1
+    """Rows of the 2D TP grid (``Strategy.tp2d_rows``)."""
 
 
 @dataclass(frozen=True)

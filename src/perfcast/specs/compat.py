@@ -28,6 +28,8 @@ def check_strategy_for_model(model: ModelSpec, strategy: Strategy) -> None:
             "tp", tp, f"neither divides nor is a multiple of num_key_value_heads={kv} "
             f"of model {model.name!r}"
         )
+    _check_context_parallel_heads(model, strategy)
+    _check_tensor_parallel_2d(model, strategy)
     if (strategy.recompute == "selective" and "mla_up_proj" in strategy.recompute_modules
             and not model.is_mla):
         raise InputError("recompute_modules", ",".join(strategy.recompute_modules),
@@ -57,6 +59,39 @@ def check_strategy_for_model(model: ModelSpec, strategy: Strategy) -> None:
             )
     elif strategy.ep > 1:
         raise InputError("ep", strategy.ep, f"model {model.name!r} has no experts")
+
+
+def _check_context_parallel_heads(model: ModelSpec, strategy: Strategy) -> None:
+    """Ulysses all-to-all scatters the heads of each TP rank over its a2a ranks: heads/tp and
+    KV heads/tp must divide by them (Transformer Engine ``attn_forward_func_with_cp`` asserts
+    both for a2a and a2a+p2p; Jacobs et al. 2023 §3.1; MLA's K/V are per head)."""
+    a2a = strategy.cp_a2a_size
+    if a2a <= 1:
+        return
+    heads = model.num_attention_heads // strategy.tp
+    kv = heads if model.is_mla else model.num_kv_heads // strategy.tp
+    field = "cp" if strategy.cp_comm_type == "a2a" else "hierarchical_cp_a2a_size"
+    if heads % a2a != 0 or kv < a2a or kv % a2a != 0:
+        raise InputError(
+            field, a2a, f"does not divide the {heads} attention heads and {max(kv, 0)} KV heads "
+            f"per TP rank of model {model.name!r} (tp={strategy.tp}); --cp-comm-type "
+            f"{strategy.cp_comm_type} scatters heads over the all-to-all ranks")
+
+
+def _check_tensor_parallel_2d(model: ModelSpec, strategy: Strategy) -> None:
+    """2D TP (``graph.tensor_parallel_2d``) is modelled for dense, non-MLA decoder layers, with
+    whole KV heads per grid column (kv heads divisible by cols)."""
+    rows = strategy.tp2d_rows
+    if rows == 1:
+        return
+    if model.is_moe or model.is_mla:
+        raise InputError("tp2d", f"{rows}x{strategy.tp2d_cols}", f"2D tensor parallelism is "
+                         f"modelled for dense, non-MLA layers; model {model.name!r} has "
+                         f"{'experts' if model.is_moe else 'multi-latent attention'}")
+    if model.num_kv_heads % strategy.tp2d_cols != 0:
+        raise InputError("tp2d", f"{rows}x{strategy.tp2d_cols}", f"cols={strategy.tp2d_cols} "
+                         f"does not divide num_key_value_heads={model.num_kv_heads} of model "
+                         f"{model.name!r}")
 
 
 def check_workload_for_strategy(workload: Workload, strategy: Strategy) -> None:

@@ -44,6 +44,14 @@ OffloadModule = Literal["attn_norm", "qkv_linear", "core_attn", "attn_proj", "ml
 """Megatron-Core fine-grained activation offloading modules (frameworks.md §1.3)."""
 MoeTokenDispatcher = Literal["alltoall", "deepep", "hybridep", "deepep-low-latency"]
 """MoE token dispatch implementations (``Strategy.moe_token_dispatcher``)."""
+CpCommType = Literal["p2p", "all_gather", "a2a", "a2a+p2p"]
+"""Megatron-Core ``--cp-comm-type`` (Transformer Engine context-parallel attention,
+``graph.context_parallel``): ``p2p`` ring exchange of K/V chunks overlapped with attention;
+``all_gather`` K/V gathered before attention (not overlapped); ``a2a`` DeepSpeed-Ulysses
+(Jacobs et al. 2023, arXiv:2309.14509): all-to-alls scatter heads and gather the sequence;
+``a2a+p2p`` hierarchical: a2a inside the inner CP group, the ring across the outer one."""
+CP_COMM_TYPES: tuple[str, ...] = ("p2p", "all_gather", "a2a", "a2a+p2p")
+"""``CpCommType`` values by code (the search stores codes)."""
 PARALLEL_DIMS = ("tp", "cp", "ep", "dp", "pp")
 DEFAULT_PLACEMENT_ORDER = "tp-cp-ep-dp-pp"
 """Megatron-LM's rank order (``parallel_state.RankGenerator``): tp innermost, pp outermost."""
@@ -57,12 +65,26 @@ class Strategy(BaseModel):
     num_gpus: int = Field(gt=0, le=MAX_GPUS.value, description="GPUs used by the run.")
     tp: int = Field(default=1, gt=0, le=MAX_PARALLEL_SIZE.value,
                     description="Tensor-parallel size (--tensor-model-parallel-size).")
+    tp2d_rows: int = Field(
+        default=1, gt=0, le=MAX_PARALLEL_SIZE.value,
+        description="2D tensor parallelism (--tp2d ROWSxCOLS; graph.tensor_parallel_2d): rows "
+                    "of the tp = rows x cols grid that split the residual stream's hidden "
+                    "dimension; 1 = Megatron 1D TP. No listed framework runs rows > 1.")
     pp: int = Field(default=1, gt=0, le=MAX_PARALLEL_SIZE.value,
                     description="Pipeline-parallel size (--pipeline-model-parallel-size).")
     vpp: int = Field(default=1, gt=0, le=MAX_PARALLEL_SIZE.value,
                      description="Model chunks per pipeline rank (interleaved 1F1B).")
     cp: int = Field(default=1, gt=0, le=MAX_PARALLEL_SIZE.value,
                     description="Context-parallel size (--context-parallel-size).")
+    cp_comm_type: CpCommType = Field(
+        default="p2p",
+        description="Context-parallel attention communication (--cp-comm-type): p2p ring, "
+                    "all_gather, a2a (DeepSpeed-Ulysses) or a2a+p2p (hierarchical).")
+    hierarchical_cp_a2a_size: int | None = Field(
+        default=None, gt=0, le=MAX_PARALLEL_SIZE.value,
+        description="With cp_comm_type='a2a+p2p': ranks of the inner (a2a) CP level, the first "
+                    "of Megatron's --hierarchical-context-parallel-sizes; the ring spans "
+                    "cp / this.")
     ep: int = Field(default=1, gt=0, le=MAX_PARALLEL_SIZE.value,
                     description="Expert-parallel size (--expert-model-parallel-size).")
     etp: int | None = Field(
@@ -296,6 +318,8 @@ class Strategy(BaseModel):
                 f"num_gpus={self.num_gpus} is not divisible by tp*pp*cp={model_parallel} "
                 f"(tp={self.tp}, pp={self.pp}, cp={self.cp})"
             )
+        self._check_context_parallel()
+        self._check_tensor_parallel_2d()
         if self.vpp > 1 and self.pp == 1:
             raise ValueError(f"vpp={self.vpp} needs pp > 1")
         if self.pipeline_schedule == "interleaved" and self.vpp == 1:
@@ -368,6 +392,35 @@ class Strategy(BaseModel):
             )
         return self
 
+    def _check_context_parallel(self) -> None:
+        """Megatron-Core's rules for ``--hierarchical-context-parallel-sizes``: only with
+        a2a+p2p, and the levels multiply to cp (MLM arguments.py)."""
+        a2a = self.hierarchical_cp_a2a_size
+        if self.cp_comm_type == "a2a+p2p" and self.cp > 1:
+            if a2a is None:
+                raise ValueError("cp_comm_type='a2a+p2p' needs hierarchical_cp_a2a_size "
+                                 "(--hierarchical-context-parallel-sizes A,P)")
+            if self.cp % a2a != 0:
+                raise ValueError(f"hierarchical_cp_a2a_size={a2a} does not divide cp={self.cp}")
+        elif a2a is not None:
+            raise ValueError(f"hierarchical_cp_a2a_size={a2a} needs cp_comm_type='a2a+p2p' "
+                             f"and cp > 1 (got cp_comm_type={self.cp_comm_type!r}, cp={self.cp})")
+
+    def _check_tensor_parallel_2d(self) -> None:
+        """The 2D TP-SP scheme modelled (``graph.tensor_parallel_2d``): rows divide tp, the
+        sequence is split (sequence parallelism), no CP and no TP comm overlap with it."""
+        rows = self.tp2d_rows
+        if rows == 1:
+            return
+        if self.tp % rows != 0:
+            raise ValueError(f"tp2d_rows={rows} does not divide tp={self.tp}")
+        if not self.sequence_parallel:
+            raise ValueError(f"tp2d_rows={rows} needs sequence_parallel=True (2D TP-SP: tokens "
+                             "split over the grid)")
+        if self.cp > 1 or self.tp_comm_overlap:
+            raise ValueError(f"tp2d_rows={rows} is modelled without CP and without TP comm "
+                             f"overlap (got cp={self.cp}, tp_comm_overlap={self.tp_comm_overlap})")
+
     def _check_pipeline_split(self) -> None:
         """Megatron-Core's rules for the pipeline split options (frameworks.md §1.2)."""
         uneven = (self.num_layers_in_first_pipeline_stage is not None
@@ -391,6 +444,27 @@ class Strategy(BaseModel):
     def dp(self) -> int:
         """Data-parallel size: GPUs / (tp * pp * cp)."""
         return self.num_gpus // (self.tp * self.pp * self.cp)
+
+    @property
+    def tp2d_cols(self) -> int:
+        """Columns of the 2D TP grid: ranks that split heads and FFN width (tp for 1D TP)."""
+        return self.tp // self.tp2d_rows
+
+    @property
+    def cp_a2a_size(self) -> int:
+        """Ranks the attention heads are scattered over by all-to-all: cp for a2a, the inner
+        level for a2a+p2p, 1 for p2p and all_gather (``graph.context_parallel``)."""
+        if self.cp_comm_type == "a2a":
+            return self.cp
+        if self.cp_comm_type == "a2a+p2p" and self.hierarchical_cp_a2a_size is not None:
+            return self.hierarchical_cp_a2a_size
+        return 1
+
+    @property
+    def cp_kv_all_gather(self) -> bool:
+        """Whether the K/V exchange gathers the whole sequence at once (all_gather) rather
+        than passing chunks round a ring."""
+        return self.cp_comm_type == "all_gather"
 
     @property
     def expert_tp(self) -> int:

@@ -123,7 +123,8 @@ def _strategy(row: Row, sizes: rs.ParallelSizes, model: ModelSpec, system: Syste
         explicit.update(rs.bf16_layers(row, model.num_hidden_layers, notes))
     explicit.update(history_settings(row, notes))
     facts = RunFacts(tp=sizes.tp, ep=sizes.ep, precision=str(explicit["precision"]),
-                     generation=system.gpu.generation, layers_per_stage=layers_per_stage)
+                     generation=system.gpu.generation, layers_per_stage=layers_per_stage,
+                     cp=sizes.cp)
     fields: dict[str, object] = {
         **framework_fields(row, explicit, facts, notes), **explicit,
         "num_gpus": sizes.num_gpus, "tp": sizes.tp, "pp": sizes.pp, "vpp": sizes.vpp,
