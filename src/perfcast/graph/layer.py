@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfcast.arrays import Floats
-from perfcast.graph.eager_elementwise import eager_elementwise_ops
 from perfcast.graph.context_parallel import ContextParallelSplit, context_parallel_comm_ops
+from perfcast.graph.eager_elementwise import eager_elementwise_ops
 from perfcast.graph.fp8_casts import DEEPSEEK_TILE, fp8_cast_ops
 from perfcast.graph.ops import (
     LOW_LATENCY_ALGORITHM,
