@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from perfcast.calibration.memory_overheads import MemoryOverheads, load_memory_overheads
 from perfcast.graph.param_sharding import StageParams, stage_params
 from perfcast.graph.params import allocated_vocab_size, count_params
 from perfcast.memory import activations as A
+from perfcast.memory.cuda_graphs import cuda_graph_static_bytes
 from perfcast.memory.inflight import inflight_layer_units
 from perfcast.memory.report import MemoryReport, StageMemory
 from perfcast.memory.states import state_bytes
@@ -72,7 +75,7 @@ def offloaded_activation_bytes(model: ModelSpec, strategy: Strategy, num_layers:
     modules = ((num_layers - num_moe) * A.offloaded_module_bytes(model, s, b, opts, False)
                + num_moe * A.offloaded_module_bytes(model, s, b, opts, True))
     n = offloaded_layers(strategy, num_layers)
-    if n == 0:
+    if not np.any(n):
         return modules
     per_mb, _ = _stage_layer_activations(model, strategy, num_layers, num_moe, s, b)
     return modules + per_mb * n / num_layers
@@ -126,10 +129,13 @@ def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_
     if stage == strategy.pp - 1:
         # Logits of the main head and of each MTP module's pass through the shared head.
         acts += (1 + params.num_mtp_layers) * A.output_activation_bytes(model, s, b, opts)
+    graphs = cuda_graph_static_bytes(model, strategy, params.num_layers,
+                                     params.num_moe_layers, s, units)
     other = (
         cal.cuda_context_bytes
         + num_process_groups(strategy) * cal.nccl_bytes_per_group
         + cal.allocator_fragmentation_fraction * (acts + states.grads)
+        + graphs
     )
     return StageMemory(
         stage=stage,
@@ -143,6 +149,7 @@ def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_
         layer_activations_bytes=layer_acts,
         inflight_micro_batches=units,
         other_bytes=other,
+        cuda_graph_bytes=graphs,
     )
 
 
@@ -150,13 +157,15 @@ def dualpipe_device_memory(own: StageMemory, mirror: StageMemory, device: int) -
     """One DualPipe device: it holds stage i and stage p − 1 − i (DeepSeek-V3 report §3.2.1,
     Table 2: parameters 2×, activations p + 1 stage-micro-batches). States of both stages add;
     the p + 1 in-flight micro-batches split over the two stages, so the layer activations are
-    the mean of the two stages' (each counted at p + 1); embedding/loss buffers and the recompute
+    the mean of the two stages' (each counted at p + 1), and so are the CUDA graphs' static
+    buffers (one per in-flight micro-batch); embedding/loss buffers and the recompute
     working set add; CUDA context and NCCL buffers exist once (the larger allowance)."""
     if own.stage == mirror.stage:
         return own
     extras = (own.activations_bytes - own.layer_activations_bytes
               + mirror.activations_bytes - mirror.layer_activations_bytes)
     layer_acts = (own.layer_activations_bytes + mirror.layer_activations_bytes) / 2
+    graphs = (own.cuda_graph_bytes + mirror.cuda_graph_bytes) / 2  # as the layer activations
     return StageMemory(
         stage=device,
         num_layers=own.num_layers + mirror.num_layers,
@@ -168,7 +177,9 @@ def dualpipe_device_memory(own: StageMemory, mirror: StageMemory, device: int) -
         activations_bytes=layer_acts + extras,
         layer_activations_bytes=layer_acts,
         inflight_micro_batches=own.inflight_micro_batches,
-        other_bytes=max(own.other_bytes, mirror.other_bytes),
+        other_bytes=max(own.other_bytes - own.cuda_graph_bytes,
+                        mirror.other_bytes - mirror.cuda_graph_bytes) + graphs,
+        cuda_graph_bytes=graphs,
     )
 
 
@@ -211,6 +222,10 @@ def estimate_memory(
         "other = CUDA context + NCCL buffers per group + allocator fragmentation "
         "(calibration/memory_overheads.yaml)",
     )
+    if strategy.cuda_graphs != "none":
+        assumptions += (f"CUDA graphs '{strategy.cuda_graphs}': 4 static hidden-state buffers "
+                        "per captured region and in-flight micro-batch, in other (assumed; "
+                        "memory/cuda_graphs.py)",)
     return MemoryReport(
         model=model.name,
         system=system.name,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -28,7 +28,8 @@ from perfcast.graph.layer import LayerShape, layer_ops
 from perfcast.graph.param_sharding import stage_params
 from perfcast.graph.stage import LayerGroup, embedding_ops, head_ops, layer_shape
 from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackendName, get_backend
-from perfcast.memory.estimate import stage_memory
+from perfcast.memory.estimate import offloaded_activation_bytes, stage_memory
+from perfcast.schedule.activation_offload import offload_exposed_s
 from perfcast.schedule.data_parallel import data_parallel_time
 from perfcast.schedule.op_time import compute_op_time_s
 from perfcast.schedule.stage_time import (
@@ -117,10 +118,10 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
         return layer_time(group, system, strategy, backend, overlap, host, op_time)
 
     @functools.cache
-    def without_experts(tp, cp, mbs, sp, precision, overlap, recipe):
+    def without_experts(tp, cp, mbs, sp, precision, overlap, recipe, graphs):
         """Dense layer and embedding/head times: experts (ep, etp) play no part."""
-        strategy = _key_strategy(LayerKey(tp, cp, 1, tp, mbs, sp, precision, overlap, recipe),
-                                 space)
+        strategy = _key_strategy(LayerKey(tp, cp, 1, tp, mbs, sp, precision, overlap, recipe,
+                                          cuda_graphs=graphs), space)
         shape = layer_shape(model, strategy, seq_length, False)
         emb, head = embedding_ops(model, shape), head_ops(model, shape)
         extras = tuple(extra_time((emb if first else []) + (head if last else []), system,
@@ -132,7 +133,7 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
         key = space.layer_keys[index]
         layer, extra = without_experts(key.tp, key.cp, key.micro_batch_size,
                                        key.sequence_parallel, key.precision, key.tp_comm_overlap,
-                                       key.fp8_recipe)
+                                       key.fp8_recipe, key.cuda_graphs)
         dense.append(layer)
         extras.append(extra)
         moe.append(timed_layer(_key_strategy(key, space), True) if model.is_moe
@@ -167,7 +168,8 @@ def _key_strategy(key: LayerKey, space: StrategySpace) -> Strategy:
                   sequence_parallel=key.sequence_parallel, precision=key.precision,
                   tp_comm_overlap=key.tp_comm_overlap, fp8_recipe=key.fp8_recipe,
                   moe_token_dispatcher=key.moe_token_dispatcher, ep_overlap=key.ep_overlap,
-                  delay_wgrad_compute=key.ep_overlap, recompute="none",
+                  delay_wgrad_compute=key.ep_overlap, cuda_graphs=key.cuda_graphs,
+                  recompute="none",
                   recompute_num_layers=None, pipeline_schedule=None, zero_stage=0, fsdp=False,
                   distributed_optimizer=False)
     return Strategy(**(space.options.model_dump() | chosen))
@@ -215,6 +217,11 @@ class BulkEvaluator:
             if stage == 0 or stage == block.pp - 1:
                 extra = _gather(extra, block.layer_key)
             times = assemble_stage_time(layers, extra, block)
+            if np.any(block.cpu_offload_activation_layers):  # as estimate_training does
+                offloaded = offloaded_activation_bytes(model, block, params.num_layers,
+                                                       params.num_moe_layers, s)
+                times = replace(times, offload_s=offload_exposed_s(
+                    offloaded, system, times.forward_s, times.backward_compute_s))
             stages.append((times, data_parallel_time(params, times, system, block,
                                                      self.calibration.comm_overlap), params))
             memory.append(stage_memory(model, block, params, s, m,

@@ -10,8 +10,10 @@ batch whole micro-batches per DP rank, and ep·etp the tp·cp·dp ranks. Each va
 then crossed with the execution options: sequence parallelism (tp > 1) with and without TP
 comm overlap, for MoE rows with EP > 1 each dispatcher the framework runs on the GPU with and
 without EP all-to-all overlap (not under full recompute), bf16 and each FP8/FP4 recipe,
-ZeRO/FSDP sharding (where there is a DP group to shard over), and recompute none /
-selective / full with every distinct number of recomputed layers per stage. ``--fix`` /
+ZeRO/FSDP sharding (where there is a DP group to shard over), each CUDA-graph scope the
+framework captures, recompute none / selective / full with every distinct number of
+recomputed layers per stage, and (pp = 1, no recompute, where the framework offloads) every
+distinct number of layers whose activations go to host memory. ``--fix`` /
 ``--exclude`` pins (``search.pins``) narrow every dimension.
 
 The named framework's own rules (``search.framework_rules``) keep only what it runs: the layer
@@ -32,6 +34,7 @@ from perfcast.graph.layer import NODE_DEDUP_DISPATCHERS
 from perfcast.graph.param_sharding import layers_per_stage
 from perfcast.search.framework_rules import LayoutRules, interleaved_micro_batches_ok
 from perfcast.search.space import (
+    CUDA_GRAPH_SCOPES,
     DISPATCHERS,
     LayerKey,
     SearchConstraints,
@@ -110,6 +113,10 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
     sp_modes = [sp for sp in c.allowed("sequence_parallel", [False, True]) if overlaps[sp]]
     moe_options = _moe_options(c, rules, options) if model.is_moe else _no_moe_options(c, options)
     shardings = c.allowed("sharding", [x for x in c.sharding if rules.allows_sharding(x)])
+    static_moe = options.moe_pad_expert_input_to_capacity and options.moe_capacity_factor is not None
+    scopes = c.allowed("cuda_graphs", rules.graph_scopes(options.cuda_graphs, model.is_moe,
+                                                         static_moe))
+    scope_codes = [CUDA_GRAPH_SCOPES.index(s) for s in scopes]
     categorical = list(itertools.product(
         c.allowed("recompute", c.recompute), shardings, precisions, sp_modes))
 
@@ -138,17 +145,19 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
         max_layers = max(layers_per_stage(model.num_hidden_layers, pp))
         schedules = [(name, vs) for name, vs in rules.pipeline_schedules(pp, vpp_ok)
                      if c.allows("schedule", name)]
-        tables = {sp: _RowTable.build(rows, sp, overlaps[sp], moe_options, precisions, pp, n,
-                                      workload, layer_keys) for sp in sp_modes}
+        tables = {sp: _RowTable.build(rows, sp, overlaps[sp], moe_options, precisions,
+                                      scope_codes, pp, n, workload, layer_keys)
+                  for sp in sp_modes}
         for (schedule, vs), (recompute, sharding, prec, sp) in itertools.product(
                 schedules, categorical):
             t = tables[sp]
+            offload = c.allowed("offload", rules.offload_layers(max_layers, pp, recompute))
             mask = t.interleaves.copy() if schedule == "interleaved" else np.ones(len(t), bool)
             if sharding != "none":
                 mask &= t.has_dp
             if recompute == "full":  # no EP overlap with full recompute (MLM:TC L3002-3046)
                 mask &= ~t.ep_overlap.ravel()
-            if not vs or not mask.any():
+            if not vs or not offload or not scopes or not mask.any():
                 continue
             blocks.append(StrategyBlock(
                 num_gpus=n, pp=pp, schedule=schedule, recompute=recompute, sharding=sharding,
@@ -161,6 +170,8 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                     _recompute_layers(recompute, max_layers), dtype=np.int64).reshape(1, 1, -1),
                 grad_reduce_dtype=options.grad_reduce_dtype,
                 flash_attention=options.flash_attention, fp8_recipe=prec[1],
+                cuda_graphs=t.graphs[mask], cpu_offload_activation_layers=np.array(
+                    offload, dtype=np.int64).reshape(1, 1, -1),
                 options=options,
             ))
     return StrategySpace(num_gpus=n, blocks=tuple(blocks), layer_keys=tuple(layer_keys),
@@ -218,8 +229,8 @@ def _count_layouts(rows, vpp_ok, pp: int, n: int, workload: Workload) -> int:
 @dataclass(frozen=True)
 class _RowTable:
     """Size rows (tp, cp, ep, etp, micro-batch) of one pp and one sequence-parallel mode, each
-    repeated per TP comm overlap setting and per MoE option (dispatcher, EP overlap), as
-    (rows, 1, 1) arrays, with their layer keys."""
+    repeated per TP comm overlap setting, per MoE option (dispatcher, EP overlap) and per
+    CUDA-graph scope, as (rows, 1, 1) arrays, with their layer keys."""
 
     tp: np.ndarray
     cp: np.ndarray
@@ -229,6 +240,8 @@ class _RowTable:
     overlap: np.ndarray
     dispatcher: np.ndarray
     ep_overlap: np.ndarray
+    graphs: np.ndarray
+    """CUDA-graph scope per row, an index into ``CUDA_GRAPH_SCOPES``."""
     keys: dict[tuple[str, str], np.ndarray]
     """(precision, FP8 recipe) -> layer key index per row."""
     interleaves: np.ndarray
@@ -238,20 +251,22 @@ class _RowTable:
         return len(self.interleaves)
 
     @classmethod
-    def build(cls, rows, sp: bool, overlaps, moe: MoeOptions, precisions, pp: int, n: int,
-              workload: Workload, layer_keys: dict[LayerKey, int]) -> _RowTable:
-        chosen = [(*row, int(o), d, int(eo)) for row in rows if row[0] > 1 or not sp
-                  for o in overlaps for d, eo in moe.of(row[2])]
-        table = np.array(chosen, dtype=np.int64).reshape(-1, 8)
-        tp, cp, ep, etp, mbs, overlap, dispatcher, ep_overlap = (
-            table[:, i].reshape(-1, 1, 1) for i in range(8))
+    def build(cls, rows, sp: bool, overlaps, moe: MoeOptions, precisions, scopes, pp: int,
+              n: int, workload: Workload, layer_keys: dict[LayerKey, int]) -> _RowTable:
+        chosen = [(*row, int(o), d, int(eo), g) for row in rows if row[0] > 1 or not sp
+                  for o in overlaps for d, eo in moe.of(row[2]) for g in scopes]
+        table = np.array(chosen, dtype=np.int64).reshape(-1, 9)
+        tp, cp, ep, etp, mbs, overlap, dispatcher, ep_overlap, graphs = (
+            table[:, i].reshape(-1, 1, 1) for i in range(9))
         dp = n // (tp * pp * cp)
         keys = {prec: np.array([layer_keys.setdefault(
             LayerKey(*map(int, row[:5]), sp, prec[0], bool(row[5]), prec[1],
-                     DISPATCHERS[row[6]], bool(row[7])), len(layer_keys))
-            for row in chosen], dtype=np.int64).reshape(-1, 1, 1) for prec in precisions}
+                     DISPATCHERS[row[6]], bool(row[7]), CUDA_GRAPH_SCOPES[row[8]]),
+            len(layer_keys)) for row in chosen], dtype=np.int64).reshape(-1, 1, 1)
+            for prec in precisions}
         return cls(tp=tp, cp=cp, ep=ep, etp=etp, mbs=mbs, overlap=overlap.astype(bool),
-                   dispatcher=dispatcher, ep_overlap=ep_overlap.astype(bool), keys=keys,
+                   dispatcher=dispatcher, ep_overlap=ep_overlap.astype(bool), graphs=graphs,
+                   keys=keys,
                    interleaves=interleaved_micro_batches_ok(
                        _micro_batches(workload, mbs, dp), pp).ravel(),
                    has_dp=((dp * cp > 1) | ((tp * cp * dp) // (ep * etp) > 1)).ravel())

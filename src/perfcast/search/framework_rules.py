@@ -23,6 +23,13 @@ adds its own rules, read from its profile (``catalog/data/frameworks/training/*.
   DeepSpeed 1F1B only); a profile with no entry runs 1F1B and interleaved 1F1B. ZB-V and
   DualPipe place two chunks per rank themselves (vpp = 1) and DualPipe needs an even pp
   (``schedule.orders.schedule_plan``);
+* which CUDA-graph scopes it captures in training (``cuda_graph_scopes_accepted``: Megatron-Core
+  whole layers up to core_v0.11, attention from core_v0.12, MoE from core_v0.16; torchtitan
+  none); a scope that captures the MoE block (``moe``, ``full``) needs static shapes, so MoE
+  models get it only with drop-and-pad routing (frameworks.md 1.5), and ``moe`` only on MoE
+  models (it captures nothing else);
+* whether it offloads whole layers' activations to host memory (``activation_offload_accepted``:
+  Megatron-Core ``cpu_offloading``; needs pp = 1 and no recompute, MLM:TC L1884-1899);
 * the interleaved 1F1B schedule runs micro-batches in groups of pp (Megatron-Core
   ``microbatch_group_size_per_vp_stage`` defaults to the pipeline size, MLM:MPC L431,
   L567-568; ``schedule.orders.schedule_plan`` refuses any other count), so the micro-batches
@@ -42,6 +49,7 @@ from perfcast.catalog.frameworks import (
     ResolvedFramework,
     pick,
 )
+from perfcast.schedule.activation_offload import STAGING_LAYERS
 from perfcast.specs.strategy import Strategy
 
 DEFAULT_SEARCH_FRAMEWORK = "megatron-core"
@@ -84,6 +92,10 @@ class LayoutRules:
     """Whether it overlaps the EP all-to-all with another micro-batch (where EP > 1)."""
     schedules: tuple[str, ...] = DEFAULT_SCHEDULES
     """Pipeline schedules it runs (where pp > 1)."""
+    cuda_graph_scopes: tuple[str, ...] = ()
+    """CUDA-graph scopes it captures in training; empty = its default only."""
+    activation_offload: bool = False
+    """Whether it offloads whole layers' activations to host memory (pp = 1, no recompute)."""
 
     @classmethod
     def of(cls, framework: ResolvedFramework, generation: str | None = None) -> LayoutRules:
@@ -94,12 +106,16 @@ class LayoutRules:
         dispatchers = pick(profile.moe_token_dispatchers_accepted, version, generation)
         ep_overlap = pick(profile.ep_overlap_accepted, version, generation)
         schedules = pick(profile.pipeline_schedules_accepted, version, generation)
+        scopes = pick(profile.cuda_graph_scopes_accepted, version, generation)
+        offload = pick(profile.activation_offload_accepted, version, generation)
         return cls(framework=framework.label, pipeline_splits=splits.value if splits else (),
                    shardings=shardings.value if shardings else None,
                    fp8_recipes=recipes.value if recipes else (),
                    dispatchers=dispatchers.value if dispatchers else (),
                    ep_overlap=bool(ep_overlap and ep_overlap.value),
-                   schedules=schedules.value if schedules else DEFAULT_SCHEDULES)
+                   schedules=schedules.value if schedules else DEFAULT_SCHEDULES,
+                   cuda_graph_scopes=scopes.value if scopes else (),
+                   activation_offload=bool(offload and offload.value))
 
     def pipeline_schedules(self, pp: int, vpps: list[int]) -> list[tuple[str, list[int]]]:
         """(schedule, the ``vpps`` it runs with) for each schedule the framework runs on ``pp``
@@ -116,6 +132,29 @@ class LayoutRules:
             elif name != "dualpipe" or pp % 2 == 0:
                 out.append((name, [1] if 1 in vpps else []))
         return out
+
+    def graph_scopes(self, default: str, is_moe: bool, static_moe_shapes: bool
+                     ) -> tuple[str, ...]:
+        """CUDA-graph scopes to try: the framework's (else its ``default``), without ``moe`` on
+        a dense model (nothing to capture: the same strategy as ``none``) and, on a MoE model
+        with dropless routing, without the scopes that capture the MoE block (``moe``,
+        ``full``: a graph replays static shapes, frameworks.md 1.5 "moe scope only for
+        drop-and-pad MoE")."""
+        scopes = self.cuda_graph_scopes or (default,)
+        if not is_moe:
+            return tuple(s for s in scopes if s != "moe")
+        if not static_moe_shapes:
+            return tuple(s for s in scopes if s not in ("moe", "full"))
+        return scopes
+
+    def offload_layers(self, num_layers: int, pp: int, recompute: str) -> list[int]:
+        """``cpu_offload_activation_layers`` values to try (0 = none): where the framework
+        offloads, pp = 1 and no recompute (MLM:TC L1884-1899), every count 2..L that moves a
+        different number of layers (one layer stays staged on the GPU,
+        ``schedule.activation_offload.STAGING_LAYERS``, so 1 equals 0)."""
+        if not self.activation_offload or pp != 1 or recompute != "none":
+            return [0]
+        return [0] + list(range(STAGING_LAYERS + 1, num_layers + 1))
 
     def moe_dispatchers(self, default: str) -> tuple[str, ...]:
         """Dispatchers to try where EP > 1: the framework's for the generation, else its
