@@ -41,7 +41,13 @@ from perfcast.graph.ops import AttentionOp, GemmOp, Group, MemoryOp, Phase
 from perfcast.graph.recompute_modules import recomputed_op_names
 from perfcast.graph.stage import LayerGroup, StageGraph
 from perfcast.kernels.backend import KernelBackend
-from perfcast.schedule.host_time import HostScope, pass_segments, pass_time_s
+from perfcast.schedule.host_time import (
+    HostScope,
+    ScopeLoad,
+    load_segments,
+    pass_time_s,
+    scope_loads,
+)
 from perfcast.schedule.op_time import comm_op_time_s, compute_op_time_s
 from perfcast.schedule.overlap import (
     compute_slowdown,
@@ -152,6 +158,38 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     """Seconds of one layer of ``group`` for one micro-batch, by part (``overlap`` and ``host``
     replace the shipped overlap and host-launch calibrations, for fitting them; ``op_time``
     is ``compute_op_time_s`` or a memo of it, as the bulk search passes)."""
+    return with_host_time(layer_issue(group, system, strategy, backend, overlap, op_time),
+                          strategy, host or load_host_launch())
+
+
+@dataclass(frozen=True)
+class LayerIssue:
+    """A layer's times before the host model (``LayerTime`` with no host seconds), with the
+    ops it issues per pass and its exposed collectives per host scope: all that the CUDA-graph
+    scope changes is computed from these (``with_host_time``), so the bulk search times a
+    layer once for every scope."""
+
+    time: LayerTime
+    loads: dict[bool, dict[HostScope, ScopeLoad]]
+    """Forward (True) / backward ops per host scope (``schedule.host_time.scope_loads``)."""
+    comm_s: dict[bool, dict]
+    """Forward (True) / backward exposed collective seconds per ``HostScope``."""
+    routed: bool = False
+    """Whether the layer routes tokens (a MoE layer: its dropless routing syncs)."""
+
+
+def with_host_time(issue: LayerIssue, strategy, host: HostLaunchCalibration) -> LayerTime:
+    """``issue``'s layer time with the exposed host seconds of ``strategy``'s CUDA-graph scope
+    and routing (``_exposed_host_s``)."""
+    host_fwd, host_bwd = _exposed_host_s(strategy, issue, host)
+    return LayerTime(**{**vars(issue.time), "host_forward_s": host_fwd,
+                        "host_backward_s": host_bwd})
+
+
+def layer_issue(group: LayerGroup, system, strategy, backend,
+                overlap: CommOverlapCalibration | None = None,
+                op_time=compute_op_time_s) -> LayerIssue:
+    """``layer_time`` up to the host model (independent of the CUDA-graph scope)."""
     kind_s = {GemmOp: 0.0, AttentionOp: 0.0, MemoryOp: 0.0}
     by_pass = {(kind, forward): 0.0 for kind in (GemmOp, AttentionOp, MemoryOp)
                for forward in (True, False)}
@@ -191,12 +229,11 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     cp_slow = stream_overlap_slowdown(overlap)
     cp_forward = exposed_comm_s(comm[(Group.CP, True)], by_pass[(AttentionOp, True)], cp_slow)
     cp_backward = exposed_comm_s(comm[(Group.CP, False)], by_pass[(AttentionOp, False)], cp_slow)
-    host_fwd, host_bwd = _exposed_host_s(
-        strategy, issued, host or load_host_launch(),
-        {True: {HostScope.OTHER: tp_fwd, HostScope.MOE: ep_fwd, HostScope.ATTENTION: cp_forward},
-         False: {HostScope.OTHER: tp_bwd, HostScope.MOE: ep_bwd,
-                 HostScope.ATTENTION: cp_backward}})
-    return LayerTime(
+    comm_s = {True: {HostScope.OTHER: tp_fwd, HostScope.MOE: ep_fwd,
+                     HostScope.ATTENTION: cp_forward},
+              False: {HostScope.OTHER: tp_bwd, HostScope.MOE: ep_bwd,
+                      HostScope.ATTENTION: cp_backward}}
+    return LayerIssue(time=LayerTime(
         gemm_s=kind_s[GemmOp], attention_s=kind_s[AttentionOp], memory_bound_s=kind_s[MemoryOp],
         forward_compute_s=fwd, backward_compute_s=bwd,
         attention_forward_s=by_pass[(AttentionOp, True)],
@@ -206,28 +243,29 @@ def layer_time(group: LayerGroup, system, strategy, backend,
         cp_s=float(cp_forward + cp_backward),
         ep_forward_s=ep_fwd, ep_backward_s=ep_bwd,
         wgrad_s=wgrad, cp_forward_s=float(cp_forward),
-        host_forward_s=host_fwd, host_backward_s=host_bwd,
-    )
+        host_forward_s=0.0, host_backward_s=0.0,
+    ), loads={forward: scope_loads(ops) for forward, ops in issued.items()}, comm_s=comm_s,
+        routed=any(name == "router" for name, _, _ in issued[True]))
 
 
-def _exposed_host_s(strategy: Strategy, issued: dict[bool, list], host: HostLaunchCalibration,
-                    comm_s: dict[bool, dict]) -> tuple[float, float]:
-    """Exposed host seconds of the forward and the backward of one layer from its ops as
-    (name, count, GPU seconds) per pass (``issued``) and its exposed collectives per scope
-    (``comm_s``): pass time with host issue and syncs (``schedule.host_time``) minus the GPU
-    stream (kernels + exposed comm).
+def _exposed_host_s(strategy: Strategy, issue: LayerIssue, host: HostLaunchCalibration
+                    ) -> tuple[float, float]:
+    """Exposed host seconds of the forward and the backward of one layer from its ops per
+    pass and host scope (``issue.loads``) and its exposed collectives per scope
+    (``issue.comm_s``): pass time with host issue and syncs (``schedule.host_time``) minus the
+    GPU stream (kernels + exposed comm).
 
     A MoE layer with dropless routing (no capacity factor) syncs once in its forward unless
     its MoE block is CUDA-graphed (static, padded shapes)."""
-    moe = any(name == "router" for name, _, _ in issued[True])
     graphed_moe = strategy.cuda_graphs in ("moe", "full")
-    syncs = 1.0 if moe and strategy.moe_capacity_factor is None and not graphed_moe else 0.0
+    syncs = (1.0 if issue.routed and strategy.moe_capacity_factor is None and not graphed_moe
+             else 0.0)
     out = []
     for forward in (True, False):
-        gpu = sum(t for _, _, t in issued[forward]) + sum(comm_s[forward].values())
-        segments = pass_segments(issued[forward], strategy.cuda_graphs,
-                                 sync_before_moe=forward and syncs > 0,
-                                 extra_gpu_s=comm_s[forward])
+        loads, comm_s = issue.loads[forward], issue.comm_s[forward]
+        gpu = sum(load.gpu_s for load in loads.values()) + sum(comm_s.values())
+        segments = load_segments(loads, strategy.cuda_graphs,
+                                 sync_before_moe=forward and syncs > 0, extra_gpu_s=comm_s)
         out.append(float(pass_time_s(segments, syncs if forward else 0.0, host) - gpu))
     return out[0], out[1]
 

@@ -34,10 +34,12 @@ from perfcast.schedule.data_parallel import data_parallel_time
 from perfcast.schedule.op_time import compute_op_time_s
 from perfcast.schedule.stage_time import (
     ExtraTime,
+    LayerIssue,
     LayerTime,
     assemble_stage_time,
     extra_time,
-    layer_time,
+    layer_issue,
+    with_host_time,
 )
 from perfcast.search.space import LayerKey, StrategyBlock, StrategySpace
 from perfcast.specs.hardware import SystemSpec
@@ -113,31 +115,47 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
         compute, comm = layer_ops(model, shape)
         return LayerGroup(1, shape.moe, tuple(compute), tuple(comm))
 
-    def timed_layer(strategy: Strategy, is_moe: bool) -> LayerTime:
-        group = group_of(layer_shape(model, strategy, seq_length, is_moe))
-        return layer_time(group, system, strategy, backend, overlap, host, op_time)
+    issues: dict[tuple, tuple[LayerIssue, Strategy]] = {}
+
+    def timed_layer(key: LayerKey, is_moe: bool) -> LayerTime:
+        """The layer time of ``key``: everything but the host time once per key without its
+        CUDA-graph scope (``schedule.stage_time.layer_issue``), the host time per scope."""
+        plain = (LayerKey(**{**vars(key), "cuda_graphs": "none"}), is_moe)
+        if plain not in issues:
+            strategy = _key_strategy(plain[0], space)
+            group = group_of(layer_shape(model, strategy, seq_length, is_moe))
+            issues[plain] = (layer_issue(group, system, strategy, backend, overlap, op_time),
+                             strategy)
+        issue, strategy = issues[plain]
+        if key.cuda_graphs != "none":  # the scope is a Literal with no cross-field rule
+            strategy = strategy.model_copy(update={"cuda_graphs": key.cuda_graphs})
+        return with_host_time(issue, strategy, host)
 
     @functools.cache
     def without_experts(tp, cp, mbs, sp, precision, overlap, recipe, graphs):
-        """Dense layer and embedding/head times: experts (ep, etp) play no part."""
-        strategy = _key_strategy(LayerKey(tp, cp, 1, tp, mbs, sp, precision, overlap, recipe,
-                                          cuda_graphs=graphs), space)
+        """Dense layer time: experts (ep, etp) play no part."""
+        return timed_layer(LayerKey(tp, cp, 1, tp, mbs, sp, precision, overlap, recipe,
+                                    cuda_graphs=graphs), False)
+
+    @functools.cache
+    def extras_of(tp, cp, mbs, sp, precision, overlap, recipe):
+        """Embedding/head times: neither experts nor CUDA graphs (layers only) play a part."""
+        strategy = _key_strategy(LayerKey(tp, cp, 1, tp, mbs, sp, precision, overlap, recipe),
+                                 space)
         shape = layer_shape(model, strategy, seq_length, False)
         emb, head = embedding_ops(model, shape), head_ops(model, shape)
-        extras = tuple(extra_time((emb if first else []) + (head if last else []), system,
-                                  strategy, backend) for first, last in EXTRA_ROLES)
-        return timed_layer(strategy, False), extras
+        return tuple(extra_time((emb if first else []) + (head if last else []), system,
+                                strategy, backend) for first, last in EXTRA_ROLES)
 
     dense, moe, extras = [], [], []
     for index in keys:
         key = space.layer_keys[index]
-        layer, extra = without_experts(key.tp, key.cp, key.micro_batch_size,
-                                       key.sequence_parallel, key.precision, key.tp_comm_overlap,
-                                       key.fp8_recipe, key.cuda_graphs)
+        sizes = (key.tp, key.cp, key.micro_batch_size, key.sequence_parallel, key.precision,
+                 key.tp_comm_overlap, key.fp8_recipe)
+        layer = without_experts(*sizes, key.cuda_graphs)
         dense.append(layer)
-        extras.append(extra)
-        moe.append(timed_layer(_key_strategy(key, space), True) if model.is_moe
-                   else layer)
+        extras.append(extras_of(*sizes))
+        moe.append(timed_layer(key, True) if model.is_moe else layer)
     return LayerRows(tuple(dense), tuple(moe), tuple(extras))
 
 
