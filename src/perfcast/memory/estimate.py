@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from perfcast.arrays import Floats
 from perfcast.calibration.memory_overheads import MemoryOverheads, load_memory_overheads
 from perfcast.graph.param_sharding import StageParams, stage_params
 from perfcast.graph.params import allocated_vocab_size, count_params
@@ -66,10 +67,11 @@ def _stage_layer_activations(model, strategy, num_layers, num_moe, s, b):
     return per_mb, working
 
 
-def offloaded_activation_bytes(model: ModelSpec, strategy: Strategy, num_layers: int,
-                               num_moe: int, seq_length: int) -> float:
+def offloaded_activation_bytes(model: ModelSpec, strategy, num_layers: int,
+                               num_moe: int, seq_length: int) -> Floats:
     """Stored activation bytes of one micro-batch that CPU offloading keeps in host memory
-    (``schedule.activation_offload``): the stage's average layer times the offloaded layers."""
+    (``schedule.activation_offload``): the stage's average layer times the offloaded layers.
+    Array-friendly: ``strategy`` is a ``Strategy`` or the bulk search's block of them."""
     s, b = seq_length / strategy.cp, strategy.micro_batch_size
     opts = activation_options(model, strategy)
     modules = ((num_layers - num_moe) * A.offloaded_module_bytes(model, s, b, opts, False)
@@ -165,7 +167,7 @@ def dualpipe_device_memory(own: StageMemory, mirror: StageMemory, device: int) -
     extras = (own.activations_bytes - own.layer_activations_bytes
               + mirror.activations_bytes - mirror.layer_activations_bytes)
     layer_acts = (own.layer_activations_bytes + mirror.layer_activations_bytes) / 2
-    graphs = (own.cuda_graph_bytes + mirror.cuda_graph_bytes) / 2  # as the layer activations
+    graphs = float(own.cuda_graph_bytes + mirror.cuda_graph_bytes) / 2  # as layer activations
     return StageMemory(
         stage=device,
         num_layers=own.num_layers + mirror.num_layers,
@@ -177,8 +179,8 @@ def dualpipe_device_memory(own: StageMemory, mirror: StageMemory, device: int) -
         activations_bytes=layer_acts + extras,
         layer_activations_bytes=layer_acts,
         inflight_micro_batches=own.inflight_micro_batches,
-        other_bytes=max(own.other_bytes - own.cuda_graph_bytes,
-                        mirror.other_bytes - mirror.cuda_graph_bytes) + graphs,
+        other_bytes=max(own.other_bytes - float(own.cuda_graph_bytes),
+                        mirror.other_bytes - float(mirror.cuda_graph_bytes)) + graphs,
         cuda_graph_bytes=graphs,
     )
 
@@ -214,7 +216,7 @@ def estimate_memory(
     if strategy.schedule == "dualpipe":
         stages = tuple(dualpipe_device_memory(stages[i], stages[strategy.pp - 1 - i], i)
                        for i in range(strategy.pp))
-    assumptions = (
+    assumptions: tuple[str, ...] = (
         "Adam optimizer with fp32 master weights, momentum and variance (12 B/param)",
         f"main gradients in {strategy.grad_reduce_dtype}",
         "16-bit activations; Korthikanti et al. 2022 Table 2 generalized to the model's shapes",

@@ -22,12 +22,18 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from perfcast.calibration.bundle import Calibration, load_calibration
+from perfcast.calibration.host_launch import load_host_launch
 from perfcast.calibration.memory_overheads import load_memory_overheads
 from perfcast.estimate.training import assemble_step, distinct_stages
 from perfcast.graph.layer import LayerShape, layer_ops
 from perfcast.graph.param_sharding import stage_params
 from perfcast.graph.stage import LayerGroup, embedding_ops, head_ops, layer_shape
-from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackendName, get_backend
+from perfcast.kernels.backend import (
+    DEFAULT_KERNEL_BACKEND,
+    KernelBackend,
+    KernelBackendName,
+    get_backend,
+)
 from perfcast.memory.estimate import offloaded_activation_bytes, stage_memory
 from perfcast.schedule.activation_offload import offload_exposed_s
 from perfcast.schedule.data_parallel import data_parallel_time
@@ -96,7 +102,7 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
     """Scalar layer and extra-op times for the ``LayerKey`` indices ``keys`` of ``space`` (all
     when None), with overlap shares from ``calibration`` (the shipped one when None)."""
     cal = calibration or load_calibration()
-    overlap, host = cal.comm_overlap, cal.host_launch
+    overlap, host = cal.comm_overlap, cal.host_launch or load_host_launch()
     keys = range(len(space.layer_keys)) if keys is None else keys
 
     op_times: dict[tuple, float] = {}
@@ -201,7 +207,7 @@ class BulkEvaluator:
     system: SystemSpec
     workload: Workload
     tables: LayerTables
-    backend: object
+    backend: KernelBackend
     calibration: Calibration
 
     @classmethod

@@ -260,8 +260,11 @@ class _RowTable:
             table[:, i].reshape(-1, 1, 1) for i in range(9))
         dp = n // (tp * pp * cp)
         keys = {prec: np.array([layer_keys.setdefault(
-            LayerKey(*map(int, row[:5]), sp, prec[0], bool(row[5]), prec[1],
-                     DISPATCHERS[row[6]], bool(row[7]), CUDA_GRAPH_SCOPES[row[8]]),
+            LayerKey(tp=int(row[0]), cp=int(row[1]), ep=int(row[2]), etp=int(row[3]),
+                     micro_batch_size=int(row[4]), sequence_parallel=sp, precision=prec[0],
+                     tp_comm_overlap=bool(row[5]), fp8_recipe=prec[1],
+                     moe_token_dispatcher=DISPATCHERS[row[6]], ep_overlap=bool(row[7]),
+                     cuda_graphs=CUDA_GRAPH_SCOPES[row[8]]),
             len(layer_keys)) for row in chosen], dtype=np.int64).reshape(-1, 1, 1)
             for prec in precisions}
         return cls(tp=tp, cp=cp, ep=ep, etp=etp, mbs=mbs, overlap=overlap.astype(bool),
