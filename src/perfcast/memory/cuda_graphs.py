@@ -48,8 +48,11 @@ def captured_regions(cuda_graphs, num_layers, num_moe_layers):
     """Graph-captured regions of a stage per micro-batch (``_REGIONS``). ``cuda_graphs`` is a
     scope name, or an array of indices into ``SCOPES`` (the bulk search's rows);
     array-friendly in the layer counts."""
-    code = SCOPES.index(cuda_graphs) if isinstance(cuda_graphs, str) else cuda_graphs
-    return _PER_LAYER[code] * num_layers + _PER_MOE_LAYER[code] * num_moe_layers
+    if isinstance(cuda_graphs, str):  # one strategy: plain numbers in its report
+        per_layer, per_moe_layer = _REGIONS[cuda_graphs]
+    else:
+        per_layer, per_moe_layer = _PER_LAYER[cuda_graphs], _PER_MOE_LAYER[cuda_graphs]
+    return per_layer * num_layers + per_moe_layer * num_moe_layers
 
 
 def cuda_graph_static_bytes(model: ModelSpec, strategy, num_layers, num_moe_layers,
@@ -63,4 +66,4 @@ def cuda_graph_static_bytes(model: ModelSpec, strategy, num_layers, num_moe_laye
     if strategy.sequence_parallel:
         tokens = tokens / strategy.tp
     hidden_bytes = ACTIVATION_BYTES * tokens * model.hidden_size
-    return (regions * inflight_micro_batches * STATIC_TENSORS_PER_REGION * hidden_bytes)[()]
+    return regions * inflight_micro_batches * STATIC_TENSORS_PER_REGION * hidden_bytes

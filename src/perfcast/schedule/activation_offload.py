@@ -28,8 +28,12 @@ def offloaded_layers(strategy: Strategy, num_layers: int):
     """Layers of a stage with ``num_layers`` layers whose activations go to host memory, net
     of the one being copied (it still occupies GPU memory). Array-friendly (the bulk search
     passes arrays of ``cpu_offload_activation_layers``)."""
-    n = np.minimum(getattr(strategy, "cpu_offload_activation_layers", 0), num_layers)
-    return np.maximum(n - STAGING_LAYERS, 0)[()]
+    n = getattr(strategy, "cpu_offload_activation_layers", 0)
+    # max(min(n, L) - staged, 0) in integer arithmetic that keeps Python ints Python ints
+    # (a forecast's report stays plain floats) and works on arrays: min(a, b) = (a + b -
+    # |a - b|) / 2, max(x, 0) = (x + |x|) / 2, both exact in integers (the sums are even).
+    moved = (n + num_layers - abs(n - num_layers)) // 2 - STAGING_LAYERS
+    return (moved + abs(moved)) // 2
 
 
 def offload_exposed_s(offloaded_bytes: Floats, system: SystemSpec, forward_window_s: Floats,
