@@ -262,10 +262,11 @@ def _exposed_host_s(strategy: Strategy, issue: LayerIssue, host: HostLaunchCalib
              else 0.0)
     out = []
     for forward in (True, False):
-        loads, comm_s = issue.loads[forward], issue.comm_s[forward]
-        gpu = sum(load.gpu_s for load in loads.values()) + sum(comm_s.values())
-        segments = load_segments(loads, strategy.cuda_graphs,
-                                 sync_before_moe=forward and syncs > 0, extra_gpu_s=comm_s)
+        segments = load_segments(issue.loads[forward], strategy.cuda_graphs,
+                                 sync_before_moe=forward and syncs > 0,
+                                 extra_gpu_s=issue.comm_s[forward])
+        # The GPU stream summed as pass_time_s sums it: no negative rounding residue.
+        gpu = sum((seg.gpu_s for seg in segments), 0.0)
         out.append(float(pass_time_s(segments, syncs if forward else 0.0, host) - gpu))
     return out[0], out[1]
 
