@@ -53,7 +53,7 @@ def main(case: str = "dense", jobs: int | None = None,
     start, cpu = time.perf_counter(), time.process_time()
     evaluator.evaluate_all(space)
     bulk_s, bulk_cpu_s = time.perf_counter() - start, time.process_time() - cpu
-    print(f"strategies: {len(space)}  distinct (recompute layer count once): "
+    print(f"strategies: {len(space)}  distinct (recompute / offload layer count once): "
           f"{space.distinct_without_recompute_layers}  blocks: {len(space.blocks)}  "
           f"layer_keys: {len(space.layer_keys)}  invalid_layouts: {space.invalid}")
     print(f"bulk_evaluate_s: {bulk_s:.3f}  bulk_evaluate_cpu_s: {bulk_cpu_s:.3f}")
@@ -62,7 +62,7 @@ def main(case: str = "dense", jobs: int | None = None,
     print(f"strategies_per_s_per_core: {len(space) / bulk_cpu_s:.0f}")
     print(f"distinct_strategies_per_s_per_core: "
           f"{space.distinct_without_recompute_layers / bulk_cpu_s:.0f}  "
-          f"(recompute layer counts counted once)")
+          f"(recompute and offload layer counts counted once)")
 
     jobs = resolve_jobs(jobs, len(space))
     start, cpu = time.perf_counter(), time.process_time()

@@ -17,8 +17,9 @@ from perfcast.cli.main import app
 from perfcast.estimate.training import estimate_training
 from perfcast.search.bulk import BulkEvaluator
 from perfcast.search.enumerate import enumerate_strategies
+from perfcast.search.pins import Pin
 from perfcast.search.rank import pareto_front, top_k
-from perfcast.search.space import SearchConstraints
+from perfcast.search.space import CUDA_GRAPH_SCOPES, SearchConstraints
 from perfcast.specs import Workload
 from perfcast.specs.compat import check_strategy_for_model, check_workload_for_strategy
 
@@ -37,13 +38,26 @@ def test_enumeration_count_by_hand():
     # (2, 1) dp 1 without SP, with SP, with SP and TP comm overlap, (1, 2) dp 1; (2, 2) needs
     # 4 GPUs: 1 invalid of 4. Recompute none (1) or full with 1..31 or all layers of the stage
     # (32; pp 2: 16 + 1).
-    *_, space = _space("llama-3-8b", 2, 4096, 2, recompute=("none", "full"), **TINY)
+    # Without CUDA graphs and activation offload (pinned):
+    plain = (Pin(key="cuda_graphs", value="none"), Pin(key="offload", value="0"))
+    *_, space = _space("llama-3-8b", 2, 4096, 2, recompute=("none", "full"), fixed=plain,
+                       **TINY)
     assert space.invalid == 1
     assert len(space) == 33 + 3 * 33 + 17
     assert space.recompute_layer_variants == len(space) - (2 + 3 * 2 + 2)
-    *_, space = _space("llama-3-8b", 2, 4096, 2, recompute=("none",),
+    assert space.offload_layer_variants == 0
+    *_, space = _space("llama-3-8b", 2, 4096, 2, recompute=("none",), fixed=plain,
                        **{**TINY, "sharding": ("none", "fsdp")})
     assert len(space) == 5 + 1  # FSDP only where there is a DP group: (1, 1)
+    # Megatron-Core's scopes for a dense model (none, attention, full: x3) and, at pp 1 without
+    # recompute, activation offload of 0 or 2..32 layers (32 values; 1 layer stays staged).
+    *_, space = _space("llama-3-8b", 2, 4096, 2, recompute=("none", "full"), **TINY)
+    assert len(space) == 3 * (4 * 32 + 4 * 32 + 17)
+    assert space.recompute_layer_variants == 3 * (4 * 31 + 15)
+    assert space.offload_layer_variants == 3 * 4 * 31
+    assert space.distinct_without_recompute_layers == 3 * (4 + 4 + 2)
+    scopes = {CUDA_GRAPH_SCOPES[int(g)] for b in space.blocks for g in b.column("cuda_graphs")}
+    assert scopes == {"none", "attention", "full"}
 
 
 def _rows(space):

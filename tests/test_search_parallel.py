@@ -28,6 +28,7 @@ from perfcast.search.parallel import (
     parallel_map,
     resolve_jobs,
 )
+from perfcast.search.pins import Pin
 from perfcast.search.run import search_space, search_strategies
 from perfcast.search.space import SearchConstraints
 from perfcast.specs import Workload
@@ -67,7 +68,8 @@ def test_parallel_layer_tables_equal_single_process():
     model, system = load_model("mixtral-8x7b"), load_system("dgx-h100", num_gpus=16)
     workload = Workload(seq_length=4096, global_batch_size=64)
     _, space = search_space(model, system, workload, 16,
-                            SearchConstraints(max_micro_batch_size=2, max_cp=2, max_vpp=1))
+                            SearchConstraints(max_micro_batch_size=2, max_cp=2, max_vpp=1,
+                                              fixed=(Pin(key="cuda_graphs", value="none"),)))
     calibration = load_calibration()
     backend = calibration.with_kernels(get_backend("analytical"))
     one = layer_tables(model, system, space, 4096, backend, calibration)

@@ -131,6 +131,10 @@ def _train_args(s) -> list[str]:
             s.recompute, "--precision", s.precision, "--pipeline-schedule", s.schedule]
     if s.precision == "fp8":
         args += ["--fp8-recipe", s.fp8_recipe]
+    if s.cuda_graphs != "none":
+        args += ["--cuda-graphs", s.cuda_graphs]
+    if s.cpu_offload_activation_layers:
+        args += ["--cpu-offloading-num-layers", str(s.cpu_offload_activation_layers)]
     if s.sequence_parallel:
         args += ["--sequence-parallel"]
     if s.tp_comm_overlap:

@@ -110,6 +110,10 @@ def _cli_args(strategy) -> list[str]:
         args += ["--sequence-parallel"]
     if strategy.tp_comm_overlap:
         args += ["--tp-comm-overlap"]
+    if strategy.cuda_graphs != "none":
+        args += ["--cuda-graphs", strategy.cuda_graphs]
+    if strategy.cpu_offload_activation_layers:
+        args += ["--cpu-offloading-num-layers", str(strategy.cpu_offload_activation_layers)]
     if strategy.fsdp:
         args += ["--fsdp"]
     elif strategy.distributed_optimizer:

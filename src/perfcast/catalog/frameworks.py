@@ -30,6 +30,7 @@ from perfcast.specs.hardware import Generation
 from perfcast.specs.strategy import (
     AttentionKernel,
     CpCommType,
+    CudaGraphScope,
     FP8Recipe,
     GradReduceDtype,
     PipelineSchedule,
@@ -175,6 +176,13 @@ class TrainingFrameworkProfile(BaseModel):
     pipeline_schedules_accepted: tuple[SourcedValue[tuple[PipelineSchedule, ...]], ...] = Field(
         default=(), description="Pipeline schedules the framework runs (the search tries only "
                                 "these where pp > 1); empty = 1F1B and interleaved 1F1B.")
+    cuda_graph_scopes_accepted: tuple[SourcedValue[tuple[CudaGraphScope, ...]], ...] = Field(
+        default=(), description="CUDA-graph scopes the framework can capture in training (the "
+                                "search tries only these); empty = its cuda_graphs default only.")
+    activation_offload_accepted: tuple[SourcedValue[bool], ...] = Field(
+        default=(), description="Whether the framework offloads whole layers' activations to "
+                                "host memory (Megatron cpu_offloading_num_layers; the search "
+                                "tries it where pp = 1 and no recompute); empty = no.")
 
     @model_validator(mode="after")
     def _check(self) -> TrainingFrameworkProfile:

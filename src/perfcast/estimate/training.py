@@ -200,8 +200,8 @@ def estimate_training(
         if strategy.cpu_offload_activation_layers or strategy.offload_modules:
             offloaded = offloaded_activation_bytes(model, strategy, params.num_layers,
                                                    params.num_moe_layers, s)
-            times = replace(times, offload_s=offload_exposed_s(
-                offloaded, system, times.forward_s, times.backward_compute_s))
+            times = replace(times, offload_s=float(offload_exposed_s(
+                offloaded, system, times.forward_s, times.backward_compute_s)))
         stages.append((times, data_parallel_time(params, times, system, strategy, comm_overlap),
                        params))
     per_stage = [stages[k] for k in stage_kind]

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
+from perfcast.arrays import Floats
 from perfcast.calibration.memory_overheads import MemoryOverheads, load_memory_overheads
 from perfcast.graph.context_parallel import cp_comm_buffer_bytes
 from perfcast.graph.param_sharding import StageParams, stage_params
 from perfcast.graph.params import allocated_vocab_size, count_params
 from perfcast.graph.tensor_parallel_2d import tp2d_buffer_bytes
 from perfcast.memory import activations as A
+from perfcast.memory.cuda_graphs import cuda_graph_static_bytes
 from perfcast.memory.inflight import inflight_layer_units
 from perfcast.memory.report import MemoryReport, StageMemory
 from perfcast.memory.states import state_bytes
@@ -65,16 +69,17 @@ def _stage_layer_activations(model, strategy, num_layers, num_moe, s, b):
     return per_mb, working
 
 
-def offloaded_activation_bytes(model: ModelSpec, strategy: Strategy, num_layers: int,
-                               num_moe: int, seq_length: int) -> float:
+def offloaded_activation_bytes(model: ModelSpec, strategy, num_layers: int,
+                               num_moe: int, seq_length: int) -> Floats:
     """Stored activation bytes of one micro-batch that CPU offloading keeps in host memory
-    (``schedule.activation_offload``): the stage's average layer times the offloaded layers."""
+    (``schedule.activation_offload``): the stage's average layer times the offloaded layers.
+    Array-friendly: ``strategy`` is a ``Strategy`` or the bulk search's block of them."""
     s, b = seq_length / strategy.cp, strategy.micro_batch_size
     opts = activation_options(model, strategy)
     modules = ((num_layers - num_moe) * A.offloaded_module_bytes(model, s, b, opts, False)
                + num_moe * A.offloaded_module_bytes(model, s, b, opts, True))
     n = offloaded_layers(strategy, num_layers)
-    if n == 0:
+    if not np.any(n):
         return modules
     per_mb, _ = _stage_layer_activations(model, strategy, num_layers, num_moe, s, b)
     return modules + per_mb * n / num_layers
@@ -131,10 +136,13 @@ def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_
     if stage == strategy.pp - 1:
         # Logits of the main head and of each MTP module's pass through the shared head.
         acts += (1 + params.num_mtp_layers) * A.output_activation_bytes(model, s, b, opts)
+    graphs = cuda_graph_static_bytes(model, strategy, params.num_layers,
+                                     params.num_moe_layers, s, units)
     other = (
         cal.cuda_context_bytes
         + num_process_groups(strategy) * cal.nccl_bytes_per_group
         + cal.allocator_fragmentation_fraction * (acts + states.grads)
+        + graphs
     )
     return StageMemory(
         stage=stage,
@@ -148,6 +156,7 @@ def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_
         layer_activations_bytes=layer_acts,
         inflight_micro_batches=units,
         other_bytes=other,
+        cuda_graph_bytes=graphs,
     )
 
 
@@ -155,13 +164,15 @@ def dualpipe_device_memory(own: StageMemory, mirror: StageMemory, device: int) -
     """One DualPipe device: it holds stage i and stage p − 1 − i (DeepSeek-V3 report §3.2.1,
     Table 2: parameters 2×, activations p + 1 stage-micro-batches). States of both stages add;
     the p + 1 in-flight micro-batches split over the two stages, so the layer activations are
-    the mean of the two stages' (each counted at p + 1); embedding/loss buffers and the recompute
+    the mean of the two stages' (each counted at p + 1), and so are the CUDA graphs' static
+    buffers (one per in-flight micro-batch); embedding/loss buffers and the recompute
     working set add; CUDA context and NCCL buffers exist once (the larger allowance)."""
     if own.stage == mirror.stage:
         return own
     extras = (own.activations_bytes - own.layer_activations_bytes
               + mirror.activations_bytes - mirror.layer_activations_bytes)
     layer_acts = (own.layer_activations_bytes + mirror.layer_activations_bytes) / 2
+    graphs = float(own.cuda_graph_bytes + mirror.cuda_graph_bytes) / 2  # as layer activations
     return StageMemory(
         stage=device,
         num_layers=own.num_layers + mirror.num_layers,
@@ -173,7 +184,9 @@ def dualpipe_device_memory(own: StageMemory, mirror: StageMemory, device: int) -
         activations_bytes=layer_acts + extras,
         layer_activations_bytes=layer_acts,
         inflight_micro_batches=own.inflight_micro_batches,
-        other_bytes=max(own.other_bytes, mirror.other_bytes),
+        other_bytes=max(own.other_bytes - float(own.cuda_graph_bytes),
+                        mirror.other_bytes - float(mirror.cuda_graph_bytes)) + graphs,
+        cuda_graph_bytes=graphs,
     )
 
 
@@ -208,7 +221,7 @@ def estimate_memory(
     if strategy.schedule == "dualpipe":
         stages = tuple(dualpipe_device_memory(stages[i], stages[strategy.pp - 1 - i], i)
                        for i in range(strategy.pp))
-    assumptions = (
+    assumptions: tuple[str, ...] = (
         "Adam optimizer with fp32 master weights, momentum and variance (12 B/param)",
         f"main gradients in {strategy.grad_reduce_dtype}",
         "16-bit activations; Korthikanti et al. 2022 Table 2 generalized to the model's shapes",
@@ -216,6 +229,10 @@ def estimate_memory(
         "other = CUDA context + NCCL buffers per group + allocator fragmentation "
         "(calibration/memory_overheads.yaml)",
     )
+    if strategy.cuda_graphs != "none":
+        assumptions += (f"CUDA graphs '{strategy.cuda_graphs}': 4 static hidden-state buffers "
+                        "per captured region and in-flight micro-batch, in other (assumed; "
+                        "memory/cuda_graphs.py)",)
     return MemoryReport(
         model=model.name,
         system=system.name,

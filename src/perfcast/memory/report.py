@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from perfcast.arrays import Floats
+
 
 @dataclass(frozen=True)
 class StageMemory:
@@ -26,7 +28,10 @@ class StageMemory:
     inflight_micro_batches: float
     """Stage-activation units held at the peak (pipeline schedule)."""
     other_bytes: float
-    """CUDA context, NCCL buffers and allocator fragmentation (calibrated allowances)."""
+    """CUDA context, NCCL buffers and allocator fragmentation (calibrated allowances), and the
+    CUDA graphs' static buffers."""
+    cuda_graph_bytes: Floats = 0.0
+    """Of which static buffers of CUDA graphs (``memory.cuda_graphs``; 0 without graphs)."""
 
     @property
     def total_bytes(self) -> float:

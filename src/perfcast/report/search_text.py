@@ -12,7 +12,8 @@ from perfcast.units import GiB
 CSV_STRATEGY_FIELDS = ("tp", "pp", "vpp", "cp", "ep", "etp", "dp", "micro_batch_size",
                        "sequence_parallel", "zero_stage", "fsdp", "distributed_optimizer",
                        "recompute", "recompute_num_layers", "precision", "fp8_recipe",
-                       "tp_comm_overlap", "cp_comm_type", "tp2d_rows")
+                       "tp_comm_overlap", "cp_comm_type", "tp2d_rows", "pipeline_schedule",
+                       "cuda_graphs", "cpu_offload_activation_layers")
 CSV_METRICS = ("tokens_per_s_per_gpu", "step_time_s", "memory_bytes", "memory_headroom_bytes",
                "mfu", "time_to_train_s", "cost_usd")
 
@@ -37,22 +38,27 @@ def render_search(result: SearchResult, console, timings: bool = False) -> None:
     from rich.table import Table
 
     took = f" in {result.evaluate_s:.2f} s" if timings else ""
+    offload = (f", {result.offload_layer_variants:,} only in the offloaded layer count"
+               if result.offload_layer_variants else "")
+    shown = result.best + result.pareto
+    optional = [col for col in OPTIONAL_COLUMNS if any(_varies(col, c) for c in shown)]
     console.print(
         f"[bold]{result.model}[/] on {result.num_gpus} x {result.gpu} ({result.system}), "
         f"seq {result.seq_length}, global batch {result.global_batch_size}, rules of "
         f"{result.framework}: {result.evaluated:,} evaluated{took} "
         f"({result.distinct:,} distinct; {result.recompute_layer_variants:,} differ from "
-        f"another only in the recompute layer count), "
+        f"another only in the recompute layer count{offload}), "
         f"{result.feasible:,} fit in memory, {result.infeasible:,} do not, "
         f"{result.invalid:,} invalid layouts pruned")
     for title, rows in ((f"best by {result.objective}", result.best),
                         ("Pareto front: tokens/s/GPU vs memory headroom", result.pareto)):
         table = Table(title=title)
-        for col in ("#", "tp", "pp", "vpp", "cp", "ep", "dp", "mbs", "sp", "recompute", "shard",
-                    "prec", "tok/s/GPU", "MFU", "step s", "mem GiB"):
+        for col in ("#", "tp", "pp", "vpp", "cp", "ep", "dp", "mbs", "schedule", "sp",
+                    "recompute", *optional, "shard", "prec", "tok/s/GPU", "MFU", "step s",
+                    "mem GiB"):
             table.add_column(col, justify="right")
         for rank, c in enumerate(rows, 1):
-            table.add_row(str(rank), *_cells(c))
+            table.add_row(str(rank), *_cells(c, optional))
         console.print(table)
     needs: dict[tuple[str, ...], list[int]] = {}
     for rank, c in enumerate(result.best, start=1):
@@ -65,14 +71,30 @@ def render_search(result: SearchResult, console, timings: bool = False) -> None:
                       markup=False, highlight=False)
 
 
-def _cells(c: SearchCandidate) -> list[str]:
+OPTIONAL_COLUMNS = ("graphs", "offload")
+"""Columns shown only when a listed strategy uses the option: CUDA-graph scope, offloaded
+layers."""
+
+
+def _optional_cell(col: str, strategy) -> str:
+    if col == "graphs":
+        return strategy.cuda_graphs
+    return str(strategy.cpu_offload_activation_layers) if strategy.cpu_offload_activation_layers \
+        else "-"
+
+
+def _varies(col: str, c: SearchCandidate) -> bool:
+    return _optional_cell(col, c.report.strategy) not in ("none", "-")
+
+
+def _cells(c: SearchCandidate, optional: list[str]) -> list[str]:
     s, r = c.report.strategy, c.report
     cp = f"{s.cp}:{s.cp_comm_type}" if s.cp > 1 and s.cp_comm_type != "p2p" else str(s.cp)
     tp = f"{s.tp}:{s.tp2d_rows}x{s.tp2d_cols}" if s.tp2d_rows > 1 else str(s.tp)
     return [tp, str(s.pp), str(s.vpp), cp, str(s.ep), str(s.dp),
-            str(s.micro_batch_size),
+            str(s.micro_batch_size), s.schedule,
             ("y+overlap" if s.tp_comm_overlap else "y") if s.sequence_parallel else "-",
-            _recompute(s),
+            _recompute(s), *(_optional_cell(col, s) for col in optional),
             _sharding(s), f"fp8:{s.fp8_recipe}" if s.precision == "fp8" else s.precision,
             f"{r.tokens_per_s_per_gpu:,.0f}", f"{r.mfu:.3f}",
             f"{r.step_time_s:.3f}", f"{r.memory.peak_bytes / GiB:.1f}"]

@@ -12,6 +12,9 @@ not occupy the streaming multiprocessors). Megatron requires pp = 1 and no recom
 
 from __future__ import annotations
 
+import numpy as np
+
+from perfcast.arrays import Floats
 from perfcast.catalog.host_io import host_io_for
 from perfcast.schedule.overlap import exposed_comm_s
 from perfcast.specs.hardware import SystemSpec
@@ -21,19 +24,24 @@ STAGING_LAYERS = 1
 """Layers whose activations stay on the GPU while being copied out or back (double buffer)."""
 
 
-def offloaded_layers(strategy: Strategy, num_layers: int) -> int:
+def offloaded_layers(strategy: Strategy, num_layers: int):
     """Layers of a stage with ``num_layers`` layers whose activations go to host memory, net
-    of the one being copied (it still occupies GPU memory)."""
-    n = min(getattr(strategy, "cpu_offload_activation_layers", 0), num_layers)
-    return max(n - STAGING_LAYERS, 0) if n else 0
+    of the one being copied (it still occupies GPU memory). Array-friendly (the bulk search
+    passes arrays of ``cpu_offload_activation_layers``)."""
+    n = getattr(strategy, "cpu_offload_activation_layers", 0)
+    # max(min(n, L) - staged, 0) in integer arithmetic that keeps Python ints Python ints
+    # (a forecast's report stays plain floats) and works on arrays: min(a, b) = (a + b -
+    # |a - b|) / 2, max(x, 0) = (x + |x|) / 2, both exact in integers (the sums are even).
+    moved = (n + num_layers - abs(n - num_layers)) // 2 - STAGING_LAYERS
+    return (moved + abs(moved)) // 2
 
 
-def offload_exposed_s(offloaded_bytes: float, system: SystemSpec, forward_window_s: float,
-                      backward_window_s: float) -> float:
+def offload_exposed_s(offloaded_bytes: Floats, system: SystemSpec, forward_window_s: Floats,
+                      backward_window_s: Floats) -> Floats:
     """Exposed seconds per micro-batch of copying ``offloaded_bytes`` to host in the forward and
-    back in the backward, each beside that pass's compute (module docstring)."""
-    if offloaded_bytes <= 0:
-        return 0.0
-    copy_s = offloaded_bytes / host_io_for(system.gpu).pcie_bandwidth_Bps
-    return float(exposed_comm_s(copy_s, forward_window_s, 0.0)
-                 + exposed_comm_s(copy_s, backward_window_s, 0.0))
+    back in the backward, each beside that pass's compute (module docstring). The host link is
+    the GPU's (``catalog.host_io``: PCIe, or NVLink-C2C on Grace-attached GPUs).
+    Array-friendly."""
+    copy_s = np.maximum(offloaded_bytes, 0.0) / host_io_for(system.gpu).pcie_bandwidth_Bps
+    return (exposed_comm_s(copy_s, forward_window_s, 0.0)
+            + exposed_comm_s(copy_s, backward_window_s, 0.0))

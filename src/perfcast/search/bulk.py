@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
+from typing import cast
 
 import numpy as np
 
 from perfcast.calibration.bundle import Calibration, load_calibration
+from perfcast.calibration.host_launch import load_host_launch
 from perfcast.calibration.memory_overheads import load_memory_overheads
 from perfcast.estimate.training import assemble_step, distinct_stages
 from perfcast.graph.layer import LayerShape, layer_ops
@@ -33,7 +35,8 @@ from perfcast.kernels.backend import (
     KernelBackendName,
     get_backend,
 )
-from perfcast.memory.estimate import stage_memory
+from perfcast.memory.estimate import offloaded_activation_bytes, stage_memory
+from perfcast.schedule.activation_offload import offload_exposed_s
 from perfcast.schedule.data_parallel import data_parallel_time
 from perfcast.schedule.op_time import comm_op_time_s, compute_op_time_s, group_size_and_stride
 from perfcast.schedule.stage_time import (
@@ -100,7 +103,7 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
     """Scalar layer and extra-op times for the ``LayerKey`` indices ``keys`` of ``space`` (all
     when None), with overlap shares from ``calibration`` (the shipped one when None)."""
     cal = calibration or load_calibration()
-    overlap, host = cal.comm_overlap, cal.host_launch
+    overlap, host = cal.comm_overlap, cal.host_launch or load_host_launch()
     keys = range(len(space.layer_keys)) if keys is None else keys
 
     op_times: dict[tuple, float] = {}
@@ -133,8 +136,9 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
 
     def timed_layer(strategy: Strategy, is_moe: bool) -> LayerTime:
         """The layer's time; its op seconds once per shape and the strategy fields ``op_time``
-        reads (keys differing only in TP/EP overlap share them: the collectives' group sizes
-        follow from the shape's tp, cp, ep and expert tp)."""
+        reads (keys differing only in TP/EP overlap or CUDA-graph scope share them: the
+        collectives' group sizes follow from the shape's tp, cp, ep and expert tp, and the
+        host segments of each scope are memoized in ``LayerOpSeconds``)."""
         shape = layer_shape(model, strategy, seq_length, is_moe)
         key = (shape, strategy.precision, strategy.fp8_recipe)
         if key not in op_seconds:
@@ -144,27 +148,33 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
                           op_seconds[key])
 
     @functools.cache
-    def without_experts(tp, cp, mbs, sp, precision, overlap, recipe, cp_comm_type, tp2d_rows):
-        """Dense layer and embedding/head times: experts (ep, etp) play no part."""
+    def without_experts(tp, cp, mbs, sp, precision, overlap, recipe, cp_comm_type, tp2d_rows,
+                        graphs):
+        """Dense layer time: experts (ep, etp) play no part."""
+        return timed_layer(_key_strategy(LayerKey(
+            tp, cp, 1, tp, mbs, sp, precision, overlap, recipe, cp_comm_type=cp_comm_type,
+            tp2d_rows=tp2d_rows, cuda_graphs=graphs), space), False)
+
+    @functools.cache
+    def extras_of(tp, cp, mbs, sp, precision, overlap, recipe, cp_comm_type, tp2d_rows):
+        """Embedding/head times: neither experts nor CUDA graphs (layers only) play a part."""
         strategy = _key_strategy(LayerKey(tp, cp, 1, tp, mbs, sp, precision, overlap, recipe,
                                           cp_comm_type=cp_comm_type, tp2d_rows=tp2d_rows),
                                  space)
         shape = layer_shape(model, strategy, seq_length, False)
         emb, head = embedding_ops(model, shape), head_ops(model, shape)
-        extras = tuple(extra_time((emb if first else []) + (head if last else []), system,
-                                  strategy, backend) for first, last in EXTRA_ROLES)
-        return timed_layer(strategy, False), extras
+        return tuple(extra_time((emb if first else []) + (head if last else []), system,
+                                strategy, backend) for first, last in EXTRA_ROLES)
 
     dense, moe, extras = [], [], []
     for index in keys:
         key = space.layer_keys[index]
-        layer, extra = without_experts(key.tp, key.cp, key.micro_batch_size,
-                                       key.sequence_parallel, key.precision, key.tp_comm_overlap,
-                                       key.fp8_recipe, key.cp_comm_type, key.tp2d_rows)
+        sizes = (key.tp, key.cp, key.micro_batch_size, key.sequence_parallel, key.precision,
+                 key.tp_comm_overlap, key.fp8_recipe, key.cp_comm_type, key.tp2d_rows)
+        layer = without_experts(*sizes, key.cuda_graphs)
         dense.append(layer)
-        extras.append(extra)
-        moe.append(timed_layer(_key_strategy(key, space), True) if model.is_moe
-                   else layer)
+        extras.append(extras_of(*sizes))
+        moe.append(timed_layer(_key_strategy(key, space), True) if model.is_moe else layer)
     return LayerRows(tuple(dense), tuple(moe), tuple(extras))
 
 
@@ -215,7 +225,8 @@ def _key_strategy(key: LayerKey, space: StrategySpace) -> Strategy:
                   sequence_parallel=key.sequence_parallel, precision=key.precision,
                   tp_comm_overlap=key.tp_comm_overlap, fp8_recipe=key.fp8_recipe,
                   moe_token_dispatcher=key.moe_token_dispatcher, ep_overlap=key.ep_overlap,
-                  delay_wgrad_compute=key.ep_overlap, recompute="none",
+                  delay_wgrad_compute=key.ep_overlap, cuda_graphs=key.cuda_graphs,
+                  recompute="none",
                   recompute_num_layers=None, pipeline_schedule=None, zero_stage=0, fsdp=False,
                   distributed_optimizer=False)
     return space.options.model_copy(update=chosen)
@@ -264,6 +275,12 @@ class BulkEvaluator:
             if stage == 0 or stage == block.pp - 1:
                 extra = _gather(extra, block.layer_key)
             times = assemble_stage_time(layers, extra, strategy)
+            if np.any(block.cpu_offload_activation_layers):  # as estimate_training does
+                offloaded = offloaded_activation_bytes(model, strategy, params.num_layers,
+                                                       params.num_moe_layers, s)
+                # rows as arrays, as the block's strategy seam (``StrategyBlock.as_strategy``)
+                times = replace(times, offload_s=cast(float, offload_exposed_s(
+                    offloaded, system, times.forward_s, times.backward_compute_s)))
             stages.append((times, data_parallel_time(params, times, system, strategy,
                                                      self.calibration.comm_overlap), params))
             memory.append(stage_memory(model, strategy, params, s, m,

@@ -10,8 +10,10 @@ batch whole micro-batches per DP rank, and ep·etp the tp·cp·dp ranks. Each va
 then crossed with the execution options: sequence parallelism (tp > 1) with and without TP
 comm overlap, for MoE rows with EP > 1 each dispatcher the framework runs on the GPU with and
 without EP all-to-all overlap (not under full recompute), bf16 and each FP8/FP4 recipe,
-ZeRO/FSDP sharding (where there is a DP group to shard over), and recompute none /
-selective / full with every distinct number of recomputed layers per stage. ``--fix`` /
+ZeRO/FSDP sharding (where there is a DP group to shard over), each CUDA-graph scope the
+framework captures, recompute none / selective / full with every distinct number of
+recomputed layers per stage, and (pp = 1, no recompute, where the framework offloads) every
+distinct number of layers whose activations go to host memory. ``--fix`` /
 ``--exclude`` pins (``search.pins``) narrow every dimension.
 
 The named framework's own rules (``search.framework_rules``) keep only what it runs: the layer
@@ -37,6 +39,7 @@ from perfcast.graph.param_sharding import layers_per_stage
 from perfcast.search.framework_rules import LayoutRules, interleaved_micro_batches_ok
 from perfcast.search.pins import Pin
 from perfcast.search.space import (
+    CUDA_GRAPH_SCOPES,
     DISPATCHERS,
     LayerKey,
     SearchConstraints,
@@ -139,6 +142,10 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                         if _valid(for_model, num_gpus=tp, tp=tp, tp2d_rows=r,
                                   sequence_parallel=True)]
 
+    static_moe = options.moe_pad_expert_input_to_capacity and options.moe_capacity_factor is not None
+    scopes = c.allowed("cuda_graphs", rules.graph_scopes(options.cuda_graphs, model.is_moe,
+                                                         static_moe))
+    scope_codes = [CUDA_GRAPH_SCOPES.index(s) for s in scopes]
     categorical = list(itertools.product(
         c.allowed("recompute", c.recompute), shardings, precisions, sp_modes))
 
@@ -172,17 +179,19 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
         max_layers = max(layers_per_stage(model.num_hidden_layers, pp))
         schedules = [(name, vs) for name, vs in rules.pipeline_schedules(pp, vpp_ok)
                      if c.allows("schedule", name)]
-        tables = {sp: _RowTable.build(rows, sp, overlaps[sp], moe_options, precisions, pp, n,
-                                      workload, layer_keys) for sp in sp_modes}
+        tables = {sp: _RowTable.build(rows, sp, overlaps[sp], moe_options, precisions,
+                                      scope_codes, pp, n, workload, layer_keys)
+                  for sp in sp_modes}
         for (schedule, vs), (recompute, sharding, prec, sp) in itertools.product(
                 schedules, categorical):
             t = tables[sp]
+            offload = c.allowed("offload", rules.offload_layers(max_layers, pp, recompute))
             mask = t.interleaves.copy() if schedule == "interleaved" else np.ones(len(t), bool)
             if sharding != "none":
                 mask &= t.has_dp
             if recompute == "full":  # no EP overlap with full recompute (MLM:TC L3002-3046)
                 mask &= ~t.ep_overlap.ravel()
-            if not vs or not mask.any():
+            if not vs or not offload or not scopes or not mask.any():
                 continue
             blocks.append(StrategyBlock(
                 num_gpus=n, pp=pp, schedule=schedule, recompute=recompute, sharding=sharding,
@@ -196,6 +205,8 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                     _recompute_layers(recompute, max_layers), dtype=np.int64).reshape(1, 1, -1),
                 grad_reduce_dtype=options.grad_reduce_dtype,
                 flash_attention=options.flash_attention, fp8_recipe=prec[1],
+                cuda_graphs=t.graphs[mask], cpu_offload_activation_layers=np.array(
+                    offload, dtype=np.int64).reshape(1, 1, -1),
                 options=options,
             ))
     return StrategySpace(num_gpus=n, blocks=tuple(blocks), layer_keys=tuple(layer_keys),
@@ -252,9 +263,10 @@ def _count_layouts(rows, vpp_ok, pp: int, n: int, workload: Workload) -> int:
 
 @dataclass(frozen=True)
 class _RowTable:
-    """Size rows (tp, cp, ep, etp, micro-batch, CP exchange code) of one pp and one
-    sequence-parallel mode, each repeated per TP comm overlap setting and per MoE option
-    (dispatcher, EP overlap), as (rows, 1, 1) arrays, with their layer keys."""
+    """Size rows (tp, cp, ep, etp, micro-batch, CP exchange code, 2D TP rows) of one pp and one
+    sequence-parallel mode, each repeated per TP comm overlap setting, per MoE option
+    (dispatcher, EP overlap) and per CUDA-graph scope, as (rows, 1, 1) arrays, with their
+    layer keys."""
 
     tp: np.ndarray
     cp: np.ndarray
@@ -266,6 +278,8 @@ class _RowTable:
     overlap: np.ndarray
     dispatcher: np.ndarray
     ep_overlap: np.ndarray
+    graphs: np.ndarray
+    """CUDA-graph scope per row, an index into ``CUDA_GRAPH_SCOPES``."""
     keys: dict[tuple[str, str], np.ndarray]
     """(precision, FP8 recipe) -> layer key index per row."""
     interleaves: np.ndarray
@@ -275,22 +289,23 @@ class _RowTable:
         return len(self.interleaves)
 
     @classmethod
-    def build(cls, rows, sp: bool, overlaps, moe: MoeOptions, precisions, pp: int, n: int,
-              workload: Workload, layer_keys: dict[LayerKey, int]) -> _RowTable:
+    def build(cls, rows, sp: bool, overlaps, moe: MoeOptions, precisions, scopes, pp: int,
+              n: int, workload: Workload, layer_keys: dict[LayerKey, int]) -> _RowTable:
         # 2D TP rows (row[6] > 1) need sequence parallelism and run without TP overlap.
-        chosen = [(*row, int(o), d, int(eo)) for row in rows if row[0] > 1 or not sp
+        chosen = [(*row, int(o), d, int(eo), g) for row in rows if row[0] > 1 or not sp
                   if row[6] == 1 or sp for o in overlaps if row[6] == 1 or not o
-                  for d, eo in moe.of(row[2])]
-        table = np.array(chosen, dtype=np.int64).reshape(-1, 10)
-        tp, cp, ep, etp, mbs, cp_comm, tp2d_rows, overlap, dispatcher, ep_overlap = (
-            table[:, i].reshape(-1, 1, 1) for i in range(10))
+                  for d, eo in moe.of(row[2]) for g in scopes]
+        table = np.array(chosen, dtype=np.int64).reshape(-1, 11)
+        tp, cp, ep, etp, mbs, cp_comm, tp2d_rows, overlap, dispatcher, ep_overlap, graphs = (
+            table[:, i].reshape(-1, 1, 1) for i in range(11))
         dp = n // (tp * pp * cp)
         keys = {prec: np.array([layer_keys.setdefault(_layer_key(row, sp, *prec), len(layer_keys))
                                 for row in chosen], dtype=np.int64).reshape(-1, 1, 1)
                 for prec in precisions}
         return cls(tp=tp, cp=cp, ep=ep, etp=etp, mbs=mbs, cp_comm=cp_comm, tp2d_rows=tp2d_rows,
                    overlap=overlap.astype(bool),
-                   dispatcher=dispatcher, ep_overlap=ep_overlap.astype(bool), keys=keys,
+                   dispatcher=dispatcher, ep_overlap=ep_overlap.astype(bool), graphs=graphs,
+                   keys=keys,
                    interleaves=interleaved_micro_batches_ok(
                        _micro_batches(workload, mbs, dp), pp).ravel(),
                    has_dp=((dp * cp > 1) | ((tp * cp * dp) // (ep * etp) > 1)).ravel())
@@ -299,14 +314,15 @@ class _RowTable:
 
 def _layer_key(row: tuple[int, ...], sp: bool, precision: str, fp8_recipe: str) -> LayerKey:
     """The ``LayerKey`` of a ``_RowTable`` row (tp, cp, ep, etp, micro-batch, CP exchange code,
-    2D TP rows, TP overlap, dispatcher index, EP overlap) under ``precision`` and
+    2D TP rows, TP overlap, dispatcher index, EP overlap, CUDA-graph scope code) under ``precision`` and
     ``fp8_recipe``."""
-    tp, cp, ep, etp, mbs, cp_comm, tp2d_rows, overlap, dispatcher, ep_overlap = (
+    tp, cp, ep, etp, mbs, cp_comm, tp2d_rows, overlap, dispatcher, ep_overlap, graphs = (
         int(v) for v in row)
     return LayerKey(tp=tp, cp=cp, ep=ep, etp=etp, micro_batch_size=mbs, sequence_parallel=sp,
                     precision=precision, tp_comm_overlap=bool(overlap), fp8_recipe=fp8_recipe,
                     moe_token_dispatcher=DISPATCHERS[dispatcher], ep_overlap=bool(ep_overlap),
-                    cp_comm_type=CP_COMM_TYPES[cp_comm], tp2d_rows=tp2d_rows)
+                    cp_comm_type=CP_COMM_TYPES[cp_comm], tp2d_rows=tp2d_rows,
+                    cuda_graphs=CUDA_GRAPH_SCOPES[graphs])
 
 
 def default_rules() -> LayoutRules:

@@ -30,6 +30,13 @@ adds its own rules, read from its profile (``catalog/data/frameworks/training/*.
 * whether it runs 2D tensor parallelism (``tensor_parallel_2d_accepted``: no listed framework
   does; the ``analytical`` profile offers rows x cols grids of every tp > 1 with sequence
   parallelism, no CP and no TP comm overlap, ``graph.tensor_parallel_2d``);
+* which CUDA-graph scopes it captures in training (``cuda_graph_scopes_accepted``: Megatron-Core
+  whole layers up to core_v0.11, attention from core_v0.12, MoE from core_v0.16; torchtitan
+  none); a scope that captures the MoE block (``moe``, ``full``) needs static shapes, so MoE
+  models get it only with drop-and-pad routing (frameworks.md 1.5), and ``moe`` only on MoE
+  models (it captures nothing else);
+* whether it offloads whole layers' activations to host memory (``activation_offload_accepted``:
+  Megatron-Core ``cpu_offloading``; needs pp = 1 and no recompute, MLM:TC L1884-1899);
 * the interleaved 1F1B schedule runs micro-batches in groups of pp (Megatron-Core
   ``microbatch_group_size_per_vp_stage`` defaults to the pipeline size, MLM:MPC L431,
   L567-568; ``schedule.orders.schedule_plan`` refuses any other count), so the micro-batches
@@ -49,6 +56,7 @@ from perfcast.catalog.frameworks import (
     ResolvedFramework,
     pick,
 )
+from perfcast.schedule.activation_offload import STAGING_LAYERS
 from perfcast.specs.strategy import Strategy
 
 DEFAULT_SEARCH_FRAMEWORK = "megatron-core"
@@ -100,6 +108,10 @@ class LayoutRules:
     """Context-parallel exchanges it runs (where cp > 1)."""
     tensor_parallel_2d: bool = False
     """Whether it runs 2D TP grids (only the 'analytical' profile)."""
+    cuda_graph_scopes: tuple[str, ...] = ()
+    """CUDA-graph scopes it captures in training; empty = its default only."""
+    activation_offload: bool = False
+    """Whether it offloads whole layers' activations to host memory (pp = 1, no recompute)."""
 
     @classmethod
     def of(cls, framework: ResolvedFramework, generation: str | None = None) -> LayoutRules:
@@ -112,6 +124,8 @@ class LayoutRules:
         schedules = pick(profile.pipeline_schedules_accepted, version, generation)
         cp_comm = pick(profile.cp_comm_types_accepted, version, generation)
         tp2d = pick(profile.tensor_parallel_2d_accepted, version, generation)
+        scopes = pick(profile.cuda_graph_scopes_accepted, version, generation)
+        offload = pick(profile.activation_offload_accepted, version, generation)
         return cls(framework=framework.label, pipeline_splits=splits.value if splits else (),
                    shardings=shardings.value if shardings else None,
                    fp8_recipes=recipes.value if recipes else (),
@@ -119,7 +133,9 @@ class LayoutRules:
                    ep_overlap=bool(ep_overlap and ep_overlap.value),
                    schedules=schedules.value if schedules else DEFAULT_SCHEDULES,
                    cp_comm_types=cp_comm.value if cp_comm else DEFAULT_CP_COMM_TYPES,
-                   tensor_parallel_2d=bool(tp2d and tp2d.value))
+                   tensor_parallel_2d=bool(tp2d and tp2d.value),
+                   cuda_graph_scopes=scopes.value if scopes else (),
+                   activation_offload=bool(offload and offload.value))
 
     def pipeline_schedules(self, pp: int, vpps: list[int]) -> list[tuple[str, list[int]]]:
         """(schedule, the ``vpps`` it runs with) for each schedule the framework runs on ``pp``
@@ -141,6 +157,28 @@ class LayoutRules:
         """``cp_comm_type`` values to try where cp > 1 (``SEARCHED_CP_COMM_TYPES`` the framework
         runs)."""
         return tuple(t for t in self.cp_comm_types if t in SEARCHED_CP_COMM_TYPES)
+    def graph_scopes(self, default: str, is_moe: bool, static_moe_shapes: bool
+                     ) -> tuple[str, ...]:
+        """CUDA-graph scopes to try: the framework's (else its ``default``), without ``moe`` on
+        a dense model (nothing to capture: the same strategy as ``none``) and, on a MoE model
+        with dropless routing, without the scopes that capture the MoE block (``moe``,
+        ``full``: a graph replays static shapes, frameworks.md 1.5 "moe scope only for
+        drop-and-pad MoE")."""
+        scopes = self.cuda_graph_scopes or (default,)
+        if not is_moe:
+            return tuple(s for s in scopes if s != "moe")
+        if not static_moe_shapes:
+            return tuple(s for s in scopes if s not in ("moe", "full"))
+        return scopes
+
+    def offload_layers(self, num_layers: int, pp: int, recompute: str) -> list[int]:
+        """``cpu_offload_activation_layers`` values to try (0 = none): where the framework
+        offloads, pp = 1 and no recompute (MLM:TC L1884-1899), every count 2..L that moves a
+        different number of layers (one layer stays staged on the GPU,
+        ``schedule.activation_offload.STAGING_LAYERS``, so 1 equals 0)."""
+        if not self.activation_offload or pp != 1 or recompute != "none":
+            return [0]
+        return [0] + list(range(STAGING_LAYERS + 1, num_layers + 1))
 
     def moe_dispatchers(self, default: str) -> tuple[str, ...]:
         """Dispatchers to try where EP > 1: the framework's for the generation, else its

@@ -13,15 +13,21 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from perfcast.catalog.frameworks import TrainingDispatcher
 from perfcast.errors import InputError
-from perfcast.specs.strategy import CP_COMM_TYPES, FP8Recipe, PipelineSchedule
+from perfcast.specs.strategy import CP_COMM_TYPES, CudaGraphScope, FP8Recipe, PipelineSchedule
 
 PinKey = Literal["tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "schedule", "recompute",
                  "sharding", "precision", "fp8_recipe", "sequence_parallel", "tp_comm_overlap",
-                 "ep_overlap", "moe_token_dispatcher", "cp_comm_type", "tp2d_rows"]
+                 "ep_overlap", "moe_token_dispatcher", "cp_comm_type", "tp2d_rows",
+                 "cuda_graphs", "offload"]
 """Search dimensions a user can pin (``--fix``) or exclude (``--exclude``)."""
 PIN_ALIASES = {"mbs": "micro_batch_size", "sp": "sequence_parallel", "vp": "vpp",
-               "dispatcher": "moe_token_dispatcher", "cp_comm": "cp_comm_type"}
+               "dispatcher": "moe_token_dispatcher", "cp_comm": "cp_comm_type",
+               "cuda_graph": "cuda_graphs", "cpu_offload_activation_layers": "offload",
+               "cpu_offloading_num_layers": "offload"}
 SIZE_KEYS = frozenset({"tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "tp2d_rows"})
+COUNT_KEYS = frozenset({"offload"})
+"""Dimensions that take a count >= 0 (offload: layers whose activations go to host memory,
+0 = none)."""
 BOOL_KEYS = frozenset({"sequence_parallel", "tp_comm_overlap", "ep_overlap"})
 BOOL_WORDS = {"true": "true", "yes": "true", "on": "true", "1": "true",
               "false": "false", "no": "false", "off": "false", "0": "false"}
@@ -33,6 +39,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "fp8_recipe": get_args(FP8Recipe),
     "moe_token_dispatcher": get_args(TrainingDispatcher),
     "cp_comm_type": tuple(t for t in CP_COMM_TYPES if t != "a2a+p2p"),
+    "cuda_graphs": get_args(CudaGraphScope),
 }
 """Values of the dimensions with a fixed option set (the search's ``Sharding`` and recipes; the
 CP exchanges it enumerates, ``search.framework_rules.SEARCHED_CP_COMM_TYPES``)."""
@@ -59,7 +66,9 @@ class Pin(BaseModel):
                              f"{', '.join(get_args(PinKey))}")
         if key in SIZE_KEYS and not (value.isdigit() and int(value) > 0):
             raise InputError("pin", text, f"{key} takes a positive integer")
-        if key in SIZE_KEYS:
+        if key in COUNT_KEYS and not value.isdigit():
+            raise InputError("pin", text, f"{key} takes a layer count (0 = none)")
+        if key in SIZE_KEYS | COUNT_KEYS:
             value = str(int(value))
         if key in BOOL_KEYS:
             if value not in BOOL_WORDS:

@@ -70,9 +70,12 @@ class SearchResult:
     framework: str = ""
     """Framework whose rules and defaults the search followed."""
     distinct: int = 0
-    """Evaluated strategies counted once per recompute layer count."""
+    """Evaluated strategies counted once per recompute layer count and once per offloaded layer
+    count (``evaluated = distinct + recompute_layer_variants + offload_layer_variants``)."""
     recompute_layer_variants: int = 0
     """Evaluated strategies that differ from another only in the recompute layer count."""
+    offload_layer_variants: int = 0
+    """Evaluated strategies that differ from another only in the offloaded layer count."""
 
     @property
     def infeasible(self) -> int:
@@ -97,6 +100,7 @@ class SearchResult:
             "mfu_basis": MFU_BASIS,
             "distinct": self.distinct,
             "recompute_layer_variants": self.recompute_layer_variants,
+            "offload_layer_variants": self.offload_layer_variants,
             "best": [c.to_dict() for c in self.best],
             "pareto": [c.to_dict() for c in self.pareto],
         }

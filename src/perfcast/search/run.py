@@ -165,6 +165,7 @@ def search_strategies(
         feasible=feasible, invalid=space.invalid, framework=rules.framework,
         distinct=space.distinct_without_recompute_layers,
         recompute_layer_variants=space.recompute_layer_variants,
+        offload_layer_variants=space.offload_layer_variants,
         best=best,
         pareto=tuple(candidate(b, i) for b, i in affordable(pareto, cost)), evaluate_s=evaluate_s,
     )

@@ -2,9 +2,11 @@
 
 A ``StrategyBlock`` holds many strategies that share every categorical choice (pipeline size
 and schedule, recompute granularity, ZeRO/FSDP sharding, precision, sequence parallelism) as
-scalars and vary in their sizes (tp, cp, ep, etp, micro-batch, vpp, recompute_num_layers) as
-numpy arrays. It reads like a ``Strategy`` (same attribute names), so the array-friendly cost
-functions of ``schedule``, ``memory`` and ``estimate`` evaluate a whole block in one call.
+scalars and vary in their sizes (tp, cp, ep, etp, micro-batch, vpp, recompute_num_layers,
+cpu_offload_activation_layers) and row options (TP/EP overlap, dispatcher, CUDA-graph scope)
+as numpy arrays. It reads like a
+``Strategy`` (same attribute names), so the array-friendly cost functions of ``schedule``,
+``memory`` and ``estimate`` evaluate a whole block in one call.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from perfcast.catalog.frameworks import TrainingDispatcher
 from perfcast.search.pins import Pin, pin_text
 from perfcast.specs.limits import MAX_SEARCH_MICRO_BATCH_SIZE
-from perfcast.specs.strategy import CP_COMM_TYPES, Strategy
+from perfcast.specs.strategy import CP_COMM_TYPES, CudaGraphScope, Strategy
 
 Sharding = Literal["none", "distributed_optimizer", "zero2", "fsdp"]
 SHARDING_STAGE: dict[str, int] = {"none": 0, "distributed_optimizer": 1, "zero2": 2, "fsdp": 3}
@@ -28,6 +30,8 @@ MAX_SEARCH_VPP = 64
 model at pp >= 2 (the largest have ~128 layers), so a larger bound only adds invalid layouts."""
 DISPATCHERS: tuple[str, ...] = get_args(TrainingDispatcher)
 """MoE token dispatchers by code (``StrategyBlock.dispatcher`` holds indices into it)."""
+CUDA_GRAPH_SCOPES: tuple[str, ...] = get_args(CudaGraphScope)
+"""CUDA-graph scopes by code (``StrategyBlock.cuda_graphs`` holds indices into it)."""
 MAX_SEARCH_MICRO_BATCH = MAX_SEARCH_MICRO_BATCH_SIZE.value
 """Largest micro-batch searched: each one is a candidate row; published runs use 1-16."""
 
@@ -110,7 +114,7 @@ class StrategyBlock:
     micro_batch_size: np.ndarray
     layer_key: np.ndarray
     """Index of (tp, cp, ep, etp, micro-batch, sp, precision, TP overlap, recipe, dispatcher,
-    EP overlap, CP exchange, 2D TP rows) into ``StrategySpace.layer_keys``."""
+    EP overlap, CP exchange, 2D TP rows, CUDA-graph scope) into ``StrategySpace.layer_keys``."""
     vpp: np.ndarray
     recompute_num_layers: np.ndarray
     tp2d_rows: np.ndarray | int = 1
@@ -121,6 +125,13 @@ class StrategyBlock:
     grad_reduce_dtype: str = "fp32"
     flash_attention: bool = True
     fp8_recipe: str = "tensorwise"
+    cuda_graphs: np.ndarray = field(default_factory=lambda: np.zeros((1, 1, 1), dtype=np.int64))
+    """CUDA-graph scope per row, an index into ``CUDA_GRAPH_SCOPES`` (host time through
+    ``layer_key``; static buffers, ``memory.cuda_graphs``)."""
+    cpu_offload_activation_layers: np.ndarray = field(
+        default_factory=lambda: np.zeros((1, 1, 1), dtype=np.int64))
+    """Layers whose activations go to host memory, 0 = none (shares the last axis with
+    ``recompute_num_layers``: offload needs recompute 'none', so one of them is a single 0)."""
     options: Strategy = _DEFAULT_OPTIONS
     """Execution options the search does not enumerate (MoE, MTP, vocabulary padding,
     placement, overlap): read from here, so every ``Strategy`` field has a value."""
@@ -138,7 +149,8 @@ class StrategyBlock:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return np.broadcast_shapes(self.tp.shape, self.vpp.shape, self.recompute_num_layers.shape)
+        return np.broadcast_shapes(self.tp.shape, self.vpp.shape, self.recompute_num_layers.shape,
+                                   self.cpu_offload_activation_layers.shape)
 
     def __len__(self) -> int:
         return int(np.prod(self.shape))
@@ -192,6 +204,7 @@ class StrategyBlock:
             return int(np.broadcast_to(getattr(self, name), self.shape)[idx])
 
         tp, etp, rnl = at("tp"), at("etp"), at("recompute_num_layers")
+        offload = at("cpu_offload_activation_layers")
         enumerated = dict(
             num_gpus=self.num_gpus, tp=tp, pp=self.pp, vpp=at("vpp"), cp=at("cp"), ep=at("ep"),
             cp_comm_type=CP_COMM_TYPES[at("cp_comm")], tp2d_rows=at("tp2d_rows"),
@@ -205,7 +218,8 @@ class StrategyBlock:
             pipeline_schedule=None if self.schedule in ("1f1b", "interleaved") else self.schedule,
             micro_batch_size=at("micro_batch_size"), precision=self.precision,
             fp8_recipe=self.fp8_recipe, grad_reduce_dtype=self.grad_reduce_dtype,
-            flash_attention=self.flash_attention,
+            flash_attention=self.flash_attention, cuda_graphs=CUDA_GRAPH_SCOPES[at("cuda_graphs")],
+            cpu_offload_activation_layers=offload,
         )
         return Strategy(**(self.options.model_dump() | enumerated))
 
@@ -231,6 +245,8 @@ class LayerKey:
     """Context-parallel exchange (``Strategy.cp_comm_type``)."""
     tp2d_rows: int = 1
     """Rows of the 2D TP grid (``Strategy.tp2d_rows``)."""
+    cuda_graphs: str = "none"
+    """CUDA-graph scope (host issue time of the layer, ``schedule.host_time``)."""
 
 
 @dataclass(frozen=True)
@@ -251,10 +267,20 @@ class StrategySpace:
 
     @property
     def distinct_without_recompute_layers(self) -> int:
-        """Strategies counted once per recompute layer count: how many differ in anything else."""
-        return sum(len(block) // block.recompute_num_layers.size for block in self.blocks)
+        """Strategies counted once per recompute layer count and once per offloaded layer
+        count: how many differ in anything else."""
+        return sum(len(block) // (block.recompute_num_layers.size
+                                  * block.cpu_offload_activation_layers.size)
+                   for block in self.blocks)
 
     @property
     def recompute_layer_variants(self) -> int:
         """Strategies that differ from another only in the number of recomputed layers."""
-        return len(self) - self.distinct_without_recompute_layers
+        return sum(len(block) - len(block) // block.recompute_num_layers.size
+                   for block in self.blocks)
+
+    @property
+    def offload_layer_variants(self) -> int:
+        """Strategies that differ from another only in the number of offloaded layers."""
+        return sum(len(block) - len(block) // block.cpu_offload_activation_layers.size
+                   for block in self.blocks)
