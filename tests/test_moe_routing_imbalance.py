@@ -156,3 +156,35 @@ def test_default_routing_is_the_learned_imbalance():
     assert any(a.startswith(f"moe_load_imbalance {value:g}") and "dropless learned" in a
                and f"± {error:.2g}" in a for a in learned.assumptions)
     assert any("forced load balancing" in a for a in forced.assumptions)
+
+
+def test_search_uses_the_calibrations_imbalance(tmp_path):
+    """The bulk search times MoE layers with the Calibration's routing file, as
+    ``estimate_training`` does: every evaluated step time equals the scalar forecast under the
+    user's calibration (the balanced prior here), not the shipped value."""
+    import random
+
+    from perfcast.catalog.models import load_model
+    from perfcast.catalog.systems import load_system
+    from perfcast.search.bulk import BulkEvaluator
+    from perfcast.search.enumerate import enumerate_strategies
+    from perfcast.search.pins import Pin
+    from perfcast.search.space import SearchConstraints
+    from perfcast.specs.workload import Workload
+
+    prior = fit_routing(_rows(), estimate_training, exclude_source="mcore_moe_modelzoo")
+    write_routing_file(prior, tmp_path, {"x.csv": "0"}, "analytical")
+    mine = load_calibration(tmp_path)
+    model, system = load_model("mixtral-8x7b"), load_system("dgx-h100", num_gpus=16)
+    workload = Workload(seq_length=4096, global_batch_size=64)
+    space = enumerate_strategies(model, system, 16, workload, SearchConstraints(
+        fixed=(Pin.parse("ep=8"),), max_micro_batch_size=1, recompute=("full",)))
+    metrics = BulkEvaluator.for_space(model, system, workload, space,
+                                      calibration=mine).evaluate_all(space)
+    rng = random.Random(2)
+    for _ in range(20):
+        b = rng.randrange(len(space.blocks))
+        i = rng.randrange(len(space.blocks[b]))
+        strategy = space.blocks[b].strategy(i)
+        user = estimate_training(model, system, strategy, workload, calibration=mine)
+        assert metrics[b].step_time_s[i] == pytest.approx(user.step_time_s, rel=1e-9)

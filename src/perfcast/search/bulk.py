@@ -28,7 +28,13 @@ from perfcast.calibration.memory_overheads import load_memory_overheads
 from perfcast.estimate.training import assemble_step, distinct_stages
 from perfcast.graph.layer import LayerShape, layer_ops
 from perfcast.graph.param_sharding import stage_params
-from perfcast.graph.stage import LayerGroup, embedding_ops, head_ops, layer_shape
+from perfcast.graph.stage import (
+    LayerGroup,
+    embedding_ops,
+    head_ops,
+    layer_shape,
+    with_learned_imbalance,
+)
 from perfcast.kernels.backend import (
     DEFAULT_KERNEL_BACKEND,
     KernelBackend,
@@ -104,6 +110,7 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
     when None), with overlap shares from ``calibration`` (the shipped one when None)."""
     cal = calibration or load_calibration()
     overlap, host = cal.comm_overlap, cal.host_launch or load_host_launch()
+    learned = cal.routing.dropless_load_imbalance.value  # MoE layers, as estimate_training
     keys = range(len(space.layer_keys)) if keys is None else keys
 
     op_times: dict[tuple, float] = {}
@@ -174,7 +181,8 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
         layer = without_experts(*sizes, key.cuda_graphs)
         dense.append(layer)
         extras.append(extras_of(*sizes))
-        moe.append(timed_layer(_key_strategy(key, space), True) if model.is_moe else layer)
+        moe.append(timed_layer(with_learned_imbalance(_key_strategy(key, space), learned), True)
+                   if model.is_moe else layer)
     return LayerRows(tuple(dense), tuple(moe), tuple(extras))
 
 
