@@ -3,7 +3,9 @@ the slowest imports of one run (``python -X importtime``).
 
 CPU seconds (user + system of the child) are the figure to compare on a shared machine; wall
 seconds also count waiting for a core. The first run fills the parsed-YAML cache
-(``perfcast.yaml_load``); the figures are of the later runs.
+(``perfcast.yaml_load``); the figures are of the later runs. Where PYTHONDONTWRITEBYTECODE is set
+and no ``__pycache__`` exists (an editable install here), every run compiles perfcast's ~115
+modules from source (~0.07 s); the script prints whether bytecode writing is on.
 
     python benchmarks/train_process_time.py [ARGS...]   (default: -m llama-3-8b -g 8 --json)
 """
@@ -37,6 +39,7 @@ def main(args: list[str], repeats: int = 7) -> None:
     _run(args)  # fills the YAML cache
     runs = [_run(args) for _ in range(repeats)]
     cpu, wall = [r[0] for r in runs], [r[1] for r in runs]
+    print(f"bytecode_writing: {'off' if sys.flags.dont_write_bytecode else 'on'}")
     print(f"train_process_cpu_s_median: {statistics.median(cpu):.3f}  min: {min(cpu):.3f}")
     print(f"train_process_wall_s_median: {statistics.median(wall):.3f}  min: {min(wall):.3f}")
     rows = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -98,17 +98,38 @@ def num_process_groups(strategy: Strategy):
                                       strategy.ep))
 
 
+@dataclass(frozen=True)
+class LayerCommBuffers:
+    """Receive buffers that live during one layer's attention/GEMMs, the same on every stage:
+    the CP exchange (``graph.context_parallel``) and 2D-TP (``graph.tensor_parallel_2d``)."""
+
+    cp_bytes: Floats
+    tp2d_bytes: Floats
+
+    @classmethod
+    def of(cls, model: ModelSpec, strategy: Strategy, s: Floats, b: Floats) -> LayerCommBuffers:
+        """Buffers at ``s`` tokens per CP rank and micro-batch size ``b``."""
+        return cls(
+            cp_bytes=cp_comm_buffer_bytes(model, s * b, strategy.tp, strategy.cp,
+                                          strategy.cp_a2a_size, strategy.cp_kv_all_gather),
+            tp2d_bytes=tp2d_buffer_bytes(model, s * b, strategy.tp,
+                                         getattr(strategy, "tp2d_rows", 1)),
+        )
+
+
 def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_length: int,
                  num_micro_batches, overheads: MemoryOverheads,
                  layer_activations: tuple | None = None,
-                 opts: A.ActivationOptions | None = None) -> StageMemory:
+                 opts: A.ActivationOptions | None = None,
+                 buffers: LayerCommBuffers | None = None) -> StageMemory:
     """Peak bytes per GPU of pipeline stage ``params.stage``: states, stored activations of
     the in-flight micro-batches, embedding/loss buffers and calibrated allowances.
 
     Array-friendly: ``params`` fields, ``num_micro_batches`` and the strategy's sizes may be
     numpy arrays (the bulk search); the result's fields are then arrays. ``layer_activations``
     passes a stage-mix's (per micro-batch, working set) bytes already computed for another stage,
-    ``opts`` the strategy's ``activation_options`` already built for another stage.
+    ``opts`` the strategy's ``activation_options`` already built for another stage,
+    ``buffers`` the per-layer communication buffers already computed for another stage.
     """
     stage, cal = params.stage, overheads
     s = seq_length / strategy.cp
@@ -128,9 +149,8 @@ def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_
     if getattr(strategy, "offload_modules", ()):
         layer_acts = layer_acts + _offload_staging_bytes(model, strategy, s, b)
     # The CP exchange's receive buffers live during one layer's attention (graph.context_parallel).
-    acts = layer_acts + working + cp_comm_buffer_bytes(
-        model, s * b, strategy.tp, strategy.cp, strategy.cp_a2a_size, strategy.cp_kv_all_gather
-    ) + tp2d_buffer_bytes(model, s * b, strategy.tp, getattr(strategy, "tp2d_rows", 1))
+    buffers = LayerCommBuffers.of(model, strategy, s, b) if buffers is None else buffers
+    acts = layer_acts + working + buffers.cp_bytes + buffers.tp2d_bytes
     if stage == 0:
         acts += units * A.embedding_activation_bytes(model, s, b, opts)
     if stage == strategy.pp - 1:
@@ -206,6 +226,8 @@ def estimate_memory(
     m = num_micro_batches(workload, strategy)
     per_mix: dict[tuple[int, int], tuple] = {}  # stages with one layer mix share activations
     opts = activation_options(model, strategy)
+    buffers = LayerCommBuffers.of(model, strategy, workload.seq_length / strategy.cp,
+                                  strategy.micro_batch_size)
 
     def one_stage(stage: int) -> StageMemory:
         params = stage_params(model, strategy, stage)
@@ -215,7 +237,7 @@ def estimate_memory(
                 model, strategy, *mix, workload.seq_length / strategy.cp,
                 strategy.micro_batch_size)
         return stage_memory(model, strategy, params, workload.seq_length, m, cal, per_mix[mix],
-                            opts)
+                            opts, buffers)
 
     stages = tuple(one_stage(stage) for stage in range(strategy.pp))
     if strategy.schedule == "dualpipe":
