@@ -44,7 +44,6 @@ class HostScope(str, Enum):
     OTHER = "other"
 
 
-_SCOPES = tuple(HostScope)
 _SCOPE_PREFIXES = (
     (HostScope.MOE, ("router", "moe_", "expert_", "shared_expert_", "ep_")),
     (HostScope.ATTENTION, ("qkv_", "q_", "kv_", "attention", "out_proj", "rotary", "cp_")),
@@ -101,66 +100,38 @@ class Segment:
     """Kernels on the GPU stream, eager or captured (each followed by ``kernel_gap_s``)."""
 
 
-@dataclass(frozen=True)
-class ScopeLoad:
-    """What one pass issues in one host scope: GPU seconds, kernels (= host ops when eager)
-    and how many ops (a captured scope with any op costs one graph launch)."""
-
-    gpu_s: Floats = 0.0
-    kernels: float = 0.0
-    ops: int = 0
-
-
-def scope_loads(ops: Iterable[tuple[str, float, Floats]]) -> dict[HostScope, ScopeLoad]:
-    """Per host scope, the load of a pass's ops as (name, count, GPU seconds): computed once,
-    it gives the segments of every CUDA-graph scope (``load_segments``)."""
-    sums: dict[HostScope, list] = {scope: [0.0, 0.0, 0] for scope in _SCOPES}
-    for name, count, seconds in ops:
-        total = sums[op_scope(name)]
-        total[0] = total[0] + seconds
-        total[1] += count
-        total[2] += 1
-    return {scope: ScopeLoad(*total) for scope, total in sums.items()}
-
-
-def load_segments(loads: dict[HostScope, ScopeLoad], cuda_graphs: str, sync_before_moe: bool,
-                  extra_gpu_s: dict[HostScope, Floats] | None = None) -> list[Segment]:
-    """Segments of one pass from its ``scope_loads``: one, or two split before the MoE block
-    when dropless routing syncs (``sync_before_moe``). ``extra_gpu_s`` adds exposed
-    communication seconds to a scope's segment (TP to the rest, EP to the MoE block). Each
-    captured scope present costs one graph launch; the other scopes' kernels are host ops."""
-    captured = captured_scopes(cuda_graphs)
-    extra = extra_gpu_s or {}
-    out = []
-    for part in ((False, True) if sync_before_moe else (None,)):
-        gpu: Floats = 0.0
-        eager = kernels = launches = 0.0
-        for scope in _SCOPES:
-            if part is not None and (scope is HostScope.MOE) != part:
-                continue
-            load = loads[scope]
-            gpu = gpu + load.gpu_s + extra.get(scope, 0.0)
-            kernels += load.kernels
-            if scope in captured:
-                launches += load.ops > 0
-            else:
-                eager += load.kernels
-        out.append(Segment(gpu, eager, launches, kernels))
-    return out
-
-
 def pass_segments(ops: Iterable[tuple[str, float, Floats]], cuda_graphs: str,
                   sync_before_moe: bool, extra_gpu_s: dict[HostScope, Floats] | None = None
                   ) -> list[Segment]:
-    """Segments of one pass from its ops as (name, count, GPU seconds) (``load_segments``)."""
-    return load_segments(scope_loads(ops), cuda_graphs, sync_before_moe, extra_gpu_s)
+    """Segments of one pass from its ops as (name, count, GPU seconds): one segment, or two
+    split before the MoE block when dropless routing syncs (``sync_before_moe``).
+    ``extra_gpu_s`` adds exposed communication seconds to a scope's segment (TP to the rest,
+    EP to the MoE block). Each captured scope present costs one graph launch."""
+    return with_extra_gpu_s(op_segments(ops, cuda_graphs, sync_before_moe), extra_gpu_s or {},
+                            sync_before_moe)
 
 
 def op_segments(ops: Iterable[tuple[str, float, Floats]], cuda_graphs: str,
                 sync_before_moe: bool) -> list[Segment]:
     """``pass_segments`` of the ops alone (no communication added; ``with_extra_gpu_s`` adds
-    it to segments built once)."""
-    return load_segments(scope_loads(ops), cuda_graphs, sync_before_moe)
+    it to segments built once per layer and scope, ``LayerOpSeconds.segments``)."""
+    captured = captured_scopes(cuda_graphs)
+    split = (HostScope.MOE,) if sync_before_moe else ()
+    gpu: dict[bool, Floats] = {False: 0.0, True: 0.0}
+    eager = {False: 0.0, True: 0.0}
+    kernels = {False: 0.0, True: 0.0}
+    scopes_seen: dict[bool, set[HostScope]] = {False: set(), True: set()}
+    for name, count, seconds in ops:
+        scope = op_scope(name)
+        after = scope in split
+        gpu[after] = gpu[after] + seconds
+        kernels[after] += count
+        if scope in captured:
+            scopes_seen[after].add(scope)
+        else:
+            eager[after] += count
+    parts = (False, True) if sync_before_moe else (False,)
+    return [Segment(gpu[p], eager[p], float(len(scopes_seen[p])), kernels[p]) for p in parts]
 
 
 def with_extra_gpu_s(segments: list[Segment], extra_gpu_s: dict[HostScope, Floats],
