@@ -177,6 +177,24 @@ def fp8_cast_ops(forward: Sequence[Op], recipe: str | None, fused: bool = True,
     return ops
 
 
+def gathered_weight_bytes_per_param(recipe: str | None) -> float:
+    """Bytes per linear-layer weight element in a data-parallel all-gather of FP8 parameters
+    (``Strategy.fp8_param``): the low-precision element (1 B FP8, 0.5 B NVFP4) plus the scales
+    of the recipe's weight blocks (``scale_bytes``: 1/32 B for MXFP8, 1/256 B for NVFP4,
+    4/128² B for blockwise, none for a per-tensor scale). A per-row scale (4 B per row of
+    thousands of elements) is left out: torchao gathers FP8 only under tensorwise scaling.
+
+    Sources: Megatron-LM ``--fp8-param-gather`` "keeps weights in FP8 and all-gathers in FP8"
+    (shared/reference/frameworks.md §1, MLM:DDP L77); torchao/torchtitan
+    ``enable_fsdp_float8_all_gather`` casts each FSDP2 shard to FP8 before the all-gather
+    (tensorwise only; rowwise "does comm in high precision", frameworks.md §3
+    ``quantize.linear.float8.recipe_name``)."""
+    element = FP4_BYTES if gemm_format(recipe) == "fp4" else FP8_BYTES
+    if recipe in (None, "tensorwise", "delayed", "rowwise", "rowwise-hp-wgrad"):
+        return float(element)
+    return float(element + scale_bytes(1.0, 1.0, recipe, weight=True))
+
+
 def weight_cast_bytes_per_step(weight_elements, recipe: str):
     """Bytes of the once-per-step cast of cached FP8 weights: every recipe keeps W in FP8 for
     forward and dgrad (two layouts), unfused; weight scales (at most 4 B per 128 elements)

@@ -24,6 +24,11 @@
     ``stage3_prefetch_bucket_size``); the rest of a layer's gather is issued when the layer
     runs and waits in full: hideable share of a gather = min(1, prefetch / layer parameters).
 
+Gathered bytes: 16-bit weights (2 B per parameter); with FP8 parameters (``Strategy.fp8_param``:
+Megatron ``--fp8-param-gather``, torchao ``enable_fsdp_float8_all_gather``) the linear-layer
+weights travel in FP8 (``graph.fp8_casts.gathered_weight_bytes_per_param``) and only the
+embedding, LM head and norms stay 16-bit. Gradients reduce in ``grad_reduce_dtype`` either way.
+
 Every overlapped part still costs ``stream_overlap_exposed_fraction`` of its seconds on the
 critical path (``schedule.overlap``: SM sharing, host-issued hooks, gather-before-use and
 reduce-after-gradient ordering, one collective at a time per communicator).
@@ -36,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfcast.arrays import Floats
+from perfcast.graph.fp8_casts import gathered_weight_bytes_per_param
 from perfcast.calibration.comm_overlap import CommOverlapCalibration
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
 from perfcast.graph.param_sharding import StageParams
@@ -86,6 +92,26 @@ def prefetch_hideable_fraction(strategy: Strategy, layer_params):
     return np.minimum(1.0, strategy.zero3_prefetch_params / np.maximum(layer_params, 1.0))[()]
 
 
+def dense_gather_bytes(dense_params, embedding_params, strategy: Strategy):
+    """Bytes all-gathered for ``dense_params`` non-expert parameters, ``embedding_params`` of
+    them embedding / LM head (norms counted with the linear weights: < 0.01% of a layer):
+    2 B each, the linear weights at ``gathered_weight_bytes_per_param`` under FP8 parameters
+    (module docstring). Array-friendly in the parameter counts."""
+    full = WEIGHT_BYTES_16BIT * dense_params
+    if not getattr(strategy, "fp8_param", False):
+        return full
+    saved = WEIGHT_BYTES_16BIT - gathered_weight_bytes_per_param(strategy.fp8_recipe)
+    return full - saved * (dense_params - embedding_params)
+
+
+def expert_gather_bytes(expert_params, strategy: Strategy):
+    """Bytes all-gathered for ``expert_params`` routed-expert parameters (all linear weights):
+    2 B each, ``gathered_weight_bytes_per_param`` under FP8 parameters. Array-friendly."""
+    if not getattr(strategy, "fp8_param", False):
+        return WEIGHT_BYTES_16BIT * expert_params
+    return gathered_weight_bytes_per_param(strategy.fp8_recipe) * expert_params
+
+
 def _time(name, collective, group, size_bytes, system, strategy) -> float:
     op = CommOp(name, Phase.BACKWARD_WGRAD, group, collective, size_bytes)
     return comm_op_time_s(op, system, strategy)
@@ -106,9 +132,10 @@ def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec
         dense_layer = params.dense / layers
         expert_layer = params.expert / layers
         gather = (_time("fsdp_all_gather", Collective.ALL_GATHER, Group.DP_CP,
-                        WEIGHT_BYTES_16BIT * dense_layer, system, strategy)
+                        dense_gather_bytes(dense_layer, params.embedding / layers, strategy),
+                        system, strategy)
                   + _time("fsdp_expert_all_gather", Collective.ALL_GATHER, Group.EDP,
-                          WEIGHT_BYTES_16BIT * expert_layer, system, strategy))
+                          expert_gather_bytes(expert_layer, strategy), system, strategy))
         scatter = (_time("fsdp_reduce_scatter", Collective.REDUCE_SCATTER, Group.DP_CP,
                          grad_b * dense_layer, system, strategy)
                    + _time("fsdp_expert_reduce_scatter", Collective.REDUCE_SCATTER, Group.EDP,
@@ -132,9 +159,10 @@ def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec
                   + _time("expert_grad_reduce_scatter", Collective.REDUCE_SCATTER, Group.EDP,
                           grad_b * params.expert, system, strategy))
         gather = (_time("param_all_gather", Collective.ALL_GATHER, Group.DP_CP,
-                        WEIGHT_BYTES_16BIT * params.dense, system, strategy)
+                        dense_gather_bytes(params.dense, params.embedding, strategy),
+                        system, strategy)
                   + _time("expert_param_all_gather", Collective.ALL_GATHER, Group.EDP,
-                          WEIGHT_BYTES_16BIT * params.expert, system, strategy))
+                          expert_gather_bytes(params.expert, strategy), system, strategy))
     else:
         reduce = (_time("grad_all_reduce", Collective.ALL_REDUCE, Group.DP_CP,
                         grad_b * params.dense, system, strategy)

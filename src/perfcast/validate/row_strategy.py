@@ -27,8 +27,8 @@ skip reason naming the column and value.
 - ``precision``: fp8 / float8 / MXFP8 / NVFP4 -> fp8 (recipe from the text: rowwise,
   rowwise_with_gw_hp, tensorwise / per-tensor / current scaling / FP8-CS, MXFP8 / FP8-MX,
   blockwise / block-scaled, delayed, NVFP4; unstated: the profile's meaning of a bare FP8, else
-  Transformer Engine's default delayed scaling); "FP8 primary weights" / "fp8 param" ->
-  ``fp8_param``; "layers A-B [+ LM head] bf16" at the start or end of the model ->
+  Transformer Engine's default delayed scaling); "FP8 primary weights" / "fp8 param" /
+  "float8 FSDP all-gather" -> ``fp8_param``; "layers A-B [+ LM head] bf16" at the start or end of the model ->
   ``num_layers_at_start_in_bf16`` / ``num_layers_at_end_in_bf16``; fp16 -> fp16; bf16 -> bf16;
   empty -> bf16. Composer "MP mode PURE" reduces gradients in bf16; otherwise the profile's
   reduce dtype.
@@ -312,9 +312,17 @@ def precision(row: Mapping[str, str | None], notes: list[str]) -> dict[str, Any]
         if "fp8 primary weights" in text or "fp8 param" in text:
             notes.append("FP8 parameter storage (row)")
             fields["fp8_param"] = True
+        elif _FP8_ALL_GATHER.search(text):
+            notes.append("FP8 parameter all-gather (row)")
+            fields["fp8_param"] = True
     else:
         fields["precision"] = stated.precision
     return fields
+
+
+_FP8_ALL_GATHER = re.compile(r"\b(?:float8|fp8)\s+(?:fsdp\s+)?all[- ]?gather")
+"""A precision cell naming an FP8 parameter all-gather ("float8 FSDP all-gather": torchao
+``enable_fsdp_float8_all_gather``); "bf16 FSDP all-gather" does not match."""
 
 
 _BF16_LAYERS = re.compile(r"layers\s+(\d+)\s*-\s*(\d+)(?:\s*\+\s*lm head)?\s+bf16")
