@@ -27,7 +27,9 @@
 Gathered bytes: 16-bit weights (2 B per parameter); with FP8 parameters (``Strategy.fp8_param``:
 Megatron ``--fp8-param-gather``, torchao ``enable_fsdp_float8_all_gather``) the linear-layer
 weights travel in FP8 (``graph.fp8_casts.gathered_weight_bytes_per_param``) and only the
-embedding, LM head and norms stay 16-bit. Gradients reduce in ``grad_reduce_dtype`` either way.
+embedding, LM head and norms stay 16-bit (layers kept in BF16 under ``num_layers_at_start_in_bf16``
+/ ``..._end_...`` are counted in FP8 too: not modelled). Gradients reduce in ``grad_reduce_dtype``
+either way.
 
 Every overlapped part still costs ``stream_overlap_exposed_fraction`` of its seconds on the
 critical path (``schedule.overlap``: SM sharing, host-issued hooks, gather-before-use and
@@ -92,13 +94,19 @@ def prefetch_hideable_fraction(strategy: Strategy, layer_params):
     return np.minimum(1.0, strategy.zero3_prefetch_params / np.maximum(layer_params, 1.0))[()]
 
 
+def gathers_fp8_weights(strategy: Strategy) -> bool:
+    """Whether the DP gathers carry FP8 linear weights: FP8 parameters in an FP8 run (a bulk
+    search block reads ``fp8_param`` from its options beside bf16 candidates)."""
+    return bool(getattr(strategy, "fp8_param", False)) and strategy.precision == "fp8"
+
+
 def dense_gather_bytes(dense_params, embedding_params, strategy: Strategy):
     """Bytes all-gathered for ``dense_params`` non-expert parameters, ``embedding_params`` of
     them embedding / LM head (norms counted with the linear weights: < 0.01% of a layer):
     2 B each, the linear weights at ``gathered_weight_bytes_per_param`` under FP8 parameters
     (module docstring). Array-friendly in the parameter counts."""
     full = WEIGHT_BYTES_16BIT * dense_params
-    if not getattr(strategy, "fp8_param", False):
+    if not gathers_fp8_weights(strategy):
         return full
     saved = WEIGHT_BYTES_16BIT - gathered_weight_bytes_per_param(strategy.fp8_recipe)
     return full - saved * (dense_params - embedding_params)
@@ -107,7 +115,7 @@ def dense_gather_bytes(dense_params, embedding_params, strategy: Strategy):
 def expert_gather_bytes(expert_params, strategy: Strategy):
     """Bytes all-gathered for ``expert_params`` routed-expert parameters (all linear weights):
     2 B each, ``gathered_weight_bytes_per_param`` under FP8 parameters. Array-friendly."""
-    if not getattr(strategy, "fp8_param", False):
+    if not gathers_fp8_weights(strategy):
         return WEIGHT_BYTES_16BIT * expert_params
     return gathered_weight_bytes_per_param(strategy.fp8_recipe) * expert_params
 
