@@ -43,8 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfcast.arrays import Floats
-from perfcast.graph.fp8_casts import gathered_weight_bytes_per_param
 from perfcast.calibration.comm_overlap import CommOverlapCalibration
+from perfcast.graph.fp8_casts import gathered_weight_bytes_per_param
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
 from perfcast.graph.param_sharding import StageParams
 from perfcast.memory.states import WEIGHT_BYTES_16BIT, grad_bytes_per_param
