@@ -24,10 +24,11 @@ s·min(comm, window)), s the cost of overlapping):
   input-gradient compute of the layer, the window (``ep_overlap_window_s``; the weight
   gradients too with ``--delay-wgrad-compute`` or DualPipe's separate W pass), at the same
   SM-contention cost as TP/DP overlap (``schedule.overlap.exposed_comm_s``);
-- recompute: full = re-run the forward of the recomputed layers (with its TP and EP
-  collectives); selective = re-run the forward ops of ``recompute_modules``
-  (``graph.recompute_modules``; the default core_attn = the attention core, Korthikanti et al.
-  2022 §5).
+- recompute: full = re-run the forward of the recomputed layers (with its TP, CP and EP
+  collectives: the checkpointed layer calls its attention, exchange included, again);
+  selective = re-run the forward ops of ``recompute_modules`` (``graph.recompute_modules``;
+  the default core_attn = the attention core, Korthikanti et al. 2022 §5, with its CP
+  exchange).
 
 Host time (``schedule.host_time``): each pass of a layer takes Σ over its segments between
 device-host syncs of max(GPU stream, host issue time) plus the syncs; the excess over the GPU
@@ -311,8 +312,10 @@ def layer_time(group: LayerGroup, system, strategy, backend,
         gemm_s=kind_s[GemmOp], attention_s=kind_s[AttentionOp], memory_bound_s=kind_s[MemoryOp],
         forward_compute_s=fwd, backward_compute_s=bwd,
         attention_forward_s=by_pass[(AttentionOp, True)],
-        # Recomputing the whole MoE layer re-runs its forward dispatch and combine too.
-        selective_recompute_s=selective + (ep_fwd if "moe" in modules else 0.0),
+        # Recomputing the whole MoE layer re-runs its forward dispatch and combine too; the
+        # attention core under context parallelism re-runs its K/V exchange.
+        selective_recompute_s=selective + (ep_fwd if "moe" in modules else 0.0)
+        + (float(cp_forward) if "core_attn" in modules else 0.0),
         tp_forward_s=tp_fwd, tp_backward_s=tp_bwd,
         cp_s=float(cp_forward + cp_backward),
         ep_forward_s=ep_fwd, ep_backward_s=ep_bwd,
@@ -406,7 +409,8 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
             recompute += n * lt.selective_recompute_s
         redo = np.minimum(n, to_recompute)
         to_recompute -= redo
-        recompute += redo * (lt.forward_compute_s + lt.tp_forward_s + lt.ep_forward_s)
+        recompute += redo * (lt.forward_compute_s + lt.tp_forward_s + lt.cp_forward_s
+                             + lt.ep_forward_s)
         host = host + redo * lt.host_forward_s
     layers_or_one = max(num_layers, 1)
     return StageTime(
