@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from perfcast.arrays import Floats
 from perfcast.graph.context_parallel import ContextParallelSplit, context_parallel_comm_ops
-from perfcast.graph.torch_context_parallel import torch_ring_comm_ops, torch_ring_memory_ops
 from perfcast.graph.eager_elementwise import eager_elementwise_ops
 from perfcast.graph.fp8_casts import DEEPSEEK_TILE, fp8_cast_ops
 from perfcast.graph.ops import (
@@ -33,6 +32,7 @@ from perfcast.graph.ops import (
     Phase,
 )
 from perfcast.graph.tensor_parallel_2d import tp2d_comm_ops
+from perfcast.graph.torch_context_parallel import torch_ring_comm_ops, torch_ring_memory_ops
 from perfcast.op_counts import fused_chain_bytes
 from perfcast.specs.dtypes import ACTIVATION_BYTES, BYTES_PER_ELEMENT
 from perfcast.specs.model import ModelSpec

@@ -253,7 +253,8 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
         issued[comm_op.phase == Phase.FORWARD].append((comm_op.name, comm_op.count, 0.0))
     return LayerOpSeconds(
         kind_s=kind_s, by_pass=by_pass, wgrad_s=wgrad, selective_s=selective, comm_s=comm,
-        cp_blocking_s=cp_blocking, cp_first_step_s=cp_first_step, issued={k: tuple(v) for k, v in issued.items()},
+        cp_blocking_s=cp_blocking, cp_first_step_s=cp_first_step,
+        issued={k: tuple(v) for k, v in issued.items()},
         forward_s=sum(t for (_, forward), t in by_pass.items() if forward),
         backward_s=sum(t for (_, forward), t in by_pass.items() if not forward),
         issued_kernel_s={k: sum(t for _, _, t in v) for k, v in issued.items()})
