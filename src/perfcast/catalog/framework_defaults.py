@@ -122,6 +122,9 @@ def apply_framework_profile(
         if exchanges is not None and "p2p" not in exchanges.value:  # no ring: its own exchange
             take("cp_comm_type", profile.cp_comm_types_accepted,
                  lambda v: {"cp_comm_type": v[0]})
+    if facts.cp > 1 and "cp_implementation" not in explicit:
+        take("cp_implementation", profile.cp_implementation,
+             lambda v: {"cp_implementation": v})
     if not any(name in explicit for name in RECOMPUTE_FIELDS):
         take("recompute", profile.recompute,
              lambda v: _recompute_fields(v, facts.layers_per_stage))

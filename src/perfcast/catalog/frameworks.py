@@ -30,6 +30,7 @@ from perfcast.specs.hardware import Generation
 from perfcast.specs.strategy import (
     AttentionKernel,
     CpCommType,
+    CpImplementation,
     CudaGraphScope,
     FP8Recipe,
     GradReduceDtype,
@@ -169,6 +170,9 @@ class TrainingFrameworkProfile(BaseModel):
         default=(), description="Context-parallel exchanges the framework runs (the search "
                                 "tries these where cp > 1, a2a+p2p excepted: it needs the level "
                                 "sizes); empty = the ring (p2p) only.")
+    cp_implementation: tuple[SourcedValue[CpImplementation], ...] = Field(
+        default=(), description="Who runs the context-parallel ring attention where cp > 1 "
+                                "(transformer-engine or torch); empty = transformer-engine.")
     tensor_parallel_2d_accepted: tuple[SourcedValue[bool], ...] = Field(
         default=(), description="Whether the framework runs 2D tensor parallelism (the search "
                                 "tries rows x cols grids); empty = no (no listed framework "

@@ -36,6 +36,7 @@ FRAMEWORK_OPTIONS: dict[str, str] = {
     "no_torch_compile": "eager_elementwise",
     "attention_kernel": "attention_kernel",
     "cp_comm_type": "cp_comm_type",
+    "cp_implementation": "cp_implementation",
 }
 """Command-line option -> the ``Strategy`` field a framework profile may set; an option the user
 gave keeps its value (``RunArgs.explicit``)."""
@@ -106,6 +107,7 @@ def build_specs(args: RunArgs) -> RunSpecs:
         vpp=args.vpp,
         cp=args.cp,
         cp_comm_type=args.cp_comm_type,
+        cp_implementation=args.cp_implementation,
         hierarchical_cp_a2a_size=_hierarchical_cp_a2a_size(args.hierarchical_cp_sizes, args.cp),
         ep=args.ep,
         etp=args.etp,

@@ -83,6 +83,13 @@ class CpCommTypeOpt(str, Enum):
     a2a_p2p = "a2a+p2p"
 
 
+class CpImplementationOpt(str, Enum):
+    """``Strategy.cp_implementation`` (``graph.torch_context_parallel``)."""
+
+    transformer_engine = "transformer-engine"
+    torch = "torch"
+
+
 class CudaGraphsOpt(str, Enum):
     """``Strategy.cuda_graphs`` scopes (``perfcast.schedule.host_time``)."""
 
@@ -143,6 +150,7 @@ class RunArgs:
     tp2d: str | None
     cp: int
     cp_comm_type: str
+    cp_implementation: str
     hierarchical_cp_sizes: str | None
     ep: int
     etp: int | None
@@ -220,6 +228,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("cp", int, typer.Option(1, "--cp", "--context-parallel-size", help="Context-parallel size.")),
     ("tp2d", str | None, typer.Option(None, "--tp2d", help="2D tensor parallelism (TP-SP over a ROWSxCOLS grid, e.g. 2x4; sets tp = rows*cols, needs --sequence-parallel; NERSC model, no listed framework runs it).")),
     ("cp_comm_type", CpCommTypeOpt, typer.Option(CpCommTypeOpt.p2p, "--cp-comm-type", help="Context-parallel attention communication: p2p (ring, overlapped), all_gather (K/V gathered, exposed), a2a (DeepSpeed-Ulysses all-to-all; heads per TP rank divisible by cp) or a2a+p2p (a2a inside, ring across; give --hierarchical-context-parallel-sizes).")),
+    ("cp_implementation", CpImplementationOpt, typer.Option(CpImplementationOpt.transformer_engine, "--cp-implementation", help="Who runs the ring attention: transformer-engine (Megatron-Core) or torch (PyTorch context_parallel, torchtitan's: K/V gathered once, fp32 merges by eager ops); a --framework sets it.")),
     ("hierarchical_cp_sizes", str | None, typer.Option(None, "--hierarchical-context-parallel-sizes", help="With --cp-comm-type a2a+p2p: 'A,P' ranks of the inner a2a and the outer ring level (A*P = cp).")),
     ("ep", int, typer.Option(1, "--ep", "--expert-model-parallel-size", help="Expert-parallel size.")),
     ("etp", int | None, typer.Option(None, "--etp", "--expert-tensor-parallel-size", help="Expert tensor-parallel size (default tp).")),

@@ -32,6 +32,7 @@ from perfcast.graph.ops import (
     Phase,
 )
 from perfcast.graph.tensor_parallel_2d import tp2d_comm_ops
+from perfcast.graph.torch_context_parallel import torch_ring_comm_ops, torch_ring_memory_ops
 from perfcast.op_counts import fused_chain_bytes
 from perfcast.specs.dtypes import ACTIVATION_BYTES, BYTES_PER_ELEMENT
 from perfcast.specs.model import ModelSpec
@@ -59,6 +60,9 @@ class LayerShape:
     """Context-parallel ranks the heads are scattered over by all-to-all (Ulysses; 1 = none)."""
     cp_kv_all_gather: bool = False
     """The K/V exchange is a blocking all-gather (``--cp-comm-type all_gather``)."""
+    cp_torch_ring: bool = False
+    """PyTorch's ring attention (``--cp-implementation torch``,
+    ``graph.torch_context_parallel``): its exchanges and eager merge passes."""
     ep: int = 1
     expert_tp: int = 1
     sequence_parallel: bool = False
@@ -299,7 +303,10 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
             else:
                 ops.append(CommOp("tp_all_reduce", phase, Group.TP, Collective.ALL_REDUCE,
                                   hidden_bytes, count=2))
-    ops += context_parallel_comm_ops(model, T, shape.tp, shape.cp_split)
+    if shape.cp_torch_ring:
+        ops += torch_ring_comm_ops(model, T, shape.tp, shape.cp)
+    else:
+        ops += context_parallel_comm_ops(model, T, shape.tp, shape.cp_split)
     if shape.moe and shape.ep > 1:
         k = model.num_experts_per_tok
         tokens = T / shape.tp if shape.sequence_parallel else T
@@ -363,5 +370,7 @@ def layer_ops(model: ModelSpec, shape: LayerShape) -> tuple[list[ComputeOp], lis
         forward += eager_elementwise_ops(model, shape.tokens, norm_tokens, shape.tp, shape.moe)
     casts = fp8_cast_ops(forward, shape.fp8_recipe, shape.fp8_fused_casts, shape.fp8_weight_cache)
     compute = [op for op in forward + backward_ops(forward) + casts if not isinstance(op, CommOp)]
+    if shape.cp_torch_ring:
+        compute += torch_ring_memory_ops(model, shape.tokens, shape.tp, shape.cp)
     comm = [op for op in layer_comm_ops(model, shape) if isinstance(op, CommOp)]
     return compute, comm

@@ -175,6 +175,10 @@ class CommOp:
     count: float = 1
     overlappable: bool = False
     """Whether the framework overlaps it with independent compute by default."""
+    first_ring_step_only: bool = False
+    """A context-parallel exchange waited for at the ring's second step, so it overlaps only
+    the first step's attention, 1/P of the pass's (PyTorch's all-gather rotation,
+    ``graph.torch_context_parallel``)."""
     algorithm: str | None = None
     """Collective algorithm forced by the framework (``comm.select.Algorithm`` value); None =
     what NCCL would pick."""

@@ -121,6 +121,7 @@ def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool
         micro_batch=strategy.micro_batch_size, seq_length=seq_length, tp=strategy.tp,
         tp_rows=getattr(strategy, "tp2d_rows", 1),
         cp=strategy.cp, cp_a2a=strategy.cp_a2a_size, cp_kv_all_gather=strategy.cp_kv_all_gather,
+        cp_torch_ring=getattr(strategy, "cp_torch_ring", False),
         ep=strategy.ep, expert_tp=strategy.expert_tp,
         sequence_parallel=strategy.sequence_parallel, moe=moe,
         sliding_window=model.sliding_window, sliding_window_share=sliding_window_share(model),

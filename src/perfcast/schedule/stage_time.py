@@ -15,16 +15,20 @@ s·min(comm, window)), s the cost of overlapping):
   like data-parallel collectives it is issued on its own stream between kernels and each
   block is consumed by the next attention step, so its overlapped seconds cost the fitted
   ``stream_overlap_exposed_fraction`` (``schedule.overlap``) rather than the SM share alone;
+  PyTorch's ring (``--cp-implementation torch``) gathers all K/V at once and waits for them
+  at the second ring step: window = the first step's attention, 1/P of the pass's
+  (``graph.torch_context_parallel``);
 - EP all-to-all dispatch/combine sits between router and experts: fully exposed; with
   ``ep_overlap`` (Megatron-Core ``--overlap-moe-expert-parallel-comm``) or the DualPipe
   schedule (DeepSeek-V3 §3.2.1) one micro-batch's all-to-all runs under another's forward +
   input-gradient compute of the layer, the window (``ep_overlap_window_s``; the weight
   gradients too with ``--delay-wgrad-compute`` or DualPipe's separate W pass), at the same
   SM-contention cost as TP/DP overlap (``schedule.overlap.exposed_comm_s``);
-- recompute: full = re-run the forward of the recomputed layers (with its TP and EP
-  collectives); selective = re-run the forward ops of ``recompute_modules``
-  (``graph.recompute_modules``; the default core_attn = the attention core, Korthikanti et al.
-  2022 §5).
+- recompute: full = re-run the forward of the recomputed layers (with its TP, CP and EP
+  collectives: the checkpointed layer calls its attention, exchange included, again);
+  selective = re-run the forward ops of ``recompute_modules`` (``graph.recompute_modules``;
+  the default core_attn = the attention core, Korthikanti et al. 2022 §5, with its CP
+  exchange).
 
 Host time (``schedule.host_time``): each pass of a layer takes Σ over its segments between
 device-host syncs of max(GPU stream, host issue time) plus the syncs; the excess over the GPU
@@ -177,6 +181,9 @@ class LayerOpSeconds:
     """Collective seconds per (TP/CP/EP group, forward?), before overlap."""
     cp_blocking_s: dict[bool, float]
     """Per pass: CP exchange seconds that cannot overlap attention (all-gather, all-to-all)."""
+    cp_first_step_s: dict[bool, float]
+    """Per pass: CP exchange seconds that overlap only the first ring step's attention
+    (``CommOp.first_ring_step_only``)."""
     issued: dict[bool, tuple[tuple[str, float, float], ...]]
     """Per pass (forward?): (name, count, GPU seconds) of each op in issue order, collectives
     with 0 GPU seconds (``schedule.host_time``)."""
@@ -232,21 +239,35 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
             wgrad = wgrad + t
     comm = {(g, forward): 0.0 for g in (Group.TP, Group.CP, Group.EP) for forward in (True, False)}
     cp_blocking = {True: 0.0, False: 0.0}
+    cp_first_step = {True: 0.0, False: 0.0}
     for comm_op in group.comm:
         forward = comm_op.phase == Phase.FORWARD
         seconds = comm_time(comm_op, system, strategy)
         if comm_op.group in CP_GROUPS and not comm_op.overlappable:
             cp_blocking[forward] += seconds
+        elif comm_op.group in CP_GROUPS and comm_op.first_ring_step_only:
+            cp_first_step[forward] += seconds
         else:
             group_key = CP_GROUPS.get(comm_op.group, TP_GROUPS.get(comm_op.group, comm_op.group))
             comm[(group_key, forward)] += seconds
         issued[comm_op.phase == Phase.FORWARD].append((comm_op.name, comm_op.count, 0.0))
     return LayerOpSeconds(
         kind_s=kind_s, by_pass=by_pass, wgrad_s=wgrad, selective_s=selective, comm_s=comm,
-        cp_blocking_s=cp_blocking, issued={k: tuple(v) for k, v in issued.items()},
+        cp_blocking_s=cp_blocking, cp_first_step_s=cp_first_step,
+        issued={k: tuple(v) for k, v in issued.items()},
         forward_s=sum(t for (_, forward), t in by_pass.items() if forward),
         backward_s=sum(t for (_, forward), t in by_pass.items() if not forward),
         issued_kernel_s={k: sum(t for _, _, t in v) for k, v in issued.items()})
+
+
+def _first_step_exposed_s(comm_s: float, attention_s: float, strategy, slowdown: float):
+    """Exposed seconds of CP exchanges waited for at the ring's second step: their window is
+    the first step's attention, 1/P of the pass's, P = cp / a2a ranks of the ring (equal
+    steps under load-balanced causal chunks; ``graph.torch_context_parallel``)."""
+    if comm_s == 0.0:
+        return 0.0
+    ring = strategy.cp // strategy.cp_a2a_size
+    return exposed_comm_s(comm_s, attention_s / ring, slowdown)
 
 
 def layer_time(group: LayerGroup, system, strategy, backend,
@@ -276,10 +297,13 @@ def layer_time(group: LayerGroup, system, strategy, backend,
                                      slow)) / (ep_fwd + ep_bwd)
         ep_fwd, ep_bwd = ep_fwd * share, ep_bwd * share
     cp_slow = stream_overlap_slowdown(overlap)
-    cp_forward = exposed_comm_s(comm[(Group.CP, True)], by_pass[(AttentionOp, True)],
-                                cp_slow) + cp_blocking[True]
-    cp_backward = exposed_comm_s(comm[(Group.CP, False)], by_pass[(AttentionOp, False)],
-                                 cp_slow) + cp_blocking[False]
+    cp_exposed = {
+        forward: exposed_comm_s(comm[(Group.CP, forward)], by_pass[(AttentionOp, forward)],
+                                cp_slow) + cp_blocking[forward]
+        + _first_step_exposed_s(seconds.cp_first_step_s[forward],
+                                by_pass[(AttentionOp, forward)], strategy, cp_slow)
+        for forward in (True, False)}
+    cp_forward, cp_backward = cp_exposed[True], cp_exposed[False]
     host_fwd, host_bwd = _exposed_host_s(
         strategy, seconds, host or load_host_launch(),
         {True: {HostScope.OTHER: tp_fwd, HostScope.MOE: ep_fwd, HostScope.ATTENTION: cp_forward},
@@ -289,8 +313,10 @@ def layer_time(group: LayerGroup, system, strategy, backend,
         gemm_s=kind_s[GemmOp], attention_s=kind_s[AttentionOp], memory_bound_s=kind_s[MemoryOp],
         forward_compute_s=fwd, backward_compute_s=bwd,
         attention_forward_s=by_pass[(AttentionOp, True)],
-        # Recomputing the whole MoE layer re-runs its forward dispatch and combine too.
-        selective_recompute_s=selective + (ep_fwd if "moe" in modules else 0.0),
+        # Recomputing the whole MoE layer re-runs its forward dispatch and combine too; the
+        # attention core under context parallelism re-runs its K/V exchange.
+        selective_recompute_s=selective + (ep_fwd if "moe" in modules else 0.0)
+        + (float(cp_forward) if "core_attn" in modules else 0.0),
         tp_forward_s=tp_fwd, tp_backward_s=tp_bwd,
         cp_s=float(cp_forward + cp_backward),
         ep_forward_s=ep_fwd, ep_backward_s=ep_bwd,
@@ -384,7 +410,8 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
             recompute += n * lt.selective_recompute_s
         redo = np.minimum(n, to_recompute)
         to_recompute -= redo
-        recompute += redo * (lt.forward_compute_s + lt.tp_forward_s + lt.ep_forward_s)
+        recompute += redo * (lt.forward_compute_s + lt.tp_forward_s + lt.cp_forward_s
+                             + lt.ep_forward_s)
         host = host + redo * lt.host_forward_s
     layers_or_one = max(num_layers, 1)
     return StageTime(

@@ -280,7 +280,7 @@ def pipeline_layout(num_layers: int, chunks: int) -> str:
 
 SHARED_OPTION_FIELDS = ("grad_reduce_dtype", "moe_token_dispatcher", "fp8_recipe",
                         "fp8_weight_cache", "flash_attention", "eager_elementwise",
-                        "attention_kernel",
+                        "attention_kernel", "cp_implementation",
                         "zero3_prefetch_params", "zero3_max_live_params")
 """Framework defaults the search does not enumerate: the same for every candidate."""
 
@@ -288,7 +288,8 @@ SHARED_OPTION_FIELDS = ("grad_reduce_dtype", "moe_token_dispatcher", "fp8_recipe
 def framework_options(framework: ResolvedFramework, generation: str | None) -> Strategy:
     """The framework's defaults for the options the search shares across candidates (its
     sharding, sequence parallelism, TP overlap, expert TP and recompute are enumerated)."""
-    facts = RunFacts(tp=2, ep=2, precision="fp8", generation=generation, layers_per_stage=1)
+    facts = RunFacts(tp=2, ep=2, precision="fp8", generation=generation, layers_per_stage=1,
+                     cp=2)
     fields = apply_framework_profile(framework, {}, facts).fields
     return Strategy(num_gpus=1, **{k: v for k, v in fields.items() if k in SHARED_OPTION_FIELDS})
 

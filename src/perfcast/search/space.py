@@ -169,6 +169,11 @@ class StrategyBlock:
         return np.asarray(self.cp_comm) == CP_COMM_TYPES.index("all_gather")
 
     @property
+    def cp_torch_ring(self) -> np.ndarray:
+        """``Strategy.cp_torch_ring`` per row."""
+        return (np.asarray(self.cp) > 1) & (self.cp_implementation == "torch")
+
+    @property
     def expert_dp(self) -> np.ndarray:
         return (self.tp * self.cp * self.dp) // (self.ep * self.etp)
 

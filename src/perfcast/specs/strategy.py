@@ -50,6 +50,13 @@ CpCommType = Literal["p2p", "all_gather", "a2a", "a2a+p2p"]
 ``all_gather`` K/V gathered before attention (not overlapped); ``a2a`` DeepSpeed-Ulysses
 (Jacobs et al. 2023, arXiv:2309.14509): all-to-alls scatter heads and gather the sequence;
 ``a2a+p2p`` hierarchical: a2a inside the inner CP group, the ring across the outer one."""
+CpImplementation = Literal["transformer-engine", "torch"]
+"""Who runs the context-parallel ring attention (``graph.context_parallel``,
+``graph.torch_context_parallel``): ``transformer-engine`` (Megatron-Core's
+``attn_forward_func_with_cp``: per-step K/V chunks round the ring, fused output correction) or
+``torch`` (``torch.distributed.tensor.experimental.context_parallel`` as torchtitan runs it:
+the K/V of the query heads gathered once, partial outputs merged and dK/dV accumulated in fp32
+by eager PyTorch ops)."""
 CP_COMM_TYPES: tuple[str, ...] = ("p2p", "all_gather", "a2a", "a2a+p2p")
 """``CpCommType`` values by code (the search stores codes)."""
 PARALLEL_DIMS = ("tp", "cp", "ep", "dp", "pp")
@@ -80,6 +87,11 @@ class Strategy(BaseModel):
         default="p2p",
         description="Context-parallel attention communication (--cp-comm-type): p2p ring, "
                     "all_gather, a2a (DeepSpeed-Ulysses) or a2a+p2p (hierarchical).")
+    cp_implementation: CpImplementation = Field(
+        default="transformer-engine",
+        description="Context-parallel ring attention implementation: transformer-engine "
+                    "(Megatron-Core) or torch (torch.distributed.tensor.experimental."
+                    "context_parallel, torchtitan); torch runs the p2p ring type only.")
     hierarchical_cp_a2a_size: int | None = Field(
         default=None, gt=0, le=MAX_PARALLEL_SIZE.value,
         description="With cp_comm_type='a2a+p2p': ranks of the inner (a2a) CP level, the first "
@@ -396,6 +408,9 @@ class Strategy(BaseModel):
         """Megatron-Core's rules for ``--hierarchical-context-parallel-sizes``: only with
         a2a+p2p, and the levels multiply to cp (MLM arguments.py)."""
         a2a = self.hierarchical_cp_a2a_size
+        if self.cp_implementation == "torch" and self.cp > 1 and self.cp_comm_type != "p2p":
+            raise ValueError(f"cp_implementation='torch' runs the ring (cp_comm_type='p2p') "
+                             f"only (got cp_comm_type={self.cp_comm_type!r})")
         if self.cp_comm_type == "a2a+p2p" and self.cp > 1:
             if a2a is None:
                 raise ValueError("cp_comm_type='a2a+p2p' needs hierarchical_cp_a2a_size "
@@ -465,6 +480,11 @@ class Strategy(BaseModel):
         """Whether the K/V exchange gathers the whole sequence at once (all_gather) rather
         than passing chunks round a ring."""
         return self.cp_comm_type == "all_gather"
+
+    @property
+    def cp_torch_ring(self) -> bool:
+        """Whether the ring attention is PyTorch's (``graph.torch_context_parallel``)."""
+        return self.cp_implementation == "torch" and self.cp > 1
 
     @property
     def expert_tp(self) -> int:
