@@ -6,20 +6,23 @@ profile's version ranges, and the SC21 rows' DP scaling."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from perfcast.calibration.host_launch import load_host_launch
 from perfcast.catalog.framework_defaults import RunFacts, apply_framework_profile
 from perfcast.catalog.frameworks import framework_of_text, load_framework_profile
 from perfcast.catalog.models import load_model
+from perfcast.catalog.systems import load_system
 from perfcast.estimate.training import estimate_training
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
 from perfcast.graph.param_sharding import stage_params
-from perfcast.memory.states import grad_bytes_per_param
 from perfcast.graph.weight_tensors import (
     dense_layer_weight_matrices,
     moe_layer_weight_matrices,
 )
+from perfcast.memory.states import grad_bytes_per_param
 from perfcast.schedule.data_parallel import (
     data_parallel_time,
     zero3_collectives_per_layer,
@@ -28,6 +31,10 @@ from perfcast.schedule.data_parallel import (
 )
 from perfcast.schedule.op_time import comm_op_time_s
 from perfcast.schedule.stage_time import StageTime
+from perfcast.search.bulk import BulkEvaluator
+from perfcast.search.enumerate import enumerate_strategies
+from perfcast.search.framework_rules import LayoutRules, framework_options
+from perfcast.search.space import SearchConstraints
 from perfcast.specs.strategy import Strategy
 from perfcast.specs.workload import Workload
 from perfcast.validate.row_framework import framework_fields
@@ -191,3 +198,31 @@ def test_sc21_zero3_rows_lose_throughput_with_dp_as_measured():
         assert forecast[0] > forecast[1] > forecast[2]
         ratio, measured_ratio = forecast[2] / forecast[0], measured[2] / measured[0]
         assert ratio == pytest.approx(measured_ratio, rel=0.2), (ids, ratio, measured_ratio)
+
+
+def test_search_bulk_path_charges_the_same_zero3_collectives():
+    """The bulk search evaluates DeepSpeed 0.3.13's ZeRO-3 exactly as estimate_training does
+    (framework options carry the per-tensor and host-op settings; StageParams carries the
+    weight matrices)."""
+    framework = load_framework_profile("deepspeed@0.3.13")
+    options = framework_options(framework, "ampere")
+    assert options.zero3_per_tensor_collectives and options.zero3_host_ops_per_rank == 2.0
+    model, system = load_model("llama-3-8b"), load_system("dgx-a100-80gb", num_gpus=64)
+    workload = Workload(seq_length=4096, global_batch_size=128)
+    constraints = SearchConstraints(sharding=("fsdp",), recompute=("full",), max_vpp=1,
+                                    max_micro_batch_size=2, max_cp=1, fp8=False)
+    space = enumerate_strategies(model, system, 64, workload, constraints,
+                                 LayoutRules.of(framework, "ampere"), options)
+    metrics = BulkEvaluator.for_space(model, system, workload, space).evaluate_all(space)
+    rng, checked = random.Random(3), 0
+    for _ in range(40):
+        b = rng.randrange(len(space.blocks))
+        i = rng.randrange(len(space.blocks[b]))
+        strategy = space.blocks[b].strategy(i)
+        if strategy.sharding_stage < 3:
+            continue
+        checked += 1
+        assert strategy.zero3_host_ops_per_rank == 2.0
+        report = estimate_training(model, system, strategy, workload)
+        assert metrics[b].step_time_s[i] == pytest.approx(report.step_time_s, rel=1e-9)
+    assert checked > 0
