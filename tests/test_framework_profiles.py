@@ -99,7 +99,9 @@ def test_unknown_framework_or_version_is_an_input_error(spec):
     ("NeMo AutoModel (TE + DeepEP)", "", "pytorch-fsdp", {}),
     ("torchtitan 0.0.2 + torchao 0.10.0 (FSDP2)", "", "torchtitan", {"torchtitan": (0, 0, 2)}),
     ("Composer + llm-foundry (FlashAttention)", "2023-05", "llm-foundry", {"date": (2023, 5)}),
-    ("Megatron-LM + DeepSpeed ZeRO-3", "2021", "megatron-lm", {}),
+    ("Megatron-LM + DeepSpeed ZeRO-3", "2021", "megatron-lm", {"date": (2021,)}),
+    ("Megatron-LM (2021)", "2021 (PyTorch 20.12 NGC container per run script)", "megatron-lm",
+     {"date": (2021,)}),
 ])
 def test_row_text_resolves_profile_and_release(text, dated, profile, parts):
     resolved = framework_of_text(text, dated)

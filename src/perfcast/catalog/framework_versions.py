@@ -27,6 +27,7 @@ VersionScheme = Literal["mcore", "nemo", "bridge", "torchtitan", "llm-foundry", 
 _NUMBER = re.compile(r"^v?(\d+(?:\.\d+)*)")
 _NEMO_CALVER = re.compile(r"(\d{2})\.(\d{2})")
 _DATE = re.compile(r"\b(20\d{2})-(\d{2})(?:-(\d{2}))?\b")
+_YEAR = re.compile(r"\b(20\d{2})\b")
 
 
 def version_tuple(text: str, scheme: VersionScheme) -> tuple[int, ...]:
@@ -92,7 +93,8 @@ def parse_cli_version(text: str, scheme: VersionScheme) -> FrameworkVersion:
 
 def find_versions(text: str, alias: str, scheme: VersionScheme, dated: str) -> FrameworkVersion:
     """Versions stated in free text: a number right after ``alias`` (NeMo: any ``YY.MM`` after
-    "nemo") in ``text``, and a ``YYYY-MM`` date in ``dated`` (a row's version_or_date)."""
+    "nemo") in ``text``, and a ``YYYY-MM`` date, else a year, in ``dated`` (a row's
+    version_or_date)."""
     parts: dict[VersionScheme, tuple[int, ...]] = {}
     written: list[str] = []
     lowered = text.lower()
@@ -107,7 +109,12 @@ def find_versions(text: str, alias: str, scheme: VersionScheme, dated: str) -> F
             parts[scheme] = version_tuple(match.group(1), scheme)
             written.append(match.group(1))
     date = _DATE.search(dated)
+    year = _YEAR.search(dated)
     if date:
         parts["date"] = version_tuple(date.group(0), "date")
         written.append(date.group(0))
+    elif year:
+        # A year alone ("2021") compares equal to every month of that year (common prefix).
+        parts["date"] = (int(year.group(1)),)
+        written.append(year.group(1))
     return FrameworkVersion(parts, " / ".join(written))

@@ -128,6 +128,12 @@ class TrainingFrameworkProfile(BaseModel):
         default=(), description="ZeRO-3: most gathered parameters kept resident; a larger "
                                 "recomputed layer is gathered again for its recompute forward; "
                                 "empty = no limit (FSDP).")
+    zero3_per_tensor_collectives: tuple[SourcedValue[bool], ...] = Field(
+        default=(), description="ZeRO-3: one collective per partitioned weight tensor; "
+                                "empty = one per layer (FSDP flat parameter).")
+    zero3_host_ops_per_rank: tuple[SourcedValue[float], ...] = Field(
+        default=(), description="ZeRO-3: host tensor operations per data-parallel rank in each "
+                                "collective (tensor-list collective APIs); empty = none.")
     recompute_modules: tuple[SourcedValue[tuple[str, ...]], ...] = Field(
         default=(), description="Modules recomputed by selective recompute (informational).")
     fp8_recipe: tuple[SourcedValue[FP8Recipe], ...] = Field(

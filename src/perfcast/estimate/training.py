@@ -202,8 +202,9 @@ def estimate_training(
                                                    params.num_moe_layers, s)
             times = replace(times, offload_s=float(offload_exposed_s(
                 offloaded, system, times.forward_s, times.backward_compute_s)))
-        stages.append((times, data_parallel_time(params, times, system, strategy, comm_overlap),
-                       params))
+        dp_time = data_parallel_time(params, times, system, strategy, comm_overlap,
+                                     cal.host_launch)
+        stages.append((times, dp_time, params))
     per_stage = [stages[k] for k in stage_kind]
     # one strategy: the DP seconds are numbers here (arrays only in the bulk search)
     passes = tuple(times.passes(float(dp.exposed_per_micro_batch_s)) for times, dp, _ in per_stage)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from perfcast.graph import params as P
+from perfcast.graph import weight_tensors as W
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.pipeline_layout import (
     even_stage_counts,
@@ -105,6 +106,9 @@ class StageParams:
     """The part of ``dense`` that is embedding or LM head."""
     num_mtp_layers: int = 0
     """Multi-token-prediction modules on this stage (the last one holds them all)."""
+    weight_tensors_per_layer: float = 1.0
+    """Weight matrices of an average layer on this GPU (``graph.weight_tensors``): the
+    collectives of a per-tensor ZeRO-3 per layer gather."""
 
     @property
     def total(self) -> float:
@@ -175,4 +179,8 @@ def _stage_params(model: ModelSpec, strategy: Strategy, stage: int) -> StagePara
         expert=moe_layers * routed,
         embedding=embedding,
         num_mtp_layers=mtp,
+        weight_tensors_per_layer=(
+            dense_layers * W.dense_layer_weight_matrices(model)
+            + moe_layers * W.moe_layer_weight_matrices(model, experts_here)
+        ) / max(dense_layers + moe_layers, 1),
     )

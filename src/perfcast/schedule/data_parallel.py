@@ -23,6 +23,28 @@
   - ``zero3_prefetch_params``: only that many parameters are fetched ahead of use (DeepSpeed
     ``stage3_prefetch_bucket_size``); the rest of a layer's gather is issued when the layer
     runs and waits in full: hideable share of a gather = min(1, prefetch / layer parameters).
+  - ``zero3_per_tensor_collectives``: DeepSpeed gathers, and reduce-scatters the gradient of,
+    each partitioned parameter with a collective of its own (0.3.13
+    ``partition_parameters.py`` ``_all_gather`` -> ``_allgather_param`` per parameter,
+    ``_reduce_scatter_gradients`` -> ``_reduce_scatter_gradient`` per parameter): a layer's
+    gather is n collectives of 1/n of its bytes, n = its weight matrices
+    (``graph.weight_tensors``), each paying its own latency. FSDP moves one flat parameter.
+  - ``zero3_host_ops_per_rank``: DeepSpeed up to 0.5.4 passes every collective a list of one
+    tensor per rank. ``_allgather_param`` builds it with one ``narrow`` per rank in Python
+    before ``torch.distributed.all_gather(partitions, ...)``, and ``_reduce_scatter_gradient``
+    likewise before ``torch.distributed.reduce_scatter(out, input_list)``; PyTorch's NCCL
+    process group then copies the flat NCCL buffer out to each listed tensor (all-gather) or
+    the listed tensors into it (reduce-scatter), one ``copy_`` per rank (PyTorch 1.8
+    ``torch/lib/c10d/ProcessGroupNCCL.cpp`` ``allgather``/``reduce_scatter`` with
+    ``flatten_for_scatter_gather``; DeepSpeed 0.5.5 switched the gather to
+    ``_all_gather_base``). That is 2 host tensor operations per rank per collective, each
+    costing the host time of one eager op (``host_launch.yaml`` ``host_s_per_op``), so a
+    collective over p ranks costs the host 2·p·host_s_per_op, α·p rather than the ring's
+    α·(p−1) hops on the device. Charged in series with the step: DeepSpeed calls
+    ``torch.cuda.synchronize()`` before every parameter gather (``_allgather_param``) and
+    after every module fetch (``_synchronize_communication``), and launches a module's
+    compute only after its prefetch call returns, so no GPU work is queued while the host
+    walks the rank list.
 
 Gathered bytes: 16-bit weights (2 B per parameter); with FP8 parameters (``Strategy.fp8_param``:
 Megatron ``--fp8-param-gather``, torchao ``enable_fsdp_float8_all_gather``) the linear-layer
@@ -44,6 +66,7 @@ import numpy as np
 
 from perfcast.arrays import Floats
 from perfcast.calibration.comm_overlap import CommOverlapCalibration
+from perfcast.calibration.host_launch import HostLaunchCalibration, load_host_launch
 from perfcast.graph.fp8_casts import gathered_weight_bytes_per_param
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
 from perfcast.graph.param_sharding import StageParams
@@ -120,18 +143,34 @@ def expert_gather_bytes(expert_params, strategy: Strategy):
     return gathered_weight_bytes_per_param(strategy.fp8_recipe) * expert_params
 
 
-def _time(name, collective, group, size_bytes, system, strategy) -> float:
+def zero3_collectives_per_layer(strategy: Strategy, params: StageParams):
+    """Collectives of one layer's gather (and of its gradient reduce-scatter): one per weight
+    matrix with per-tensor collectives (DeepSpeed, ``graph.weight_tensors``), one for the
+    layer's flat parameter otherwise (FSDP)."""
+    return params.weight_tensors_per_layer if strategy.zero3_per_tensor_collectives else 1.0
+
+
+def zero3_host_s_per_collective(strategy: Strategy, host_s_per_op: float):
+    """Host seconds of one ZeRO-3 collective over a tensor list: ops per rank × dp·cp ranks ×
+    host seconds per eager op (module docstring). 0 for flat-buffer collectives."""
+    return strategy.zero3_host_ops_per_rank * strategy.dp * strategy.cp * host_s_per_op
+
+
+def _time(name, collective, group, size_bytes, system, strategy):
+    """Seconds of one collective of ``size_bytes``; 0 when there are no bytes to move (the
+    expert group of a dense model)."""
     op = CommOp(name, Phase.BACKWARD_WGRAD, group, collective, size_bytes)
-    return comm_op_time_s(op, system, strategy)
+    return np.where(np.greater(size_bytes, 0), comm_op_time_s(op, system, strategy), 0.0)[()]
 
 
 def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec,
-                       strategy: Strategy, overlap: CommOverlapCalibration | None = None
-                       ) -> DataParallelTime:
+                       strategy: Strategy, overlap: CommOverlapCalibration | None = None,
+                       host: HostLaunchCalibration | None = None) -> DataParallelTime:
     """DP communication seconds of one stage per step, and how much of it is exposed.
 
-    ``overlap`` replaces the shipped overlap calibration (for fitting it). Array-friendly in
-    ``params``/``times`` fields and the strategy's group sizes."""
+    ``overlap`` replaces the shipped overlap calibration (for fitting it), ``host`` the shipped
+    host-launch priors. Array-friendly in ``params``/``times`` fields and the strategy's group
+    sizes."""
     grad_b = grad_bytes_per_param(strategy)
     stage = strategy.sharding_stage
     slow = stream_overlap_slowdown(overlap)
@@ -139,28 +178,32 @@ def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec
         layers = max(params.num_layers, 1)
         dense_layer = params.dense / layers
         expert_layer = params.expert / layers
-        gather = (_time("fsdp_all_gather", Collective.ALL_GATHER, Group.DP_CP,
-                        dense_gather_bytes(dense_layer, params.embedding / layers, strategy),
-                        system, strategy)
-                  + _time("fsdp_expert_all_gather", Collective.ALL_GATHER, Group.EDP,
-                          expert_gather_bytes(expert_layer, strategy), system, strategy))
-        scatter = (_time("fsdp_reduce_scatter", Collective.REDUCE_SCATTER, Group.DP_CP,
-                         grad_b * dense_layer, system, strategy)
-                   + _time("fsdp_expert_reduce_scatter", Collective.REDUCE_SCATTER, Group.EDP,
-                           grad_b * expert_layer, system, strategy))
+        n = zero3_collectives_per_layer(strategy, params)
+        gather = n * (_time("fsdp_all_gather", Collective.ALL_GATHER, Group.DP_CP,
+                            dense_gather_bytes(dense_layer, params.embedding / layers, strategy)
+                            / n, system, strategy)
+                      + _time("fsdp_expert_all_gather", Collective.ALL_GATHER, Group.EDP,
+                              expert_gather_bytes(expert_layer, strategy) / n, system, strategy))
+        scatter = n * (_time("fsdp_reduce_scatter", Collective.REDUCE_SCATTER, Group.DP_CP,
+                             grad_b * dense_layer / n, system, strategy)
+                       + _time("fsdp_expert_reduce_scatter", Collective.REDUCE_SCATTER,
+                               Group.EDP, grad_b * expert_layer / n, system, strategy))
         hide = prefetch_hideable_fraction(strategy, dense_layer + expert_layer)
         regathers = zero3_regathered_layers(strategy, layers, dense_layer + expert_layer)
+        gathers = zero3_gathers_per_micro_batch(strategy, layers, dense_layer + expert_layer)
         bwd_comm = gather + scatter
         bwd_hide = (hide * gather + scatter) / np.maximum(bwd_comm, 1e-300)
         exposed_fwd = (exposed_comm_s(gather, times.layer_forward_s, slow, hide) * (layers - 1)
                        + gather)
         exposed_recompute = exposed_comm_s(gather, times.layer_forward_s, slow, hide) * regathers
         exposed_bwd = exposed_comm_s(bwd_comm, times.layer_backward_s, slow, bwd_hide) * layers
-        per_mb_total = (zero3_gathers_per_micro_batch(strategy, layers, dense_layer + expert_layer)
-                        * gather) + layers * scatter
+        host_s_per_op = (host or load_host_launch()).host_s_per_op.value
+        host_s = ((gathers + layers) * n
+                  * zero3_host_s_per_collective(strategy, host_s_per_op))
+        per_mb_total = gathers * gather + layers * scatter + host_s
         return DataParallelTime(total_s=per_mb_total, exposed_step_s=0.0,
                                 exposed_per_micro_batch_s=exposed_fwd + exposed_recompute
-                                + exposed_bwd)
+                                + exposed_bwd + host_s)
     if stage >= 1:
         reduce = (_time("grad_reduce_scatter", Collective.REDUCE_SCATTER, Group.DP_CP,
                         grad_b * params.dense, system, strategy)

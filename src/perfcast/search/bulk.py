@@ -290,7 +290,8 @@ class BulkEvaluator:
                 times = replace(times, offload_s=cast(float, offload_exposed_s(
                     offloaded, system, times.forward_s, times.backward_compute_s)))
             stages.append((times, data_parallel_time(params, times, system, strategy,
-                                                     self.calibration.comm_overlap), params))
+                                                     self.calibration.comm_overlap,
+                                                     self.calibration.host_launch), params))
             memory.append(stage_memory(model, strategy, params, s, m,
                                        load_memory_overheads()).total_bytes)
         calib = self.calibration.training_overheads.for_generation(system.gpu.generation)

@@ -148,6 +148,18 @@ class Strategy(BaseModel):
                     "serves the recompute forward and the backward (FSDP unshards the wrapped "
                     "block once).",
     )
+    zero3_per_tensor_collectives: bool = Field(
+        default=False,
+        description="ZeRO-3: one all-gather (and one gradient reduce-scatter) per partitioned "
+                    "weight tensor (DeepSpeed), not one per layer (FSDP's flat parameter per "
+                    "wrapped block).",
+    )
+    zero3_host_ops_per_rank: float = Field(
+        default=0.0, ge=0,
+        description="ZeRO-3: host tensor operations per data-parallel rank in each collective "
+                    "(DeepSpeed up to 0.5.4 over tensor-list all_gather/reduce_scatter: a view "
+                    "and a copy per rank); 0 = flat-buffer collectives.",
+    )
     precision_aware_optimizer: bool = Field(
         default=False,
         description="Megatron --use-precision-aware-optimizer: Transformer Engine FusedAdam keeps "
