@@ -29,7 +29,8 @@ skip reason naming the column and value.
   blockwise / block-scaled, delayed, NVFP4; unstated: the profile's meaning of a bare FP8, else
   Transformer Engine's default delayed scaling); "FP8 primary weights" / "fp8 param" ->
   ``fp8_param``; "layers A-B [+ LM head] bf16" at the start or end of the model ->
-  ``num_layers_at_start_in_bf16`` / ``num_layers_at_end_in_bf16``; fp16 -> fp16; bf16 -> bf16;
+  ``num_layers_at_start_in_bf16`` / ``num_layers_at_end_in_bf16``; "linears only" /
+  "grouped GEMMs only" -> ``fp8_gemm_scope`` linear / grouped; fp16 -> fp16; bf16 -> bf16;
   empty -> bf16. Composer "MP mode PURE" reduces gradients in bf16; otherwise the profile's
   reduce dtype.
 - micro-batch: ``micro_batch``; else global/(dp·grad_accum); else, where the framework
@@ -312,9 +313,30 @@ def precision(row: Mapping[str, str | None], notes: list[str]) -> dict[str, Any]
         if "fp8 primary weights" in text or "fp8 param" in text:
             notes.append("FP8 parameter storage (row)")
             fields["fp8_param"] = True
+        scope = fp8_gemm_scope(text)
+        if scope != "all":
+            notes.append(f"fp8_gemm_scope={scope}: only the "
+                         + ("linear layers" if scope == "linear" else
+                            "routed experts' grouped GEMMs") + " in the recipe (row)")
+            fields["fp8_gemm_scope"] = scope
     else:
         fields["precision"] = stated.precision
     return fields
+
+
+_LINEARS_ONLY = re.compile(r"linears?\s+only")
+_GROUPED_ONLY = re.compile(r"grouped[ _-]?(?:gemms?|mm)\s+only")
+
+
+def fp8_gemm_scope(precision_text: str) -> str:
+    """``Strategy.fp8_gemm_scope`` a lower-case precision cell states: "... for linears only"
+    (torchtitan ``quantize.linear.mx``) -> linear; "... grouped GEMMs only"
+    (``quantize.grouped_mm.mx``) -> grouped; anything else -> all."""
+    if _LINEARS_ONLY.search(precision_text):
+        return "linear"
+    if _GROUPED_ONLY.search(precision_text):
+        return "grouped"
+    return "all"
 
 
 _BF16_LAYERS = re.compile(r"layers\s+(\d+)\s*-\s*(\d+)(?:\s*\+\s*lm head)?\s+bf16")
