@@ -77,6 +77,10 @@ Bounds tightened: mcore_moe_modelzoo 0.17 -> 0.16, MoE 0.215 -> 0.21.
 After merging every branch of 2026-11-24 (BF16 edge layers, eager element-wise kernels, MoE
 routing imbalance with an honest fold, CP exchange types, CUDA-graph memory) and a refit: all
 13.4%, dense 12.3%, MoE 20.7%, band coverage 83.9%; overall bound 0.145 -> 0.14.
+moe16e: the FP8 GEMM scope (torchtitan converts linears and routed-expert grouped GEMMs with
+separate converters; rows 533 "linears only" and 534 "grouped GEMMs only" read it) and a refit:
+all 13.39 -> 13.32%, dense 12.28 -> 12.28%, MoE 20.68 -> 20.18%, torchao_moe 58.3 -> 52.3%
+(533 +81 -> +73%, 534 +36 -> +30%); bounds tightened: MoE 0.21 -> 0.205, torchao_moe 0.60 -> 0.55.
 """
 
 from __future__ import annotations
@@ -104,7 +108,7 @@ CV_SOURCE_BOUNDS = {
     "nemo_automodel": 0.17,
     "nemo_perf": 0.17,
     "torchao_float8": 0.40,
-    "torchao_moe": 0.60,
+    "torchao_moe": 0.55,
     "torchtitan": 0.17,
     "torchtitan_nvfp4": 0.20,
 }
@@ -114,7 +118,7 @@ Moved 0.08 -> 0.085 by the ZeRO-3 change (zero21): row 40 (1T PTD-P, no ZeRO) CV
 -8.1%. Its physics is unchanged; with the DeepSpeed ZeRO-3 rows' gathers modelled as
 unhideable they no longer prop up the shared stream-overlap fraction (0.783 -> 0.727), and the
 fold fit raises the Ampere overhead fraction to make up for the FSDP rows' lower DP exposure."""
-CV_MOE_MAPE_BOUND = 0.21
+CV_MOE_MAPE_BOUND = 0.205
 CV_MOE_WITHIN_20_MIN = 30
 NEMO_MIXTRAL_ROW_BOUND = 0.23
 
