@@ -72,6 +72,13 @@ def test_gemm_seconds_split_exactly_between_the_two_scopes():
     assert linear + grouped == pytest.approx(fp8 + bf16, rel=1e-9)
 
 
+def test_report_states_the_scope():
+    notes = estimate_training(MODEL, SYSTEM, _strategy("grouped"), WORKLOAD).assumptions
+    assert any("fp8_gemm_scope grouped" in n and "linear layers stay BF16" in n for n in notes)
+    plain = estimate_training(MODEL, SYSTEM, _strategy("all"), WORKLOAD).assumptions
+    assert not any("fp8_gemm_scope" in n for n in plain)
+
+
 def test_cached_weight_casts_cover_only_the_scoped_weights():
     params = stage_params(MODEL, _strategy(), 0)
     scoped = {scope: fp8_weight_params(params, _strategy(scope))
