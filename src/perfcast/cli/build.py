@@ -136,6 +136,7 @@ def build_specs(args: RunArgs) -> RunSpecs:
         fp8_recipe=args.fp8_recipe,
         fp8_fused_casts=args.fp8_fused_casts,
         fp8_weight_cache=args.fp8_weight_cache,
+        fp8_gemm_scope=args.fp8_gemm_scope,
         num_layers_at_start_in_bf16=args.num_layers_at_start_in_bf16,
         num_layers_at_end_in_bf16=args.num_layers_at_end_in_bf16,
         grad_reduce_dtype=args.grad_reduce_dtype,

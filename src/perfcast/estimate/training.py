@@ -304,8 +304,14 @@ def _routing_notes(model: ModelSpec, strategy: Strategy,
     return (f"moe_load_imbalance {value:g}: the busiest EP rank routes {value:g}x the mean "
             f"tokens ({why}); a capacity factor caps it",)
 def _layout_notes(strategy: Strategy) -> tuple[str, ...]:
-    """Assumption lines for layouts no listed framework runs (2D TP) and for the CP exchange."""
+    """Assumption lines for layouts no listed framework runs (2D TP), the CP exchange and an
+    FP8 recipe that converts only part of the GEMMs (``Strategy.fp8_gemm_scope``)."""
     notes = []
+    if strategy.precision == "fp8" and strategy.fp8_gemm_scope != "all":
+        kept = ("the routed experts' grouped GEMMs" if strategy.fp8_gemm_scope == "linear"
+                else "the linear layers")
+        notes.append(f"fp8_gemm_scope {strategy.fp8_gemm_scope}: {strategy.fp8_recipe} GEMMs "
+                     f"and casts only there; {kept} stay BF16 (graph/fp8_casts.py)")
     if strategy.tp2d_rows > 1:
         notes.append(f"2D TP-SP over a {strategy.tp2d_rows}x{strategy.tp2d_cols} grid "
                      "(graph.tensor_parallel_2d; Subramanian et al. 2024): no listed framework "

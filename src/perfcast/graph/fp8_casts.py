@@ -54,13 +54,20 @@ step (``weight_cast_bytes_per_step``, added to the optimizer pass). torchao cast
 every forward (``fp8_weight_cache=False``).
 
 Which GEMMs stay BF16: the MoE router and LM head (``GemmOp.fp8_eligible=False``), the attention
-core (flash attention runs in BF16: ``AttentionOp`` is never FP8 here), and the weight-gradient
-GEMMs under ``rowwise-hp-wgrad``.
+core (flash attention runs in BF16: ``AttentionOp`` is never FP8 here), the weight-gradient
+GEMMs under ``rowwise-hp-wgrad``, and the GEMMs outside the recipe's scope
+(``Strategy.fp8_gemm_scope``, ``scoped_fp8_ops``): torchtitan converts linear layers and the
+routed experts' grouped GEMMs with two separate converters (torchtitan ``quantize.linear.mx``
+/ ``float8`` swap ``nn.Linear`` modules; ``quantize.grouped_mm.mx`` / torchao
+``MoETrainingConfig`` wrap the expert weights so ``torch._grouped_mm`` runs scaled;
+frameworks.md §3 "MXFP8 linear / grouped GEMM"), so a run may quantize either or both.
+Transformer Engine (Megatron-Core) converts both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Literal
 
 from perfcast.errors import InputError
@@ -98,6 +105,26 @@ def _pass_in_fp8(fp8_eligible: bool, phase: Phase, precision: str, recipe: str |
     if precision != "fp8" or not fp8_eligible:
         return False
     return not (recipe == "rowwise-hp-wgrad" and phase == Phase.BACKWARD_WGRAD)
+
+
+def in_fp8_scope(op: GemmOp, scope: str) -> bool:
+    """Whether the recipe's scope converts ``op``: 'all' every GEMM, 'linear' all but the
+    routed experts' GEMMs, 'grouped' only those (``Strategy.fp8_gemm_scope``)."""
+    if scope == "all":
+        return True
+    if scope in ("linear", "grouped"):
+        return op.routed_expert == (scope == "grouped")
+    raise InputError("fp8_gemm_scope", scope, "must be all, linear or grouped")
+
+
+def scoped_fp8_ops(forward: Sequence[Op], scope: str) -> list[Op]:
+    """``forward`` with the GEMMs outside the FP8 scope kept in BF16 (``fp8_eligible=False``):
+    no FP8 GEMM and no quantize kernels for them (``fp8_cast_ops`` skips them)."""
+    if scope == "all":
+        return list(forward)
+    return [replace(op, fp8_eligible=False)
+            if isinstance(op, GemmOp) and op.fp8_eligible and not in_fp8_scope(op, scope)
+            else op for op in forward]
 
 
 def scale_bytes(elements, reduce_len, recipe: str, weight: bool):

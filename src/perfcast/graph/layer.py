@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from perfcast.arrays import Floats
 from perfcast.graph.context_parallel import ContextParallelSplit, context_parallel_comm_ops
 from perfcast.graph.eager_elementwise import eager_elementwise_ops
-from perfcast.graph.fp8_casts import DEEPSEEK_TILE, fp8_cast_ops
+from perfcast.graph.fp8_casts import DEEPSEEK_TILE, fp8_cast_ops, scoped_fp8_ops
 from perfcast.graph.ops import (
     LOW_LATENCY_ALGORITHM,
     AttentionOp,
@@ -94,6 +94,9 @@ class LayerShape:
     """Input casts fused into the producing norm/activation kernel (``graph.fp8_casts``)."""
     fp8_weight_cache: bool = True
     """FP8 weights cast once per step, not per micro-batch (``graph.fp8_casts``)."""
+    fp8_gemm_scope: str = "all"
+    """GEMMs the FP8 recipe converts: all, linear (routed experts BF16) or grouped (only the
+    routed experts; ``Strategy.fp8_gemm_scope``, ``graph.fp8_casts.scoped_fp8_ops``)."""
     flash_attention: bool = True
     """Fused attention; False = unfused (``kernels.unfused_attention``)."""
     eager_elementwise: bool = False
@@ -182,11 +185,13 @@ def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
 
 
 def _mlp_ops(model: ModelSpec, tokens, width, prefix: str, batch=1, split=1,
-             grouped: bool = True, input_from_norm: bool = True, rows: int = 1) -> list[Op]:
+             grouped: bool = True, input_from_norm: bool = True, rows: int = 1,
+             routed: bool = False) -> list[Op]:
     """One MLP of hidden ``width`` on ``tokens`` tokens per expert for ``batch`` experts: one
     grouped GEMM kernel, or (``grouped=False``) ``batch`` separate GEMM kernels.
     ``input_from_norm``: the input is the norm's output (not a permuted copy of it). ``rows``
-    splits the hidden dimension (2D TP, ``graph.tensor_parallel_2d``; ``split`` = cols)."""
+    splits the hidden dimension (2D TP, ``graph.tensor_parallel_2d``; ``split`` = cols).
+    ``routed``: the routed experts' MLP (``GemmOp.routed_expert``)."""
     h, fwd = model.hidden_size / rows, Phase.FORWARD
     in_width = (2 if model.is_gated_mlp else 1) * width / split
     # Activation kernel: gated reads gate and up, writes the product (3 tensors); else 2.
@@ -194,10 +199,10 @@ def _mlp_ops(model: ModelSpec, tokens, width, prefix: str, batch=1, split=1,
     group, count = (batch, 1) if grouped else (1, batch)
     return [
         GemmOp(f"{prefix}_in_proj", fwd, tokens, in_width, h, batch=group, count=count,
-               cast_fusable=input_from_norm),
+               cast_fusable=input_from_norm, routed_expert=routed),
         MemoryOp(f"{prefix}_activation", fwd, act_bytes),
         GemmOp(f"{prefix}_out_proj", fwd, tokens, h, width / split, batch=group, count=count,
-               cast_fusable=True),
+               cast_fusable=True, routed_expert=routed),
     ]
 
 
@@ -228,7 +233,7 @@ def mlp_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         ops.append(unfused_permute_op(routed, h, T, E))
     ops += _mlp_ops(model, tokens_per_expert, model.expert_intermediate_size, "expert",
                     batch=local_experts, split=shape.expert_tp, grouped=shape.moe_grouped_gemm,
-                    input_from_norm=False)
+                    input_from_norm=False, routed=True)
     if model.shared_intermediate_size:
         ops += _mlp_ops(model, T, model.shared_intermediate_size, "shared_expert", split=t)
     return ops
@@ -345,9 +350,11 @@ def backward_ops(forward: Sequence[Op]) -> list[ComputeOp]:
     for op in forward:
         if isinstance(op, GemmOp):
             ops.append(GemmOp(op.name + "_dgrad", Phase.BACKWARD_DGRAD, op.m, op.k, op.n,
-                              op.batch, op.count, op.fp8_eligible))
+                              op.batch, op.count, op.fp8_eligible,
+                              routed_expert=op.routed_expert))
             ops.append(GemmOp(op.name + "_wgrad", Phase.BACKWARD_WGRAD, op.k, op.n, op.m,
-                              op.batch, op.count, op.fp8_eligible))
+                              op.batch, op.count, op.fp8_eligible,
+                              routed_expert=op.routed_expert))
         elif isinstance(op, AttentionOp):
             ops.append(AttentionOp(
                 op.name + "_backward", Phase.BACKWARD_DGRAD, op.batch, op.heads, op.seq_q,
@@ -368,6 +375,7 @@ def layer_ops(model: ModelSpec, shape: LayerShape) -> tuple[list[ComputeOp], lis
     if shape.eager_elementwise:
         norm_tokens = shape.tokens / shape.tp if shape.sequence_parallel else shape.tokens
         forward += eager_elementwise_ops(model, shape.tokens, norm_tokens, shape.tp, shape.moe)
+    forward = scoped_fp8_ops(forward, shape.fp8_gemm_scope)
     casts = fp8_cast_ops(forward, shape.fp8_recipe, shape.fp8_fused_casts, shape.fp8_weight_cache)
     compute = [op for op in forward + backward_ops(forward) + casts if not isinstance(op, CommOp)]
     if shape.cp_torch_ring:

@@ -81,6 +81,9 @@ class GemmOp:
     cast_fusable: bool = False
     """The forward input comes from a norm or activation kernel that can write it in FP8
     itself (Transformer Engine LayerNormLinear, fused SwiGLU + cast; ``graph.fp8_casts``)."""
+    routed_expert: bool = False
+    """A routed experts' GEMM (grouped over the local experts): the recipe's scope may keep it,
+    or everything but it, in BF16 (``Strategy.fp8_gemm_scope``, ``graph.fp8_casts``)."""
 
     kind = OpKind.GEMM
 

@@ -50,7 +50,16 @@ def optimizer_time_s(params: StageParams, system: SystemSpec, strategy: Strategy
     """Seconds of one optimizer step on one GPU of the stage."""
     nbytes = adam_bytes_per_param(strategy) * optimizer_params_on_gpu(params, strategy)
     if strategy.precision == "fp8" and strategy.fp8_weight_cache:
-        # Every weight this GPU computes with (not ZeRO-sharded), embedding/LM head excluded.
-        nbytes = nbytes + weight_cast_bytes_per_step(params.total - params.embedding,
+        nbytes = nbytes + weight_cast_bytes_per_step(fp8_weight_params(params, strategy),
                                                      strategy.fp8_recipe)
     return backend.memory_bound_time_s(system.gpu, nbytes)
+
+
+def fp8_weight_params(params: StageParams, strategy: Strategy) -> float:
+    """Weights this GPU computes with in FP8 (not ZeRO-sharded), embedding/LM head excluded:
+    all of them, all but the routed experts' ('linear' scope), or only those ('grouped';
+    ``Strategy.fp8_gemm_scope``, ``graph.fp8_casts.scoped_fp8_ops``)."""
+    if strategy.fp8_gemm_scope == "grouped":
+        return params.expert
+    non_expert = params.dense - params.embedding
+    return non_expert if strategy.fp8_gemm_scope == "linear" else non_expert + params.expert

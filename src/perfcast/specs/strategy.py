@@ -29,6 +29,7 @@ TrainPrecision = Literal["bf16", "fp16", "fp8"]
 FP8Recipe = Literal["tensorwise", "delayed", "rowwise", "rowwise-hp-wgrad", "blockwise", "mxfp8",
                     "nvfp4"]
 GradReduceDtype = Literal["fp32", "bf16"]
+FP8GemmScope = Literal["all", "linear", "grouped"]
 PipelineSchedule = Literal["1f1b", "interleaved", "gpipe", "zb-h1", "zb-v", "dualpipe"]
 """Pipeline schedules (``schedule.orders``): GPipe, 1F1B and interleaved 1F1B (Narayanan et al.
 2021), zero-bubble ZB-H1 / ZB-V (Qi et al. 2023), DualPipe-style bidirectional (DeepSeek-V3)."""
@@ -229,6 +230,15 @@ class Strategy(BaseModel):
         description="FP8/FP4 training: the last N decoder layers keep BF16 GEMMs "
                     "(Megatron-Core --num-layers-at-end-in-bf16). 0 = none.",
     )
+    fp8_gemm_scope: FP8GemmScope = Field(
+        default="all",
+        description="FP8/FP4 training: which GEMMs the recipe converts. 'all': every linear "
+                    "and routed-expert GEMM (Transformer Engine, Megatron-Core); 'linear': "
+                    "linear layers only, the routed experts' grouped GEMMs stay BF16 "
+                    "(torchtitan converter quantize.linear.mx / float8 alone); 'grouped': the "
+                    "routed experts' grouped GEMMs only (torchtitan quantize.grouped_mm.mx, "
+                    "torchao MoETrainingConfig), the linears stay BF16.",
+    )
     fp8_moe_act_inputs: bool = Field(
         default=False,
         description="Cache the MoE experts' SwiGLU inputs (gate and up outputs) in FP8 for "
@@ -381,6 +391,9 @@ class Strategy(BaseModel):
             raise ValueError(f"num_layers_at_start_in_bf16={self.num_layers_at_start_in_bf16}, "
                              f"num_layers_at_end_in_bf16={self.num_layers_at_end_in_bf16} need "
                              f"precision='fp8' (got precision={self.precision!r})")
+        if self.fp8_gemm_scope != "all" and self.precision != "fp8":
+            raise ValueError(f"fp8_gemm_scope={self.fp8_gemm_scope!r} needs precision='fp8' "
+                             f"(got precision={self.precision!r})")
         if self.fp8_moe_act_inputs and self.precision != "fp8":
             raise ValueError(f"fp8_moe_act_inputs=True needs precision='fp8' (got "
                              f"precision={self.precision!r})")

@@ -29,7 +29,8 @@ skip reason naming the column and value.
   blockwise / block-scaled, delayed, NVFP4; unstated: the profile's meaning of a bare FP8, else
   Transformer Engine's default delayed scaling); "FP8 primary weights" / "fp8 param" /
   "float8 FSDP all-gather" -> ``fp8_param``; "layers A-B [+ LM head] bf16" at the start or end of the model ->
-  ``num_layers_at_start_in_bf16`` / ``num_layers_at_end_in_bf16``; fp16 -> fp16; bf16 -> bf16;
+  ``num_layers_at_start_in_bf16`` / ``num_layers_at_end_in_bf16``; "linears only" /
+  "grouped GEMMs only" -> ``fp8_gemm_scope`` linear / grouped; fp16 -> fp16; bf16 -> bf16;
   empty -> bf16. Composer "MP mode PURE" reduces gradients in bf16; otherwise the profile's
   reduce dtype.
 - micro-batch: ``micro_batch``; else global/(dp·grad_accum); else, where the framework
@@ -315,6 +316,12 @@ def precision(row: Mapping[str, str | None], notes: list[str]) -> dict[str, Any]
         elif _FP8_ALL_GATHER.search(text):
             notes.append("FP8 parameter all-gather (row)")
             fields["fp8_param"] = True
+        scope = fp8_gemm_scope(text)
+        if scope != "all":
+            notes.append(f"fp8_gemm_scope={scope}: only the "
+                         + ("linear layers" if scope == "linear" else
+                            "routed experts' grouped GEMMs") + " in the recipe (row)")
+            fields["fp8_gemm_scope"] = scope
     else:
         fields["precision"] = stated.precision
     return fields
@@ -323,6 +330,19 @@ def precision(row: Mapping[str, str | None], notes: list[str]) -> dict[str, Any]
 _FP8_ALL_GATHER = re.compile(r"\b(?:float8|fp8)\s+(?:fsdp\s+)?all[- ]?gather")
 """A precision cell naming an FP8 parameter all-gather ("float8 FSDP all-gather": torchao
 ``enable_fsdp_float8_all_gather``); "bf16 FSDP all-gather" does not match."""
+_LINEARS_ONLY = re.compile(r"linears?\s+only")
+_GROUPED_ONLY = re.compile(r"grouped[ _-]?(?:gemms?|mm)\s+only")
+
+
+def fp8_gemm_scope(precision_text: str) -> str:
+    """``Strategy.fp8_gemm_scope`` a lower-case precision cell states: "... for linears only"
+    (torchtitan ``quantize.linear.mx``) -> linear; "... grouped GEMMs only"
+    (``quantize.grouped_mm.mx``) -> grouped; anything else -> all."""
+    if _LINEARS_ONLY.search(precision_text):
+        return "linear"
+    if _GROUPED_ONLY.search(precision_text):
+        return "grouped"
+    return "all"
 
 
 _BF16_LAYERS = re.compile(r"layers\s+(\d+)\s*-\s*(\d+)(?:\s*\+\s*lm head)?\s+bf16")
