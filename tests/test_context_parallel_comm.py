@@ -173,11 +173,19 @@ def _exchanges(space):
             for cp, code in zip(b.column("cp"), b.column("cp_comm"), strict=True)}
 
 
+def _levels(space) -> set[tuple[int, int, int]]:
+    """(tp, cp, inner a2a level) of every a2a+p2p row."""
+    code = CP_COMM_TYPES.index("a2a+p2p")
+    return {(int(tp), int(cp), int(a)) for b in space.blocks
+            for tp, cp, c, a in zip(b.column("tp"), b.column("cp"), b.column("cp_comm"),
+                                    b.column("cp_a2a"), strict=True) if c == code}
+
+
 def test_search_offers_the_framework_exchanges_the_heads_allow():
     _, space = _space()
     found = _exchanges(space)
     assert (4, "a2a") in found and (4, "p2p") in found and (1, "p2p") in found
-    assert not any(t in ("all_gather", "a2a+p2p") for _, t in found)  # dominated / not searched
+    assert not any(t == "all_gather" for _, t in found)  # dominated by the ring
     assert (16, "a2a") not in found  # 8 KV heads do not split over 16 ranks
     torchtitan = LayoutRules.of(load_framework_profile("torchtitan"))
     assert {t for _, t in _exchanges(_space(torchtitan)[1])} == {"p2p"}
@@ -185,11 +193,55 @@ def test_search_offers_the_framework_exchanges_the_heads_allow():
     assert {t for cp, t in _exchanges(_space(deepspeed)[1]) if cp > 1} == {"a2a"}
 
 
+def test_search_offers_every_hierarchical_level_megatron_accepts():
+    """a2a+p2p once per inner level A with A x P = cp and 1 < A < cp (Megatron's
+    --hierarchical-context-parallel-sizes A,P), where the 32 heads and 8 KV heads per TP rank
+    split over A: tp 1 all proper divisors of cp, tp 2 (4 KV heads) A <= 4, tp 4 (2 KV heads)
+    A = 2, tp 8 (1 KV head) none."""
+    _, space = _space()
+    levels = _levels(space)
+    expected = {(1, 4, 2), (1, 8, 2), (1, 8, 4), (1, 16, 2), (1, 16, 4), (1, 16, 8),
+                (2, 4, 2), (2, 8, 2), (2, 8, 4), (4, 4, 2)}
+    assert levels == expected
+    for b in space.blocks:
+        a2a, cp, comm = b.column("cp_a2a"), b.column("cp"), b.column("cp_comm")
+        assert np.array_equal(a2a, np.where(comm == CP_COMM_TYPES.index("a2a"), cp,
+                                            np.where(comm == CP_COMM_TYPES.index("a2a+p2p"),
+                                                     a2a, 1)))
+    torchtitan = LayoutRules.of(load_framework_profile("torchtitan"))
+    assert _levels(_space(torchtitan)[1]) == set()
+
+
+def test_search_hierarchical_rows_are_strategies_train_accepts():
+    """Each a2a+p2p row is a ``Strategy`` with its level as hierarchical_cp_a2a_size, and
+    ``perfcast train`` runs it with --hierarchical-context-parallel-sizes A,P."""
+    _, space = _space(fixed=(Pin.parse("cp_comm_type=a2a+p2p"), Pin.parse("tp=2"),
+                             Pin.parse("cp=8")))
+    strategies = {b.strategy(i) for b in space.blocks for i in range(len(b))}
+    sizes = {s.hierarchical_cp_a2a_size for s in strategies}
+    assert sizes == {2, 4}
+    assert all(s.cp_comm_type == "a2a+p2p" and s.cp_a2a_size == s.hierarchical_cp_a2a_size
+               for s in strategies)
+    for a in sorted(sizes):
+        result = runner.invoke(app, ["train", "-m", "llama-3-8b", "--gpus", "16", "--tp", "2",
+                                     "--cp", "8", "--seq-length", str(SEQ),
+                                     "--global-batch-size", "8", "--cp-comm-type", "a2a+p2p",
+                                     "--hierarchical-context-parallel-sizes", f"{a},{8 // a}"])
+        assert result.exit_code == 0, result.output
+        assert f"CP 8 (a2a {a} × p2p {8 // a})" in result.output
+
+
 def test_search_pins_the_exchange():
     fix = (Pin.parse("cp_comm_type=all_gather"),)
     assert {t for cp, t in _exchanges(_space(fixed=fix)[1]) if cp > 1} == {"all_gather"}
-    drop = (Pin.parse("cp_comm=a2a"),)
+    drop = (Pin.parse("cp_comm=a2a"), Pin.parse("cp_comm=a2a+p2p"))
     assert {t for cp, t in _exchanges(_space(excluded=drop)[1]) if cp > 1} == {"p2p"}
+    level = (Pin.parse("cp_comm_type=a2a+p2p"), Pin.parse("cp_a2a=4"))
+    assert {(tp, cp) for tp, cp, a in _levels(_space(fixed=level)[1])} == {(1, 8), (1, 16),
+                                                                             (2, 8)}
+    assert {a for _, _, a in _levels(_space(fixed=level)[1])} == {4}
+    no_two = (Pin.parse("hierarchical_cp_a2a_size=2"),)
+    assert {a for _, _, a in _levels(_space(excluded=no_two)[1])} == {4, 8}
 
 
 def test_search_bulk_equals_estimate_training_with_exchanges():
@@ -204,7 +256,7 @@ def test_search_bulk_equals_estimate_training_with_exchanges():
         report = estimate_training(LLAMA, system, strategy, WORKLOAD)
         assert metrics[b].step_time_s[i] == pytest.approx(report.step_time_s, rel=1e-9)
         assert metrics[b].memory_bytes[i] == pytest.approx(report.memory.peak_bytes, rel=1e-9)
-    assert seen == {"p2p", "a2a"}
+    assert seen == {"p2p", "a2a", "a2a+p2p"}
 
 
 @pytest.mark.parametrize(("framework", "extra", "label"), [

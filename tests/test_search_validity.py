@@ -24,6 +24,7 @@ from perfcast.cli.main import app
 from perfcast.estimate.training import estimate_training
 from perfcast.search.enumerate import enumerate_strategies
 from perfcast.search.framework_rules import LayoutRules
+from perfcast.search.pins import Pin
 from perfcast.search.run import search_strategies
 from perfcast.search.space import SearchConstraints
 from perfcast.specs import Workload
@@ -114,6 +115,17 @@ def _cli_args(strategy) -> list[str]:
         args += ["--cuda-graphs", strategy.cuda_graphs]
     if strategy.cpu_offload_activation_layers:
         args += ["--cpu-offloading-num-layers", str(strategy.cpu_offload_activation_layers)]
+    if strategy.precision != "bf16":
+        args += ["--fp8-recipe", strategy.fp8_recipe]
+    if strategy.cp > 1:
+        args += ["--cp-comm-type", strategy.cp_comm_type]
+    if strategy.hierarchical_cp_a2a_size:
+        a2a = strategy.hierarchical_cp_a2a_size
+        args += ["--hierarchical-context-parallel-sizes", f"{a2a},{strategy.cp // a2a}"]
+    if strategy.tp2d_rows > 1:
+        args += ["--tp2d", f"{strategy.tp2d_rows}x{strategy.tp2d_cols}"]
+    if strategy.pipeline_schedule is not None:
+        args += ["--pipeline-schedule", strategy.pipeline_schedule]
     if strategy.fsdp:
         args += ["--fsdp"]
     elif strategy.distributed_optimizer:
@@ -129,6 +141,9 @@ SEARCH_CASES = [
     ("llama-3-8b", 16, 4096, 3, {}),  # the interleaved-with-one-micro-batch defect
     ("deepseek-v3", 1024, 4096, 1024, {"recompute": ("none", "selective"),
                                        "max_micro_batch_size": 2, "max_cp": 1}),
+    # hierarchical CP: every cp = 8 row is a2a+p2p with an inner level of 2 or 4
+    ("llama-3-8b", 16, 32768, 8, {"fixed": (Pin.parse("cp_comm_type=a2a+p2p"),
+                                            Pin.parse("cp=8")), "max_vpp": 2}),
 ]
 
 
@@ -143,10 +158,14 @@ def test_best_layouts_run_in_train_and_schedule(name, gpus, seq, gbs, constraint
     runner = CliRunner()
     for candidate in result.best:
         s, report = candidate.report.strategy, candidate.report
+        # the search's options are the framework's defaults: train gets the same --framework,
+        # and forecasts exactly what the search reported (the same strategy, not a neighbour)
         train = runner.invoke(app, ["train", "-m", name, "-g", str(gpus), "--seq-length",
                                     str(seq), "--global-batch-size", str(gbs), "--json",
-                                    *_cli_args(s)])
+                                    "--framework", "megatron-core", *_cli_args(s)])
         assert train.exit_code == 0, train.output
+        assert json.loads(train.stdout)["tokens_per_s_per_gpu"] == pytest.approx(
+            report.tokens_per_s_per_gpu, rel=1e-9)
         schedule = runner.invoke(app, [
             "schedule", "--schedule", s.schedule, "--stages", str(s.pp), "--micro-batches",
             str(report.num_micro_batches), "--virtual-stages", str(s.vpp), "--forward-time",

@@ -32,6 +32,15 @@ TRAIN = {"model": "llama-3-8b", "system": "dgx-h100", "gpus": "16", "tp": "2", "
 CASES = [
     ("memory", {"model": "llama-3-70b", "gpus": "64", "tp": "8", "pp": "4", "recompute": "full",
                 "distributed_optimizer": "on"}),
+    ("train", {"model": "llama-3-8b", "gpus": "16", "tp": "2", "cp": "4", "seq_length": "32768",
+               "cp_comm_type": "a2a+p2p", "hierarchical_context_parallel_sizes": "2,2",
+               "precision": "fp8", "num_layers_at_start_in_bf16": "1",
+               "num_layers_at_end_in_bf16": "2", "cuda_graphs": "attention",
+               "torch_compile": "off", "sequence_parallel": "on"}),
+    ("train", {"model": "llama-3-8b", "gpus": "8", "tp2d": "2x4", "sequence_parallel": "on",
+               "framework": "analytical"}),
+    ("memory", {"model": "llama-3-8b", "gpus": "8", "cpu_offload_layers": "4"}),
+    ("memory", {"model": "llama-3-8b", "gpus": "8", "offload_modules": "core_attn,attn_proj"}),
     ("infer", {"model": "llama-3-8b", "concurrency": "8", "input_len": "512", "output_len": "64",
                "engine": "sglang"}),
     ("infer", {"model": "llama-3-8b", "tp": "2", "curve": "on", "kv_precision": "fp8"}),
@@ -73,6 +82,9 @@ def test_api_is_byte_identical_to_the_cli(client, command, query):
     ("train", {"model": "llama-3-8b", "gpus": "8_0"}, "gpus"),
     ("train", {"model": "llama-3-8b", "gpus": "8", "tp": "3"}, ""),
     ("train", {"model": "llama-3-8b", "precision": "fp7"}, "precision"),
+    ("train", {"model": "llama-3-8b", "gpus": "8", "cp": "4", "cp_comm_type": "a2a+p2p",
+               "hierarchical_context_parallel_sizes": "3,2"}, "hierarchical_context_parallel_sizes"),
+    ("train", {"model": "llama-3-8b", "cuda_graphs": "everything"}, "cuda_graphs"),
     ("memory", {"model": "llama-3-8b", "seq_length": "-5"}, "seq_length"),
     ("infer", {"model": "llama-3-8b", "input_len": "0"}, "input_len"),
     ("infer", {"model": "llama-3-8b", "request_rate": "nan"}, "request_rate"),
@@ -119,6 +131,30 @@ def test_pages_and_fields(client):
     names = {f["name"] for f in fields["train"]}
     assert {"model", "system", "gpus", "tp", "pp", "precision", "framework"} <= names
     assert client.get("/static/charts.js").status == 200
+
+
+TRAIN_OPTIONS_OFFERED = ("tp2d", "cp_comm_type", "hierarchical_cp_sizes", "no_torch_compile",
+                         "num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16",
+                         "cuda_graphs", "cpu_offload_layers", "offload_modules")
+"""Shared run options (``cli.options``) the train and memory pages must offer (issue 18)."""
+
+
+def test_train_pages_offer_the_new_run_options():
+    """Each option is a field of the train and memory pages whose flag is one of the CLI
+    option's own flags (or, for a ``--x/--no-x`` switch, both of them)."""
+    from perfcast.cli.options import _OPTIONS
+
+    declared = {name: option.param_decls for name, _, option in _OPTIONS}
+    for command in ("train", "memory"):
+        flags = {flag: field for field in page_fields()[command]
+                 for flag in (field.flag, field.off_flag) if flag}
+        for name in TRAIN_OPTIONS_OFFERED:
+            decls = [part for decl in declared[name] for part in decl.split("/")]
+            offered = [d for d in decls if d in flags]
+            assert offered, (command, name, decls)
+            field = flags[offered[0]]
+            if field.kind == "switch":
+                assert {field.flag, field.off_flag} <= set(decls), (name, field)
 
 
 def test_pages_load_nothing_from_the_internet():

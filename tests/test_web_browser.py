@@ -118,6 +118,35 @@ def test_train_page(page):
     assert f"error: {page.text('error')}" == result.stderr.strip()
 
 
+def test_train_page_context_parallel_and_execution_options(page):
+    """The options added to ``train`` in issue 18 are form fields: choosing a2a+p2p with its
+    level sizes, FP8 with BF16 first/last layers, CUDA graphs and eager element-wise ops shows
+    the CLI's numbers, and the URL (with '+' in 'a2a+p2p') holds them."""
+    page.open("/train?model=llama-3-8b&gpus=16&tp=2&cp=4&seq_length=32768&sequence_parallel=on"
+              "&precision=fp8&num_layers_at_start_in_bf16=1&num_layers_at_end_in_bf16=2"
+              "&hierarchical_context_parallel_sizes=2,2")
+    page.driver.execute_script(
+        "for (const [id, value] of [['f-cp_comm_type', 'a2a+p2p'], ['f-cuda_graphs', 'attention'],"
+        "                           ['f-torch_compile', 'off']]) {"
+        "  const e = document.getElementById(id); e.value = value;"
+        "  document.body.dataset.state = 'typing'; e.dispatchEvent(new Event('change')); }")
+    page.wait_done()
+    query = page.query()
+    assert query["cp_comm_type"] == "a2a+p2p" and query["cuda_graphs"] == "attention"
+    assert query["torch_compile"] == "off" and query["hierarchical_context_parallel_sizes"] == "2,2"
+    cli = _cli("train", query)
+    assert page.metric("tokens_per_s_per_gpu")[0] == cli["tokens_per_s_per_gpu"]
+    assert page.metric("peak_memory_bytes")[0] == cli["peak_memory_bytes"]
+    assert cli["strategy"]["hierarchical_cp_a2a_size"] == 2
+    assert cli["strategy"]["cuda_graphs"] == "attention"
+    page.fill("hierarchical_context_parallel_sizes", "3,2")  # A*P != cp: the CLI's message
+    result = runner.invoke(cli_app, ["train", *cli_args("train", page.query()), "--json"])
+    assert result.exit_code == 2
+    message = page.text("e-hierarchical_context_parallel_sizes")
+    assert message and f"error: {message}" == result.stderr.strip()
+    page.screenshot("train_options")
+
+
 def test_train_field_error_is_next_to_the_field(page):
     page.open("/train?model=llama-3-8b&gpus=8")
     page.fill("seq_length", "-4")

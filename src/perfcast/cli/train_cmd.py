@@ -67,20 +67,22 @@ def train_command(
     if pipeline_schedule != ScheduleOpt.auto:
         strategy = strategy.model_validate(
             {**strategy.model_dump(), "pipeline_schedule": pipeline_schedule.value})
+    backend = make_backend(kernel_backend.value, kernel_table)
+    cal = load_calibration(calibration)
     result = estimate_training(specs.model, specs.system, strategy, specs.workload,
-                               kernel_backend=make_backend(kernel_backend.value, kernel_table),
-                               calibration=load_calibration(calibration))
+                               kernel_backend=backend, calibration=cal)
     if trace or plot or report:
         from perfcast.cli.app_group import invocation_text
         from perfcast.report.step_exports import write_step_exports
 
         write_step_exports(result, specs.model, specs.system, specs.workload, trace, plot, report,
-                           command=invocation_text())
+                           command=invocation_text(), kernel_backend=backend, calibration=cal)
     advice = None
     if not result.memory.fits:
         from perfcast.search.fit_advice import fit_advice
 
-        advice = fit_advice(specs.model, specs.system, strategy, specs.workload)
+        advice = fit_advice(specs.model, specs.system, strategy, specs.workload,
+                            kernel_backend=backend, calibration=cal)
     budget = None
     if train_tokens is not None:
         from perfcast.estimate.training_budget import training_budget

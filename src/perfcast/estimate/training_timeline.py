@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfcast.calibration.bundle import Calibration, load_calibration
 from perfcast.estimate.training_report import TrainingReport
-from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, get_backend
+from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackend, get_backend
 from perfcast.schedule.simulate import simulate_pipeline
 from perfcast.schedule.timeline import PipelineTimeline
 
@@ -44,16 +45,23 @@ class OperatorPoint:
 
 
 def stage_operator_points(model, system, strategy, seq_length: int, stage: int,
-                          kernel_backend: str = DEFAULT_KERNEL_BACKEND) -> tuple[OperatorPoint, ...]:
-    """Roofline points of the distinct compute ops of pipeline stage ``stage``."""
+                          kernel_backend: str | KernelBackend = DEFAULT_KERNEL_BACKEND,
+                          calibration: Calibration | None = None) -> tuple[OperatorPoint, ...]:
+    """Roofline points of the distinct compute ops of pipeline stage ``stage``, built and timed
+    as ``estimate_training`` builds and times them: the graph with ``calibration``'s dropless
+    MoE routing imbalance where no input states one (``graph.stage.with_learned_imbalance``)
+    and the backend with its derived attention kernels (``Calibration.with_kernels``); the
+    shipped calibration when None."""
     from perfcast.graph.fp8_casts import gemm_format
     from perfcast.graph.ops import AttentionOp, GemmOp
-    from perfcast.graph.stage import stage_graph
+    from perfcast.graph.stage import stage_graph, with_learned_imbalance
     from perfcast.op_counts import attention_bytes, gemm_bytes
     from perfcast.schedule.op_time import compute_op_time_s
 
-    backend = get_backend(kernel_backend)
-    graph = stage_graph(model, strategy, seq_length, stage)
+    cal = calibration or load_calibration()
+    backend = cal.with_kernels(get_backend(kernel_backend))
+    routed = with_learned_imbalance(strategy, cal.routing.dropless_load_imbalance.value)
+    graph = stage_graph(model, routed, seq_length, stage)
     ops = [op for group in graph.layers for op in group.compute] + list(graph.extra_compute)
     precision = gemm_format(strategy.fp8_recipe) if strategy.precision == "fp8" else "bf16"
     points = []

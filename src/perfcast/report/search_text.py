@@ -12,7 +12,8 @@ from perfcast.units import GiB
 CSV_STRATEGY_FIELDS = ("tp", "pp", "vpp", "cp", "ep", "etp", "dp", "micro_batch_size",
                        "sequence_parallel", "zero_stage", "fsdp", "distributed_optimizer",
                        "recompute", "recompute_num_layers", "precision", "fp8_recipe",
-                       "tp_comm_overlap", "cp_comm_type", "tp2d_rows", "pipeline_schedule",
+                       "tp_comm_overlap", "cp_comm_type", "hierarchical_cp_a2a_size", "tp2d_rows",
+                       "pipeline_schedule",
                        "cuda_graphs", "cpu_offload_activation_layers")
 CSV_METRICS = ("tokens_per_s_per_gpu", "step_time_s", "memory_bytes", "memory_headroom_bytes",
                "mfu", "time_to_train_s", "cost_usd")
@@ -90,6 +91,8 @@ def _varies(col: str, c: SearchCandidate) -> bool:
 def _cells(c: SearchCandidate, optional: list[str]) -> list[str]:
     s, r = c.report.strategy, c.report
     cp = f"{s.cp}:{s.cp_comm_type}" if s.cp > 1 and s.cp_comm_type != "p2p" else str(s.cp)
+    if s.cp > 1 and s.cp_comm_type == "a2a+p2p":  # --hierarchical-context-parallel-sizes A,P
+        cp += f"({s.cp_a2a_size}x{s.cp // s.cp_a2a_size})"
     tp = f"{s.tp}:{s.tp2d_rows}x{s.tp2d_cols}" if s.tp2d_rows > 1 else str(s.tp)
     return [tp, str(s.pp), str(s.vpp), cp, str(s.ep), str(s.dp),
             str(s.micro_batch_size), s.schedule,

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from perfcast.estimate.training_report import TrainingReport
+
+if TYPE_CHECKING:
+    from perfcast.calibration.bundle import Calibration
 
 
 def write_step_exports(report: TrainingReport, model, system, workload, trace: Path | None = None,
                        plot_dir: Path | None = None, html_path: Path | None = None,
-                       command: str | None = None) -> list[Path]:
+                       command: str | None = None, kernel_backend: Any = None,
+                       calibration: Calibration | None = None) -> list[Path]:
     """Write what was asked for; returns the files written. The timeline is the simulated
     pipeline phase behind ``report`` (``estimate.training_timeline``); ``command`` (the
-    command line) goes into the HTML report."""
+    command line) goes into the HTML report. The roofline points are timed with the kernel
+    backend and ``calibration`` the report was forecast with (``kernel_backend`` None: the
+    report's backend by name; ``calibration`` None: the shipped one)."""
     from perfcast.estimate.training_timeline import stage_operator_points, training_timeline
 
     timeline = training_timeline(report)
@@ -27,7 +34,8 @@ def write_step_exports(report: TrainingReport, model, system, workload, trace: P
     from perfcast.report.plots import figure_svg, step_figures, write_plots
 
     points = stage_operator_points(model, system, report.strategy, workload.seq_length,
-                                   report.critical_stage, report.kernel_backend)
+                                   report.critical_stage, kernel_backend or report.kernel_backend,
+                                   calibration)
     figures = step_figures(report, timeline, points, system.gpu.hbm_bandwidth_Bps)
     if html_path is not None:
         from perfcast.report.html import training_html

@@ -155,18 +155,20 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
                           op_seconds[key])
 
     @functools.cache
-    def without_experts(tp, cp, mbs, sp, precision, overlap, recipe, cp_comm_type, tp2d_rows,
-                        graphs):
+    def without_experts(tp, cp, mbs, sp, precision, overlap, recipe, cp_comm_type, cp_a2a,
+                        tp2d_rows, graphs):
         """Dense layer time: experts (ep, etp) play no part."""
         return timed_layer(_key_strategy(LayerKey(
             tp, cp, 1, tp, mbs, sp, precision, overlap, recipe, cp_comm_type=cp_comm_type,
-            tp2d_rows=tp2d_rows, cuda_graphs=graphs), space), False)
+            hierarchical_cp_a2a_size=cp_a2a, tp2d_rows=tp2d_rows, cuda_graphs=graphs), space),
+            False)
 
     @functools.cache
-    def extras_of(tp, cp, mbs, sp, precision, overlap, recipe, cp_comm_type, tp2d_rows):
+    def extras_of(tp, cp, mbs, sp, precision, overlap, recipe, cp_comm_type, cp_a2a, tp2d_rows):
         """Embedding/head times: neither experts nor CUDA graphs (layers only) play a part."""
         strategy = _key_strategy(LayerKey(tp, cp, 1, tp, mbs, sp, precision, overlap, recipe,
-                                          cp_comm_type=cp_comm_type, tp2d_rows=tp2d_rows),
+                                          cp_comm_type=cp_comm_type,
+                                          hierarchical_cp_a2a_size=cp_a2a, tp2d_rows=tp2d_rows),
                                  space)
         shape = layer_shape(model, strategy, seq_length, False)
         emb, head = embedding_ops(model, shape), head_ops(model, shape)
@@ -177,7 +179,8 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
     for index in keys:
         key = space.layer_keys[index]
         sizes = (key.tp, key.cp, key.micro_batch_size, key.sequence_parallel, key.precision,
-                 key.tp_comm_overlap, key.fp8_recipe, key.cp_comm_type, key.tp2d_rows)
+                 key.tp_comm_overlap, key.fp8_recipe, key.cp_comm_type,
+                 key.hierarchical_cp_a2a_size, key.tp2d_rows)
         layer = without_experts(*sizes, key.cuda_graphs)
         dense.append(layer)
         extras.append(extras_of(*sizes))
@@ -228,7 +231,8 @@ def _key_strategy(key: LayerKey, space: StrategySpace) -> Strategy:
     pp, sharding and recompute keeps them passing (tp·cp and ep·etp still divide the GPUs).
     This runs once per layer key (tens of thousands in a MoE search)."""
     chosen = dict(num_gpus=space.num_gpus, tp=key.tp, pp=1, vpp=1, cp=key.cp, ep=key.ep,
-                  cp_comm_type=key.cp_comm_type, tp2d_rows=key.tp2d_rows,
+                  cp_comm_type=key.cp_comm_type,
+                  hierarchical_cp_a2a_size=key.hierarchical_cp_a2a_size, tp2d_rows=key.tp2d_rows,
                   etp=key.etp, micro_batch_size=key.micro_batch_size,
                   sequence_parallel=key.sequence_parallel, precision=key.precision,
                   tp_comm_overlap=key.tp_comm_overlap, fp8_recipe=key.fp8_recipe,

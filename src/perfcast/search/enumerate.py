@@ -20,9 +20,11 @@ The named framework's own rules (``search.framework_rules``) keep only what it r
 splits over pp x vpp chunks it accepts, its sharding modes and FP8 recipes, and interleaved
 1F1B only where the micro-batches per step are a multiple of pp, and where cp > 1 the
 context-parallel exchanges it runs (``--cp-comm-type``; a2a only where the heads and KV heads
-per TP rank divide by cp). The blocking K/V all-gather is left out where the framework has the
-ring, unless pinned (``--fix cp_comm_type=all_gather``): it moves the ring's bytes without the
-overlap and holds P K/V chunks instead of two, so it is never faster nor smaller here.
+per TP rank divide by cp; hierarchical a2a+p2p once per inner level A, 1 < A < cp dividing cp
+and the heads, ``--fix/--exclude cp_a2a=A``). The blocking K/V all-gather is left out where the
+framework has the ring, unless pinned (``--fix cp_comm_type=all_gather``): it moves the ring's
+bytes without the overlap and holds P K/V chunks instead of two, so it is never faster nor
+smaller here.
 """
 
 from __future__ import annotations
@@ -123,14 +125,30 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                         key="cp_comm_type", value=t) in c.fixed or "p2p" not in
                         rules.context_parallel_exchanges())]
 
-    def exchanges(tp: int, cp: int) -> list[int]:
-        """CP exchange codes of a (tp, cp) pair: the default where cp = 1 (no exchange, so pins
-        do not apply), else those the framework runs and the model's heads allow
-        (``specs.compat``)."""
+    def exchanges(tp: int, cp: int) -> list[tuple[int, int]]:
+        """(CP exchange code, all-to-all ranks) of a (tp, cp) pair: the default where cp = 1
+        (no exchange, so pins do not apply), else those the framework runs and the model's
+        heads allow (``specs.compat``); a2a+p2p once per inner level (``a2a_levels``)."""
         if cp == 1:
-            return [CP_COMM_TYPES.index(options.cp_comm_type)]
-        return [CP_COMM_TYPES.index(t) for t in cp_exchanges
-                if _valid(for_model, num_gpus=tp * cp, tp=tp, cp=cp, cp_comm_type=t)]
+            return [(CP_COMM_TYPES.index(options.cp_comm_type), 1)]
+        codes = []
+        for t in cp_exchanges:
+            if t == "a2a+p2p":
+                codes += [(CP_COMM_TYPES.index(t), a) for a in a2a_levels(tp, cp)]
+            elif _valid(for_model, num_gpus=tp * cp, tp=tp, cp=cp, cp_comm_type=t):
+                codes.append((CP_COMM_TYPES.index(t), cp if t == "a2a" else 1))
+        return codes
+
+    def a2a_levels(tp: int, cp: int) -> list[int]:
+        """Inner (all-to-all) level sizes of hierarchical a2a+p2p CP for (tp, cp): Megatron-LM
+        takes them as ``--hierarchical-context-parallel-sizes A P`` with A x P = cp (arguments.py
+        asserts the product and that the option is set with a2a+p2p; parallel_state builds the
+        A-rank groups from adjacent CP ranks). The search tries every divisor 1 < A < cp (A = 1
+        is the ring, A = cp plain a2a: the same strategies again) whose heads and KV heads per
+        TP rank divide by A (``specs.compat``), under ``--fix/--exclude cp_a2a=A``."""
+        return [a for a in c.allowed("cp_a2a", _divisors(cp)[1:-1])
+                if _valid(for_model, num_gpus=tp * cp, tp=tp, cp=cp, cp_comm_type="a2a+p2p",
+                          hierarchical_cp_a2a_size=a)]
 
     def tp2d_grids(tp: int, cp: int) -> list[int]:
         """2D TP rows to try for (tp, cp): 1, and where the framework runs 2D TP, every divisor
@@ -169,8 +187,8 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
             for ep, etp in itertools.product(eps_ok, etps):
                 if not _valid(lambda s: None, num_gpus=n, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp):
                     continue
-                rows += [(tp, cp, ep, etp, b, code, r) for b in mbs_ok for code in codes
-                         for r in grids]
+                rows += [(tp, cp, ep, etp, b, code, r, a2a) for b in mbs_ok
+                         for code, a2a in codes for r in grids]
         if not rows or not vpp_ok:
             continue
         valid_layouts += _count_layouts(list(dict.fromkeys(r[:5] for r in rows)), vpp_ok, pp, n,
@@ -199,7 +217,7 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                 ep_overlap=t.ep_overlap[mask], dispatcher=t.dispatcher[mask],
                 tp=t.tp[mask], cp=t.cp[mask], ep=t.ep[mask], etp=t.etp[mask],
                 micro_batch_size=t.mbs[mask], layer_key=t.keys[prec][mask],
-                cp_comm=t.cp_comm[mask], tp2d_rows=t.tp2d_rows[mask],
+                cp_comm=t.cp_comm[mask], cp_a2a=t.cp_a2a[mask], tp2d_rows=t.tp2d_rows[mask],
                 vpp=np.array(vs, dtype=np.int64).reshape(1, -1, 1),
                 recompute_num_layers=np.array(
                     _recompute_layers(recompute, max_layers), dtype=np.int64).reshape(1, 1, -1),
@@ -263,7 +281,8 @@ def _count_layouts(rows, vpp_ok, pp: int, n: int, workload: Workload) -> int:
 
 @dataclass(frozen=True)
 class _RowTable:
-    """Size rows (tp, cp, ep, etp, micro-batch, CP exchange code, 2D TP rows) of one pp and one
+    """Size rows (tp, cp, ep, etp, micro-batch, CP exchange code, 2D TP rows, CP all-to-all
+    ranks) of one pp and one
     sequence-parallel mode, each repeated per TP comm overlap setting, per MoE option
     (dispatcher, EP overlap) and per CUDA-graph scope, as (rows, 1, 1) arrays, with their
     layer keys."""
@@ -275,6 +294,7 @@ class _RowTable:
     mbs: np.ndarray
     cp_comm: np.ndarray
     tp2d_rows: np.ndarray
+    cp_a2a: np.ndarray
     overlap: np.ndarray
     dispatcher: np.ndarray
     ep_overlap: np.ndarray
@@ -295,15 +315,15 @@ class _RowTable:
         chosen = [(*row, int(o), d, int(eo), g) for row in rows if row[0] > 1 or not sp
                   if row[6] == 1 or sp for o in overlaps if row[6] == 1 or not o
                   for d, eo in moe.of(row[2]) for g in scopes]
-        table = np.array(chosen, dtype=np.int64).reshape(-1, 11)
-        tp, cp, ep, etp, mbs, cp_comm, tp2d_rows, overlap, dispatcher, ep_overlap, graphs = (
-            table[:, i].reshape(-1, 1, 1) for i in range(11))
+        table = np.array(chosen, dtype=np.int64).reshape(-1, 12)
+        (tp, cp, ep, etp, mbs, cp_comm, tp2d_rows, cp_a2a, overlap, dispatcher, ep_overlap,
+         graphs) = (table[:, i].reshape(-1, 1, 1) for i in range(12))
         dp = n // (tp * pp * cp)
         keys = {prec: np.array([layer_keys.setdefault(_layer_key(row, sp, *prec), len(layer_keys))
                                 for row in chosen], dtype=np.int64).reshape(-1, 1, 1)
                 for prec in precisions}
         return cls(tp=tp, cp=cp, ep=ep, etp=etp, mbs=mbs, cp_comm=cp_comm, tp2d_rows=tp2d_rows,
-                   overlap=overlap.astype(bool),
+                   cp_a2a=cp_a2a, overlap=overlap.astype(bool),
                    dispatcher=dispatcher, ep_overlap=ep_overlap.astype(bool), graphs=graphs,
                    keys=keys,
                    interleaves=interleaved_micro_batches_ok(
@@ -314,15 +334,17 @@ class _RowTable:
 
 def _layer_key(row: tuple[int, ...], sp: bool, precision: str, fp8_recipe: str) -> LayerKey:
     """The ``LayerKey`` of a ``_RowTable`` row (tp, cp, ep, etp, micro-batch, CP exchange code,
-    2D TP rows, TP overlap, dispatcher index, EP overlap, CUDA-graph scope code) under ``precision`` and
-    ``fp8_recipe``."""
-    tp, cp, ep, etp, mbs, cp_comm, tp2d_rows, overlap, dispatcher, ep_overlap, graphs = (
-        int(v) for v in row)
+    2D TP rows, CP all-to-all ranks, TP overlap, dispatcher index, EP overlap, CUDA-graph scope
+    code) under ``precision`` and ``fp8_recipe``."""
+    (tp, cp, ep, etp, mbs, cp_comm, tp2d_rows, cp_a2a, overlap, dispatcher, ep_overlap,
+     graphs) = (int(v) for v in row)
+    hierarchical = CP_COMM_TYPES[cp_comm] == "a2a+p2p" and cp > 1
     return LayerKey(tp=tp, cp=cp, ep=ep, etp=etp, micro_batch_size=mbs, sequence_parallel=sp,
                     precision=precision, tp_comm_overlap=bool(overlap), fp8_recipe=fp8_recipe,
                     moe_token_dispatcher=DISPATCHERS[dispatcher], ep_overlap=bool(ep_overlap),
-                    cp_comm_type=CP_COMM_TYPES[cp_comm], tp2d_rows=tp2d_rows,
-                    cuda_graphs=CUDA_GRAPH_SCOPES[graphs])
+                    cp_comm_type=CP_COMM_TYPES[cp_comm],
+                    hierarchical_cp_a2a_size=cp_a2a if hierarchical else None,
+                    tp2d_rows=tp2d_rows, cuda_graphs=CUDA_GRAPH_SCOPES[graphs])
 
 
 def default_rules() -> LayoutRules:

@@ -17,8 +17,10 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from perfcast.calibration.bundle import Calibration
 from perfcast.errors import InputError
 from perfcast.estimate.training import estimate_training
+from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND
 from perfcast.memory.estimate import estimate_memory
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.model import ModelSpec
@@ -99,9 +101,13 @@ def _changed(strategy: Strategy, updates: dict) -> Strategy | None:
 
 
 def fit_advice(model: ModelSpec, system: SystemSpec, strategy: Strategy,
-               workload: Workload) -> FitAdvice | None:
+               workload: Workload, kernel_backend: Any = None,
+               calibration: Calibration | None = None) -> FitAdvice | None:
     """The fitting change (one lever, else two) with the shortest forecast step; None when
-    the configuration already fits or no single change or pair makes it fit."""
+    the configuration already fits or no single change or pair makes it fit. Steps are
+    forecast with ``kernel_backend`` and ``calibration`` (the forecast's own; None: the
+    default backend and the shipped calibration)."""
+    backend = DEFAULT_KERNEL_BACKEND if kernel_backend is None else kernel_backend
     if estimate_memory(model, system, strategy, workload).fits:
         return None
     levers = candidate_changes(model, strategy)
@@ -118,7 +124,8 @@ def fit_advice(model: ModelSpec, system: SystemSpec, strategy: Strategy,
                 memory = estimate_memory(model, system, candidate, workload)
                 if not memory.fits:
                     continue
-                step = estimate_training(model, system, candidate, workload).step_time_s
+                step = estimate_training(model, system, candidate, workload, kernel_backend=backend,
+                                         calibration=calibration).step_time_s
             except (InputError, ValueError):
                 continue
             fitting.append(FitAdvice(flags=tuple(flag for flag, _ in combo), strategy=candidate,

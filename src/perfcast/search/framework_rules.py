@@ -67,8 +67,8 @@ DEFAULT_SCHEDULES: tuple[str, ...] = ("1f1b", "interleaved")
 
 DEFAULT_CP_COMM_TYPES: tuple[str, ...] = ("p2p",)
 """Context-parallel exchange of a profile that names none (the ring)."""
-SEARCHED_CP_COMM_TYPES = ("p2p", "all_gather", "a2a")
-"""Exchanges the search enumerates (a2a+p2p needs its level sizes chosen as well)."""
+SEARCHED_CP_COMM_TYPES = ("p2p", "all_gather", "a2a", "a2a+p2p")
+"""Exchanges the search enumerates (a2a+p2p once per inner level size, ``search.enumerate``)."""
 
 SPLIT_FLAGS: dict[PipelineSplitAccepted, tuple[str, ...]] = {
     "even": (),

@@ -17,14 +17,18 @@ from perfcast.specs.strategy import CP_COMM_TYPES, CudaGraphScope, FP8Recipe, Pi
 
 PinKey = Literal["tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "schedule", "recompute",
                  "sharding", "precision", "fp8_recipe", "sequence_parallel", "tp_comm_overlap",
-                 "ep_overlap", "moe_token_dispatcher", "cp_comm_type", "tp2d_rows",
+                 "ep_overlap", "moe_token_dispatcher", "cp_comm_type", "cp_a2a", "tp2d_rows",
                  "cuda_graphs", "offload"]
 """Search dimensions a user can pin (``--fix``) or exclude (``--exclude``)."""
 PIN_ALIASES = {"mbs": "micro_batch_size", "sp": "sequence_parallel", "vp": "vpp",
                "dispatcher": "moe_token_dispatcher", "cp_comm": "cp_comm_type",
                "cuda_graph": "cuda_graphs", "cpu_offload_activation_layers": "offload",
+               "hierarchical_cp_a2a_size": "cp_a2a",
                "cpu_offloading_num_layers": "offload"}
-SIZE_KEYS = frozenset({"tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "tp2d_rows"})
+SIZE_KEYS = frozenset({"tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "tp2d_rows",
+                       "cp_a2a"})
+"""Dimensions that take a positive size (cp_a2a: the inner, all-to-all level of a2a+p2p CP,
+the first of Megatron's --hierarchical-context-parallel-sizes)."""
 COUNT_KEYS = frozenset({"offload"})
 """Dimensions that take a count >= 0 (offload: layers whose activations go to host memory,
 0 = none)."""
@@ -38,7 +42,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "precision": ("bf16", "fp8"),
     "fp8_recipe": get_args(FP8Recipe),
     "moe_token_dispatcher": get_args(TrainingDispatcher),
-    "cp_comm_type": tuple(t for t in CP_COMM_TYPES if t != "a2a+p2p"),
+    "cp_comm_type": CP_COMM_TYPES,
     "cuda_graphs": get_args(CudaGraphScope),
 }
 """Values of the dimensions with a fixed option set (the search's ``Sharding`` and recipes; the

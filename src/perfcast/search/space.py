@@ -122,6 +122,9 @@ class StrategyBlock:
     cp_comm: np.ndarray | int = 0
     """Context-parallel exchange per row, an index into ``CP_COMM_TYPES`` (layer times and the
     exchange's buffers)."""
+    cp_a2a: np.ndarray | int = 1
+    """Ranks each row's all-to-all scatters heads over (``Strategy.cp_a2a_size``): cp for a2a,
+    the inner level of --hierarchical-context-parallel-sizes for a2a+p2p, 1 otherwise."""
     grad_reduce_dtype: str = "fp32"
     flash_attention: bool = True
     fp8_recipe: str = "tensorwise"
@@ -160,9 +163,9 @@ class StrategyBlock:
         return self.etp
 
     @property
-    def cp_a2a_size(self) -> np.ndarray:
-        """``Strategy.cp_a2a_size`` per row (the search tries a2a over all cp, not a2a+p2p)."""
-        return np.where(np.asarray(self.cp_comm) == CP_COMM_TYPES.index("a2a"), self.cp, 1)
+    def cp_a2a_size(self) -> np.ndarray | int:
+        """``Strategy.cp_a2a_size`` per row."""
+        return self.cp_a2a
 
     @property
     def cp_kv_all_gather(self) -> np.ndarray:
@@ -210,9 +213,12 @@ class StrategyBlock:
 
         tp, etp, rnl = at("tp"), at("etp"), at("recompute_num_layers")
         offload = at("cpu_offload_activation_layers")
+        cp_comm_type = CP_COMM_TYPES[at("cp_comm")]
         enumerated = dict(
             num_gpus=self.num_gpus, tp=tp, pp=self.pp, vpp=at("vpp"), cp=at("cp"), ep=at("ep"),
-            cp_comm_type=CP_COMM_TYPES[at("cp_comm")], tp2d_rows=at("tp2d_rows"),
+            cp_comm_type=cp_comm_type, tp2d_rows=at("tp2d_rows"),
+            hierarchical_cp_a2a_size=(at("cp_a2a") if cp_comm_type == "a2a+p2p" and at("cp") > 1
+                                      else None),
             etp=None if etp == tp else etp, sequence_parallel=self.sequence_parallel,
             tp_comm_overlap=bool(at("tp_comm_overlap")),
             ep_overlap=bool(at("ep_overlap")), delay_wgrad_compute=bool(at("ep_overlap")),
@@ -248,6 +254,8 @@ class LayerKey:
     """EP all-to-all overlap with deferred weight gradients (``--delay-wgrad-compute``)."""
     cp_comm_type: str = "p2p"
     """Context-parallel exchange (``Strategy.cp_comm_type``)."""
+    hierarchical_cp_a2a_size: int | None = None
+    """Inner (all-to-all) CP level of a2a+p2p (``Strategy.hierarchical_cp_a2a_size``)."""
     tp2d_rows: int = 1
     """Rows of the 2D TP grid (``Strategy.tp2d_rows``)."""
     cuda_graphs: str = "none"

@@ -83,7 +83,13 @@ def page_fields() -> dict[str, tuple[Field, ...]]:
     once."""
     from perfcast.cli.infer_cmd import ActPrecisionOpt, KVPrecisionOpt, WeightPrecisionOpt
     from perfcast.cli.infer_search_cmd import SearchEngineOpt
-    from perfcast.cli.options import FP8RecipeOpt, PrecisionOpt, RecomputeOpt
+    from perfcast.cli.options import (
+        CpCommTypeOpt,
+        CudaGraphsOpt,
+        FP8RecipeOpt,
+        PrecisionOpt,
+        RecomputeOpt,
+    )
     from perfcast.cli.search_cmd import ObjectiveOpt
     from perfcast.cli.train_cmd import ScheduleOpt
 
@@ -99,6 +105,11 @@ def page_fields() -> dict[str, tuple[Field, ...]]:
         Field("pp", "--pp", "int", "PP", "1"),
         Field("vpp", "--vpp", "int", "VPP", "1"),
         Field("cp", "--cp", "int", "CP", "1"),
+        Field("cp_comm_type", "--cp-comm-type", "choice", "CP exchange", "",
+              ("", *_enum(CpCommTypeOpt))),
+        Field("hierarchical_context_parallel_sizes", "--hierarchical-context-parallel-sizes",
+              "text", "a2a+p2p levels A,P", ""),
+        Field("tp2d", "--tp2d", "text", "2D TP grid ROWSxCOLS", ""),
         Field("ep", "--ep", "int", "EP", "1"),
         Field("micro_batch_size", "--micro-batch-size", "int", "micro-batch", "1"),
         Field("global_batch_size", "--global-batch-size", "int", "global batch", ""),
@@ -107,6 +118,13 @@ def page_fields() -> dict[str, tuple[Field, ...]]:
         Field("recompute", "--recompute", "choice", "recompute", "none", _enum(RecomputeOpt)),
         Field("recompute_num_layers", "--recompute-num-layers", "int", "recomputed layers per stage", ""),
         Field("fp8_recipe", "--fp8-recipe", "choice", "FP8 recipe", "", ("", *_enum(FP8RecipeOpt))),
+        Field("num_layers_at_start_in_bf16", "--num-layers-at-start-in-bf16", "int",
+              "first layers in BF16 (FP8)", ""),
+        Field("num_layers_at_end_in_bf16", "--num-layers-at-end-in-bf16", "int",
+              "last layers in BF16 (FP8)", ""),
+        Field("cpu_offload_layers", "--cpu-offloading-num-layers", "int",
+              "layers with activations offloaded", ""),
+        Field("offload_modules", "--offload-modules", "text", "offloaded modules", ""),
         Field("zero_stage", "--zero-stage", "int", "ZeRO stage", ""),
         Field("fsdp", "--fsdp", "switch", "FSDP", "", ("", "on", "off"), off_flag="--no-fsdp"),
         Field("tp_comm_overlap", "--tp-comm-overlap", "switch", "TP comm overlap", "", ("", "on", "off"),
@@ -127,6 +145,10 @@ def page_fields() -> dict[str, tuple[Field, ...]]:
         framework,
         Field("pipeline_schedule", "--pipeline-schedule", "choice", "pipeline schedule", "auto",
               _enum(ScheduleOpt)),
+        Field("cuda_graphs", "--cuda-graphs", "choice", "CUDA graphs", "",
+              ("", *_enum(CudaGraphsOpt))),
+        Field("torch_compile", "--torch-compile", "switch", "fused element-wise ops "
+              "(torch.compile)", "", ("", "on", "off"), off_flag="--no-torch-compile"),
     )
     infer = (
         model, system,
