@@ -209,3 +209,54 @@ def test_chunked_prefill_stated_in_the_notes_switches_vllm_v0_to_its_chunked_sch
 
 def test_approximate_engine_versions_are_read():
     assert engine_from_text("vLLM ~v0.19.1 (post FA3 FP8 fixes)") == ("vllm", "0.19.1")
+
+
+def test_sglang_prefill_graphs_follow_platform_and_attention_backend():
+    """SGLang's 'breakable' prefill graphs run on CUDA only, and not for DeepSeek-V3/R1 (MLA) on
+    SM100, where SGLang forces the trtllm_mla backend (sglang.yaml, frameworks.md §6)."""
+    from perfcast.catalog.serving_engines import EngineTarget
+
+    def graphs(vendor, generation, attention):
+        target = EngineTarget(gpu_vendor=vendor, gpu_generation=generation, attention=attention)
+        config = engine_config("sglang", 192 * GiB, "0.5.12", target)
+        return config.mixed_step_graphs, config.source("mixed_step_graphs")
+
+    assert graphs("nvidia", "hopper", "mla")[0] is True
+    assert graphs("nvidia", "blackwell", "mha")[0] is True
+    assert graphs("nvidia", "blackwell", "mla")[0] is False
+    assert "trtllm_mla" in graphs("nvidia", "blackwell-ultra", "mla")[1]
+    assert graphs("amd", "cdna3", "mha")[0] is False
+    assert "ROCm" in graphs("amd", "cdna4", "mla")[1]
+    # device or model unknown: the general entry (graphs on since 0.5)
+    assert engine_config("sglang", 192 * GiB, "0.5.12").mixed_step_graphs is True
+    assert engine_config("sglang", 192 * GiB, "0.4.3").mixed_step_graphs is False
+
+
+def test_engine_target_reads_the_gpu_and_the_attention():
+    from perfcast.catalog.gpus import load_gpu
+    from perfcast.catalog.serving_engines import engine_target
+
+    deepseek, llama = load_model("deepseek-v3"), load_model("llama-3.1-70b")
+    b200, mi300x = load_gpu("b200"), load_gpu("mi300x")
+    assert engine_target(b200, deepseek).attention == "mla"
+    assert engine_target(b200, llama).attention == "mha"
+    assert (engine_target(mi300x, llama).gpu_vendor, engine_target(b200, llama).gpu_generation) \
+        == ("amd", "blackwell")
+
+
+def test_eager_sglang_prefill_of_deepseek_on_b200_costs_its_launch_overhead():
+    """The profile's device/model selectors reach the forecast: DeepSeek-V3 prefill on 8×B200
+    under SGLang 0.5 runs eager (trtllm_mla), so its TTFT is above the same step graphed."""
+    from perfcast.catalog.systems import load_system
+    from perfcast.estimate.serving import estimate_serving
+    from perfcast.specs.serving import ServingWorkload
+
+    args = (load_model("deepseek-v3"), load_system("dgx-b200", num_gpus=8),
+            Strategy(num_gpus=8, tp=8),
+            ServingWorkload(mode="concurrency", concurrency=1, num_requests=4, input_len=1024,
+                            output_len=16))
+    eager = estimate_serving(*args, engine="sglang", engine_version="0.5.12", precision="fp8")
+    graphed = estimate_serving(*args, engine="sglang", engine_version="0.5.12", precision="fp8",
+                               engine_overrides={"mixed_step_graphs": True})
+    assert eager.ttft.mean_s > 1.05 * graphed.ttft.mean_s
+    assert eager.tpot.mean_s == pytest.approx(graphed.tpot.mean_s, rel=1e-9)

@@ -1,13 +1,20 @@
 """Serving-engine profiles as data: ``catalog/data/frameworks/serving/<engine>.yaml``.
 
 Each file lists, per scheduler setting, entries ``{value, source}`` optionally selected by an
-engine version range (``since`` inclusive, ``until`` exclusive) and a device-memory tier
-(``min_gpu_memory_GiB``); the first entry that matches wins, as the engines' own default logic
-does (vLLM ``arg_utils.py``, SGLang ``memory_hook.py``, TensorRT-LLM ``BaseLlmArgs``; file and
-line cited in every ``source``, from /work/shared/reference/frameworks.md §5-7).
+engine version range (``since`` inclusive, ``until`` exclusive), a device-memory tier
+(``min_gpu_memory_GiB``), the device's vendor (``gpu_vendor``: the platform an engine branches
+on, CUDA vs ROCm), its architecture generation (``gpu_generations``: a list; the engines
+branch on the compute capability, e.g. SM100 = the catalog's ``blackwell`` and
+``blackwell-ultra`` data-centre parts) and the model's attention (``attention``: ``mla`` or
+``mha``, MHA/GQA/MQA; the engines pick attention backends by it); the first entry that matches
+wins, as the engines' own default logic does (vLLM ``arg_utils.py``, SGLang ``memory_hook.py``,
+TensorRT-LLM ``BaseLlmArgs``; file and line cited in every ``source``, from
+/work/shared/reference/frameworks.md §5-7). An entry with a device or model selector never
+matches when that property is not given (the general entry below it applies).
 
-``engine_config(name, gpu_memory_bytes, version)`` resolves a profile to an ``EngineConfig`` of
-plain typed values with the source of each value, for one device and engine version.
+``engine_config(name, gpu_memory_bytes, version, target=...)`` resolves a profile to an
+``EngineConfig`` of plain typed values with the source of each value, for one device, model
+and engine version.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from typing import Any, Literal
 
 from perfcast.catalog.files import DATA_DIR, read_mapping
 from perfcast.errors import InputError
+from perfcast.specs.hardware import GPUSpec
+from perfcast.specs.model import ModelSpec
 from perfcast.units import GiB
 
 SERVING_DIR = DATA_DIR / "frameworks" / "serving"
@@ -29,6 +38,7 @@ MemoryBasis = Literal["total", "free"]
 MoEDispatch = Literal["allreduce", "alltoall"]
 KVAdmission = Literal["reserve_full", "on_demand"]
 CheckpointKV = Literal["model", "fp8"]
+AttentionKind = Literal["mla", "mha"]
 
 _SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
              "token_budget_per_step", "max_running_seqs",
@@ -93,12 +103,43 @@ class EngineConfig:
         return dict(self.sources)[setting]
 
 
+@dataclass(frozen=True)
+class EngineTarget:
+    """Device and model properties a profile entry may be selected by (module docstring);
+    None = not known (entries that need it do not match)."""
+
+    gpu_vendor: str | None = None
+    """Vendor of the GPU (``GPUSpec.vendor``: nvidia, amd, ...)."""
+    gpu_generation: str | None = None
+    """Architecture generation (``GPUSpec.generation``: hopper, blackwell, cdna3, ...)."""
+    attention: AttentionKind | None = None
+    """mla: multi-head latent attention (DeepSeek-V2/V3 layout); mha: MHA/GQA/MQA."""
+
+
+def engine_target(gpu: GPUSpec, model: ModelSpec) -> EngineTarget:
+    """The selectors of one deployment: the GPU's vendor and generation, the model's attention."""
+    return EngineTarget(gpu_vendor=gpu.vendor, gpu_generation=gpu.generation,
+                        attention="mla" if model.is_mla else "mha")
+
+
 def _version_key(text: str) -> tuple[int, ...]:
     """'0.10.2' -> (0, 10, 2); trailing non-numeric parts ignored ('0.5.12rc1' -> (0, 5, 12))."""
     return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
 
 
-def _matches(entry: dict[str, Any], version: str | None, memory_GiB: float) -> bool:
+def _matches_target(entry: dict[str, Any], target: EngineTarget) -> bool:
+    """Whether the entry's device/model selectors (if any) hold for ``target``."""
+    if "gpu_vendor" in entry and target.gpu_vendor != entry["gpu_vendor"]:
+        return False
+    if "gpu_generations" in entry and target.gpu_generation not in entry["gpu_generations"]:
+        return False
+    return "attention" not in entry or target.attention == entry["attention"]
+
+
+def _matches(entry: dict[str, Any], version: str | None, memory_GiB: float,
+             target: EngineTarget) -> bool:
+    if not _matches_target(entry, target):
+        return False
     if version is not None:
         key = _version_key(version)
         if "since" in entry and key < _version_key(str(entry["since"])):
@@ -123,15 +164,18 @@ def engine_names() -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in SERVING_DIR.glob("*.yaml")))
 
 
-def engine_config(name: str, gpu_memory_bytes: float, version: str | None = None) -> EngineConfig:
-    """Resolve engine ``name`` for a device of ``gpu_memory_bytes`` and an engine ``version``."""
+def engine_config(name: str, gpu_memory_bytes: float, version: str | None = None,
+                  target: EngineTarget | None = None) -> EngineConfig:
+    """Resolve engine ``name`` for a device of ``gpu_memory_bytes``, an engine ``version`` and
+    the device/model ``target`` (None: entries with device or model selectors are skipped)."""
     data = _profile(name)
+    target = target or EngineTarget()
     memory_GiB = gpu_memory_bytes / GiB
     values: dict[str, Any] = {}
     sources = []
     for setting in _SETTINGS:
         entries = data.get(setting) or []
-        entry = next((e for e in entries if _matches(e, version, memory_GiB)), None)
+        entry = next((e for e in entries if _matches(e, version, memory_GiB, target)), None)
         if entry is None:
             raise InputError("engine", name, f"profile has no {setting} for version {version!r}")
         values[setting] = entry["value"]

@@ -24,7 +24,7 @@ from functools import partial
 from typing import Any, Literal, cast
 
 from perfcast.calibration.inference_overheads import InferenceOverheads, load_inference_overheads
-from perfcast.catalog.serving_engines import EngineConfig, engine_config
+from perfcast.catalog.serving_engines import EngineConfig, engine_config, engine_target
 from perfcast.errors import InputError
 from perfcast.estimate.inference import _check, _context
 from perfcast.estimate.inference_phases import ServingContext
@@ -128,7 +128,8 @@ def serving_setup(
     overheads: InferenceOverheads | None = None,
 ) -> ServingSetup:
     """Engine config, memory and step-cost context of one deployment (no side effects)."""
-    config = engine_config(engine, system.gpu.hbm_capacity_bytes, engine_version)
+    config = engine_config(engine, system.gpu.hbm_capacity_bytes, engine_version,
+                           engine_target(system.gpu, model))
     if engine_overrides:
         config = override_engine(config, engine_overrides)
     weights = weight_precision or precision
