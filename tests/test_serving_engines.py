@@ -211,25 +211,49 @@ def test_approximate_engine_versions_are_read():
     assert engine_from_text("vLLM ~v0.19.1 (post FA3 FP8 fixes)") == ("vllm", "0.19.1")
 
 
-def test_sglang_prefill_graphs_follow_platform_and_attention_backend():
-    """SGLang's 'breakable' prefill graphs run on CUDA only, and not for DeepSeek-V3/R1 (MLA) on
-    SM100, where SGLang forces the trtllm_mla backend (sglang.yaml, frameworks.md §6)."""
+def test_sglang_prefill_graphs_follow_release_platform_moe_runner_and_attention_dp():
+    """SGLang's piecewise prefill graphs: on by default from 0.5.10 on CUDA; off on ROCm, with
+    DP attention, and for DeepSeek-V3-class (MLA) models on SM100, whose default
+    flashinfer_trtllm MoE runner disables them; MLA steps above 2048 tokens run eager
+    (sglang.yaml, SGL@0.5.10/0.5.12 server_args.py)."""
     from perfcast.catalog.serving_engines import EngineTarget
 
-    def graphs(vendor, generation, attention):
-        target = EngineTarget(gpu_vendor=vendor, gpu_generation=generation, attention=attention)
-        config = engine_config("sglang", 192 * GiB, "0.5.12", target)
-        return config.mixed_step_graphs, config.source("mixed_step_graphs")
+    def config(vendor, generation, attention, version="0.5.12", dp=False):
+        target = EngineTarget(gpu_vendor=vendor, gpu_generation=generation, attention=attention,
+                              attention_dp=dp)
+        return engine_config("sglang", 192 * GiB, version, target)
 
-    assert graphs("nvidia", "hopper", "mla")[0] is True
-    assert graphs("nvidia", "blackwell", "mha")[0] is True
-    assert graphs("nvidia", "blackwell", "mla")[0] is False
-    assert "trtllm_mla" in graphs("nvidia", "blackwell-ultra", "mla")[1]
-    assert graphs("amd", "cdna3", "mha")[0] is False
-    assert "ROCm" in graphs("amd", "cdna4", "mla")[1]
-    # device or model unknown: the general entry (graphs on since 0.5)
+    assert config("nvidia", "hopper", "mla").mixed_step_graphs is True
+    assert config("nvidia", "blackwell", "mha").mixed_step_graphs is True
+    assert config("nvidia", "blackwell", "mla").mixed_step_graphs is False
+    assert "flashinfer_trtllm" in config("nvidia", "blackwell-ultra", "mla").source(
+        "mixed_step_graphs")
+    assert config("amd", "cdna3", "mha").mixed_step_graphs is False
+    assert "ROCm" in config("amd", "cdna4", "mla").source("mixed_step_graphs")
+    assert config("nvidia", "hopper", "mha", dp=True).mixed_step_graphs is False
+    assert config("nvidia", "hopper", "mha", version="0.5.9").mixed_step_graphs is False
+    assert config("nvidia", "hopper", "mha", version="0.5.10").mixed_step_graphs is True
+    # MLA: graphs up to 2048 tokens; other models: every step up to the chunk size
+    mla, mha = config("nvidia", "hopper", "mla"), config("nvidia", "hopper", "mha")
+    assert (mla.mixed_step_graphed(2048), mla.mixed_step_graphed(2049)) == (True, False)
+    assert mha.mixed_step_graph_max_tokens is None and mha.mixed_step_graphed(16384)
+    # device or model unknown: the general entries
     assert engine_config("sglang", 192 * GiB, "0.5.12").mixed_step_graphs is True
     assert engine_config("sglang", 192 * GiB, "0.4.3").mixed_step_graphs is False
+
+
+def test_vllm_piecewise_graphs_stop_at_the_capture_size():
+    """vLLM captures piecewise graphs for steps of up to max_cudagraph_capture_size tokens
+    (512; 1024 on SM100 in 0.33): a larger mixed step, or a larger decode batch, runs eager."""
+    from perfcast.catalog.serving_engines import EngineTarget
+
+    hopper = engine_config("vllm", 80 * GiB, "0.21.0")
+    assert (hopper.mixed_step_graphed(512), hopper.mixed_step_graphed(513)) == (True, False)
+    b200 = EngineTarget(gpu_vendor="nvidia", gpu_generation="blackwell", attention="mha")
+    assert engine_config("vllm", 180 * GiB, "0.33.0", b200).mixed_step_graph_max_tokens == 1024
+    assert engine_config("vllm", 180 * GiB, "0.21.0", b200).mixed_step_graph_max_tokens == 512
+    for engine in ("tensorrt-llm", "nim", "atom"):
+        assert not engine_config(engine, 80 * GiB).mixed_step_graphed(1)
 
 
 def test_engine_target_reads_the_gpu_and_the_attention():

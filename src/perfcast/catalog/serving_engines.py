@@ -6,7 +6,8 @@ engine version range (``since`` inclusive, ``until`` exclusive), a device-memory
 on, CUDA vs ROCm), its architecture generation (``gpu_generations``: a list; the engines
 branch on the compute capability, e.g. SM100 = the catalog's ``blackwell`` and
 ``blackwell-ultra`` data-centre parts) and the model's attention (``attention``: ``mla`` or
-``mha``, MHA/GQA/MQA; the engines pick attention backends by it); the first entry that matches
+``mha``, MHA/GQA/MQA; the engines pick attention backends by it) and data-parallel attention
+(``attention_dp``: true/false); the first entry that matches
 wins, as the engines' own default logic does (vLLM ``arg_utils.py``, SGLang ``memory_hook.py``,
 TensorRT-LLM ``BaseLlmArgs``; file and line cited in every ``source``, from
 /work/shared/reference/frameworks.md §5-7). An entry with a device or model selector never
@@ -43,7 +44,8 @@ AttentionKind = Literal["mla", "mha"]
 _SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
              "token_budget_per_step", "max_running_seqs",
              "kv_block_tokens", "gpu_memory_fraction", "gpu_memory_fraction_basis",
-             "cuda_graph_max_batch", "mixed_step_graphs", "decode_attention_kernel",
+             "cuda_graph_max_batch", "mixed_step_graphs", "mixed_step_graph_max_tokens",
+             "decode_attention_kernel",
              "overlap_scheduler", "moe_dispatch", "kv_admission", "fp8_checkpoint_kv_cache",
              "scheduler_steps")
 
@@ -77,6 +79,10 @@ class EngineConfig:
     """Largest decode batch replayed as a CUDA graph (0 = no graphs)."""
     mixed_step_graphs: bool
     """Prefill/mixed steps also run as (piecewise) graphs: no per-layer launch overhead."""
+    mixed_step_graph_max_tokens: int | None
+    """Largest step (tokens) the prefill/mixed graphs are captured for; a larger step runs
+    eager (vLLM ``max_cudagraph_capture_size``, SGLang ``piecewise_cuda_graph_max_tokens``).
+    None = every step up to the token budget."""
     decode_attention_kernel: DecodeAttentionKernel
     """grouped: each KV head read once per step (XQA, FlashInfer, FA3); per_query_head: once
     per query head of its group (2023 masked-MHA kernels)."""
@@ -102,6 +108,11 @@ class EngineConfig:
     def source(self, setting: str) -> str:
         return dict(self.sources)[setting]
 
+    def mixed_step_graphed(self, tokens: float) -> bool:
+        """Whether a prefill/mixed step of ``tokens`` tokens replays a (piecewise) graph."""
+        cap = self.mixed_step_graph_max_tokens
+        return self.mixed_step_graphs and (cap is None or tokens <= cap)
+
 
 @dataclass(frozen=True)
 class EngineTarget:
@@ -114,12 +125,15 @@ class EngineTarget:
     """Architecture generation (``GPUSpec.generation``: hopper, blackwell, cdna3, ...)."""
     attention: AttentionKind | None = None
     """mla: multi-head latent attention (DeepSeek-V2/V3 layout); mha: MHA/GQA/MQA."""
+    attention_dp: bool | None = None
+    """Data-parallel attention (each TP rank its own scheduler and requests)."""
 
 
-def engine_target(gpu: GPUSpec, model: ModelSpec) -> EngineTarget:
-    """The selectors of one deployment: the GPU's vendor and generation, the model's attention."""
+def engine_target(gpu: GPUSpec, model: ModelSpec, attention_dp: bool = False) -> EngineTarget:
+    """The selectors of one deployment: the GPU's vendor and generation, the model's attention,
+    and whether attention runs data-parallel."""
     return EngineTarget(gpu_vendor=gpu.vendor, gpu_generation=gpu.generation,
-                        attention="mla" if model.is_mla else "mha")
+                        attention="mla" if model.is_mla else "mha", attention_dp=attention_dp)
 
 
 def _version_key(text: str) -> tuple[int, ...]:
@@ -132,6 +146,8 @@ def _matches_target(entry: dict[str, Any], target: EngineTarget) -> bool:
     if "gpu_vendor" in entry and target.gpu_vendor != entry["gpu_vendor"]:
         return False
     if "gpu_generations" in entry and target.gpu_generation not in entry["gpu_generations"]:
+        return False
+    if "attention_dp" in entry and target.attention_dp != entry["attention_dp"]:
         return False
     return "attention" not in entry or target.attention == entry["attention"]
 

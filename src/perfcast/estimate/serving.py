@@ -77,9 +77,11 @@ def attention_dp_scheduler(config: EngineConfig, tp: int) -> EngineConfig:
     The MoE layers then see the tokens of all ranks (``inference_ops.step_layer_ops``)."""
     if tp <= 1:
         return config
+    cap = config.mixed_step_graph_max_tokens
     return replace(config, max_running_seqs=config.max_running_seqs * tp,
                    token_budget_per_step=config.token_budget_per_step * tp,
-                   cuda_graph_max_batch=config.cuda_graph_max_batch * tp)
+                   cuda_graph_max_batch=config.cuda_graph_max_batch * tp,
+                   mixed_step_graph_max_tokens=None if cap is None else cap * tp)
 
 
 def default_kv_cache(engine: EngineConfig, weights: str,
@@ -129,7 +131,7 @@ def serving_setup(
 ) -> ServingSetup:
     """Engine config, memory and step-cost context of one deployment (no side effects)."""
     config = engine_config(engine, system.gpu.hbm_capacity_bytes, engine_version,
-                           engine_target(system.gpu, model))
+                           engine_target(system.gpu, model, attention_dp))
     if engine_overrides:
         config = override_engine(config, engine_overrides)
     weights = weight_precision or precision
