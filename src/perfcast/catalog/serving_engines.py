@@ -40,6 +40,7 @@ MoEDispatch = Literal["allreduce", "alltoall"]
 KVAdmission = Literal["reserve_full", "on_demand"]
 CheckpointKV = Literal["model", "fp8"]
 AttentionKind = Literal["mla", "mha"]
+RankTokenBudget = Literal["full", "half", "split"]
 
 _SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
              "token_budget_per_step", "max_running_seqs",
@@ -47,7 +48,7 @@ _SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
              "cuda_graph_max_batch", "mixed_step_graphs", "mixed_step_graph_max_tokens",
              "decode_attention_kernel",
              "overlap_scheduler", "moe_dispatch", "kv_admission", "fp8_checkpoint_kv_cache",
-             "scheduler_steps")
+             "scheduler_steps", "attention_dp_rank_budget")
 
 
 @dataclass(frozen=True)
@@ -102,8 +103,15 @@ class EngineConfig:
     scheduler_steps: int
     """Decode steps per scheduler call (vLLM V0 ``--num-scheduler-steps``, multi-step
     scheduling): a decode batch runs this many steps before new requests are admitted."""
+    attention_dp_rank_budget: RankTokenBudget
+    """Step token budget of each rank's scheduler under attention DP: ``full`` = the whole
+    budget per rank (TensorRT-LLM max_num_tokens per rank), ``half`` = half of it (SGLang
+    0.4.3), ``split`` = the budget divided over the tp ranks (SGLang from 0.4.6)."""
     sources: tuple[tuple[str, str], ...]
     """(setting, source) of every resolved value."""
+    max_chunk_tokens: int | None = None
+    """Most prompt tokens one request prefills in a step (None = the step budget): under
+    attention DP a request is prefilled on its rank, within that rank's budget."""
 
     def source(self, setting: str) -> str:
         return dict(self.sources)[setting]
