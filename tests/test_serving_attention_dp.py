@@ -86,3 +86,61 @@ def test_attention_dp_raises_max_throughput_at_high_concurrency():
 ])
 def test_attention_dp_is_read_from_the_notes(notes, on):
     assert attention_dp_stated(notes) is on
+
+
+@pytest.mark.parametrize("version, rank_budget", [("0.4.3", 8192 // 2), ("0.5.12", 8192 // 8)])
+def test_sglang_splits_its_chunk_over_the_dp_ranks(version, rank_budget):
+    """SGLang gives each DP-attention worker chunked_prefill_size // 2 (0.4.3) or
+    // dp_size (from 0.4.6) tokens a step (sglang.yaml attention_dp_rank_budget); a request's
+    chunk stays within its rank's budget."""
+    rank = engine_config("sglang", 141 * GiB, version)
+    assert rank.token_budget_per_step == 8192
+    replica = attention_dp_scheduler(rank, tp=8)
+    assert replica.max_chunk_tokens == rank_budget
+    assert replica.token_budget_per_step == 8 * rank_budget
+    assert attention_dp_scheduler(engine_config("tensorrt-llm", 141 * GiB), tp=8).max_chunk_tokens \
+        == 8192
+
+
+def test_a_prompt_longer_than_its_ranks_budget_takes_several_steps():
+    """One 4096-token prompt under SGLang 0.5 attention DP on 8 ranks: 1024 tokens a step on its
+    rank, so its first token comes after 4 prefill steps, later than with the whole budget."""
+    args = (load_model("deepseek-v3"), load_system("dgx-h200", num_gpus=8),
+            Strategy(num_gpus=8, tp=8, ep=8, etp=1),
+            ServingWorkload(mode="concurrency", concurrency=1, num_requests=2, input_len=4096,
+                            output_len=8))
+    split = estimate_serving(*args, engine="sglang", engine_version="0.5.12", precision="fp8",
+                             attention_dp=True)
+    whole = estimate_serving(*args, engine="sglang", engine_version="0.5.12", precision="fp8",
+                             attention_dp=True,
+                             engine_overrides={"attention_dp_rank_budget": "full"})
+    assert split.ttft.mean_s > 1.2 * whole.ttft.mean_s
+    assert split.tpot.mean_s == pytest.approx(whole.tpot.mean_s, rel=0.05)
+
+
+class _FlatCost:
+    """Every prefill step 0.1 s, every decode step 0.01 s (duck-typed ``StepCost``)."""
+
+    def decode_s(self, b, kv_total):
+        return 0.01
+
+    def mixed_s(self, b, kv_total, prefill_tokens, prefill_attn_s, sampled):
+        return 0.1
+
+    def chunk_attention_s(self, done, chunk):
+        return 0.0
+
+
+def test_ranks_prefill_their_own_requests_in_the_same_step():
+    """8 prompts of 2048 tokens on 8 ranks of 1024 tokens each: every step advances all 8 by
+    one rank budget, so all first tokens come with the second prefill step; without the rank
+    cap the budget goes FCFS (4 prompts finish in the first step, 4 later)."""
+    from perfcast.estimate.serving_sim import simulate
+
+    replica = attention_dp_scheduler(engine_config("sglang", 141 * GiB, "0.5.12"), tp=8)
+    w = ServingWorkload(mode="offline", num_requests=8, input_len=2048, output_len=2)
+    ranks = simulate(w, _FlatCost(), replica, 10**7, 1)
+    assert ranks.first_token_s.tolist() == pytest.approx([0.2] * 8)
+    fcfs = sorted(simulate(w, _FlatCost(), replace(replica, max_chunk_tokens=None), 10**7,
+                           1).first_token_s.tolist())
+    assert fcfs[:4] == pytest.approx([0.1] * 4) and min(fcfs[4:]) >= 0.2

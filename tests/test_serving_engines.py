@@ -209,3 +209,78 @@ def test_chunked_prefill_stated_in_the_notes_switches_vllm_v0_to_its_chunked_sch
 
 def test_approximate_engine_versions_are_read():
     assert engine_from_text("vLLM ~v0.19.1 (post FA3 FP8 fixes)") == ("vllm", "0.19.1")
+
+
+def test_sglang_prefill_graphs_follow_release_platform_moe_runner_and_attention_dp():
+    """SGLang's piecewise prefill graphs: on by default from 0.5.10 on CUDA; off on ROCm, with
+    DP attention, and for DeepSeek-V3-class (MLA) models on SM100, whose default
+    flashinfer_trtllm MoE runner disables them; MLA steps above 2048 tokens run eager
+    (sglang.yaml, SGL@0.5.10/0.5.12 server_args.py)."""
+    from perfcast.catalog.serving_engines import EngineTarget
+
+    def config(vendor, generation, attention, version="0.5.12", dp=False):
+        target = EngineTarget(gpu_vendor=vendor, gpu_generation=generation, attention=attention,
+                              attention_dp=dp)
+        return engine_config("sglang", 192 * GiB, version, target)
+
+    assert config("nvidia", "hopper", "mla").mixed_step_graphs is True
+    assert config("nvidia", "blackwell", "mha").mixed_step_graphs is True
+    assert config("nvidia", "blackwell", "mla").mixed_step_graphs is False
+    assert "flashinfer_trtllm" in config("nvidia", "blackwell-ultra", "mla").source(
+        "mixed_step_graphs")
+    assert config("amd", "cdna3", "mha").mixed_step_graphs is False
+    assert "ROCm" in config("amd", "cdna4", "mla").source("mixed_step_graphs")
+    assert config("nvidia", "hopper", "mha", dp=True).mixed_step_graphs is False
+    assert config("nvidia", "hopper", "mha", version="0.5.9").mixed_step_graphs is False
+    assert config("nvidia", "hopper", "mha", version="0.5.10").mixed_step_graphs is True
+    # MLA: graphs up to 2048 tokens; other models: every step up to the chunk size
+    mla, mha = config("nvidia", "hopper", "mla"), config("nvidia", "hopper", "mha")
+    assert (mla.mixed_step_graphed(2048), mla.mixed_step_graphed(2049)) == (True, False)
+    assert mha.mixed_step_graph_max_tokens is None and mha.mixed_step_graphed(16384)
+    # device or model unknown: the general entries
+    assert engine_config("sglang", 192 * GiB, "0.5.12").mixed_step_graphs is True
+    assert engine_config("sglang", 192 * GiB, "0.4.3").mixed_step_graphs is False
+
+
+def test_vllm_piecewise_graphs_stop_at_the_capture_size():
+    """vLLM captures piecewise graphs for steps of up to max_cudagraph_capture_size tokens
+    (512; 1024 on SM100 in 0.33): a larger mixed step, or a larger decode batch, runs eager."""
+    from perfcast.catalog.serving_engines import EngineTarget
+
+    hopper = engine_config("vllm", 80 * GiB, "0.21.0")
+    assert (hopper.mixed_step_graphed(512), hopper.mixed_step_graphed(513)) == (True, False)
+    b200 = EngineTarget(gpu_vendor="nvidia", gpu_generation="blackwell", attention="mha")
+    assert engine_config("vllm", 180 * GiB, "0.33.0", b200).mixed_step_graph_max_tokens == 1024
+    assert engine_config("vllm", 180 * GiB, "0.21.0", b200).mixed_step_graph_max_tokens == 512
+    for engine in ("tensorrt-llm", "nim", "atom"):
+        assert not engine_config(engine, 80 * GiB).mixed_step_graphed(1)
+
+
+def test_engine_target_reads_the_gpu_and_the_attention():
+    from perfcast.catalog.gpus import load_gpu
+    from perfcast.catalog.serving_engines import engine_target
+
+    deepseek, llama = load_model("deepseek-v3"), load_model("llama-3.1-70b")
+    b200, mi300x = load_gpu("b200"), load_gpu("mi300x")
+    assert engine_target(b200, deepseek).attention == "mla"
+    assert engine_target(b200, llama).attention == "mha"
+    assert (engine_target(mi300x, llama).gpu_vendor, engine_target(b200, llama).gpu_generation) \
+        == ("amd", "blackwell")
+
+
+def test_eager_sglang_prefill_of_deepseek_on_b200_costs_its_launch_overhead():
+    """The profile's device/model selectors reach the forecast: DeepSeek-V3 prefill on 8×B200
+    under SGLang 0.5 runs eager (trtllm_mla), so its TTFT is above the same step graphed."""
+    from perfcast.catalog.systems import load_system
+    from perfcast.estimate.serving import estimate_serving
+    from perfcast.specs.serving import ServingWorkload
+
+    args = (load_model("deepseek-v3"), load_system("dgx-b200", num_gpus=8),
+            Strategy(num_gpus=8, tp=8),
+            ServingWorkload(mode="concurrency", concurrency=1, num_requests=4, input_len=1024,
+                            output_len=16))
+    eager = estimate_serving(*args, engine="sglang", engine_version="0.5.12", precision="fp8")
+    graphed = estimate_serving(*args, engine="sglang", engine_version="0.5.12", precision="fp8",
+                               engine_overrides={"mixed_step_graphs": True})
+    assert eager.ttft.mean_s > 1.05 * graphed.ttft.mean_s
+    assert eager.tpot.mean_s == pytest.approx(graphed.tpot.mean_s, rel=1e-9)

@@ -25,7 +25,11 @@ weight-only (gpt-oss-20b on H100: vLLM blog TPOT 34.4 -> 19.4%, throughput 47.5 
 TTFT 44.7%, TPOT 24.7%, throughput 59.1%; TensorRT-LLM before 1.0 without decode CUDA graphs
 and SGLang 0.4's 8192-token chunk and 160 graphed batch (dstack DeepSeek-R1 rows) and a refit:
 TTFT 44.8%, TPOT 24.6%, throughput 57.5% (38.9% / 16.3% / 19.8% without the 15 early-2025
-DeepSeek-R1 configurations).
+DeepSeek-R1 configurations). Branch srv17d (no refit; CV = in-sample): prefill/mixed-step graph
+coverage read from the released SGLang wheels (piecewise prefill graphs on by default only from
+0.5.10, off on ROCm, with DP attention and for DeepSeek-V3-class MLA on SM100, MLA steps above
+2048 tokens eager) and vLLM's 512-token capture cap: TTFT 44.8 -> 44.1%, TPOT 24.5 -> 24.4%,
+throughput 55.9 -> 55.6% (static/batch-1 CV 14.63 -> 14.57%).
 """
 
 from __future__ import annotations
@@ -42,16 +46,16 @@ from conftest import shared_path
 METRIC_GROUPS = {"ttft": "ttft", "tpot": "tpot", "itl": "tpot",
                  "output_throughput_per_gpu": "throughput", "output_throughput_total": "throughput",
                  "request_throughput": "throughput"}
-MAPE_BOUNDS = {"ttft": 0.46, "tpot": 0.25, "throughput": 0.59}
+MAPE_BOUNDS = {"ttft": 0.45, "tpot": 0.25, "throughput": 0.58}
 """Concurrency/request-rate rows, MAPE per metric (in-sample; see the module docstring)."""
 
 SOURCE_BOUNDS = {
     ("ttft", "nim-llm-benchmarking-docs-performance-page"): 0.66,
     ("tpot", "nim-llm-benchmarking-docs-performance-page"): 0.12,
     ("throughput", "nim-llm-benchmarking-docs-performance-page"): 0.08,
-    ("ttft", "semianalysis-inferencex"): 0.49,
-    ("tpot", "semianalysis-inferencex"): 0.19,
-    ("throughput", "semianalysis-inferencex"): 0.23,
+    ("ttft", "semianalysis-inferencex"): 0.46,
+    ("tpot", "semianalysis-inferencex"): 0.18,
+    ("throughput", "semianalysis-inferencex"): 0.22,
     ("tpot", "semianalysis-inferencex-blog-b200-nvfp4-vs"): 0.10,
     ("throughput", "semianalysis-inferencex-blog-b200-nvfp4-vs"): 0.14,
     ("ttft", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.12,
@@ -82,7 +86,8 @@ throughput 0.26 -> 0.23, ATOM 0.13/0.18/0.21 -> 0.12/0.17/0.19, vLLM blog 0.29/0
 (bounds 0.22/0.21/0.24; overall TPOT 0.26, throughput 0.61). After the TensorRT-LLM 0.17 and
 SGLang 0.4 profile entries and a refit: overall bounds 0.46/0.25/0.59; dstack DeepSeek-R1
 70.3/69.0/253.2% (bounds new, 0.72/0.71/2.6: their 3-5x slower early-2025 kernels are not
-modelled)."""
+modelled). Branch srv17d: InferenceX 44.8/17.1/20.3% (bounds 0.49/0.19/0.23 ->
+0.46/0.18/0.22; overall 0.46/0.25/0.59 -> 0.45/0.25/0.58)."""
 
 SKIP_REASONS = ("disaggregated", "prefill-only", "speculative", "production-traffic",
                 "does not fit", "no catalog system", "not in the catalog")

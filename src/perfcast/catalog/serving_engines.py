@@ -1,13 +1,21 @@
 """Serving-engine profiles as data: ``catalog/data/frameworks/serving/<engine>.yaml``.
 
 Each file lists, per scheduler setting, entries ``{value, source}`` optionally selected by an
-engine version range (``since`` inclusive, ``until`` exclusive) and a device-memory tier
-(``min_gpu_memory_GiB``); the first entry that matches wins, as the engines' own default logic
-does (vLLM ``arg_utils.py``, SGLang ``memory_hook.py``, TensorRT-LLM ``BaseLlmArgs``; file and
-line cited in every ``source``, from /work/shared/reference/frameworks.md §5-7).
+engine version range (``since`` inclusive, ``until`` exclusive), a device-memory tier
+(``min_gpu_memory_GiB``), the device's vendor (``gpu_vendor``: the platform an engine branches
+on, CUDA vs ROCm), its architecture generation (``gpu_generations``: a list; the engines
+branch on the compute capability, e.g. SM100 = the catalog's ``blackwell`` and
+``blackwell-ultra`` data-centre parts) and the model's attention (``attention``: ``mla`` or
+``mha``, MHA/GQA/MQA; the engines pick attention backends by it) and data-parallel attention
+(``attention_dp``: true/false); the first entry that matches
+wins, as the engines' own default logic does (vLLM ``arg_utils.py``, SGLang ``memory_hook.py``,
+TensorRT-LLM ``BaseLlmArgs``; file and line cited in every ``source``, from
+/work/shared/reference/frameworks.md §5-7). An entry with a device or model selector never
+matches when that property is not given (the general entry below it applies).
 
-``engine_config(name, gpu_memory_bytes, version)`` resolves a profile to an ``EngineConfig`` of
-plain typed values with the source of each value, for one device and engine version.
+``engine_config(name, gpu_memory_bytes, version, target=...)`` resolves a profile to an
+``EngineConfig`` of plain typed values with the source of each value, for one device, model
+and engine version.
 """
 
 from __future__ import annotations
@@ -19,6 +27,8 @@ from typing import Any, Literal
 
 from perfcast.catalog.files import DATA_DIR, read_mapping
 from perfcast.errors import InputError
+from perfcast.specs.hardware import GPUSpec
+from perfcast.specs.model import ModelSpec
 from perfcast.units import GiB
 
 SERVING_DIR = DATA_DIR / "frameworks" / "serving"
@@ -29,13 +39,16 @@ MemoryBasis = Literal["total", "free"]
 MoEDispatch = Literal["allreduce", "alltoall"]
 KVAdmission = Literal["reserve_full", "on_demand"]
 CheckpointKV = Literal["model", "fp8"]
+AttentionKind = Literal["mla", "mha"]
+RankTokenBudget = Literal["full", "half", "split"]
 
 _SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
              "token_budget_per_step", "max_running_seqs",
              "kv_block_tokens", "gpu_memory_fraction", "gpu_memory_fraction_basis",
-             "cuda_graph_max_batch", "mixed_step_graphs", "decode_attention_kernel",
+             "cuda_graph_max_batch", "mixed_step_graphs", "mixed_step_graph_max_tokens",
+             "decode_attention_kernel",
              "overlap_scheduler", "moe_dispatch", "kv_admission", "fp8_checkpoint_kv_cache",
-             "scheduler_steps")
+             "scheduler_steps", "attention_dp_rank_budget")
 
 
 @dataclass(frozen=True)
@@ -67,6 +80,10 @@ class EngineConfig:
     """Largest decode batch replayed as a CUDA graph (0 = no graphs)."""
     mixed_step_graphs: bool
     """Prefill/mixed steps also run as (piecewise) graphs: no per-layer launch overhead."""
+    mixed_step_graph_max_tokens: int | None
+    """Largest step (tokens) the prefill/mixed graphs are captured for; a larger step runs
+    eager (vLLM ``max_cudagraph_capture_size``, SGLang ``piecewise_cuda_graph_max_tokens``).
+    None = every step up to the token budget."""
     decode_attention_kernel: DecodeAttentionKernel
     """grouped: each KV head read once per step (XQA, FlashInfer, FA3); per_query_head: once
     per query head of its group (2023 masked-MHA kernels)."""
@@ -86,11 +103,45 @@ class EngineConfig:
     scheduler_steps: int
     """Decode steps per scheduler call (vLLM V0 ``--num-scheduler-steps``, multi-step
     scheduling): a decode batch runs this many steps before new requests are admitted."""
+    attention_dp_rank_budget: RankTokenBudget
+    """Step token budget of each rank's scheduler under attention DP: ``full`` = the whole
+    budget per rank (TensorRT-LLM max_num_tokens per rank), ``half`` = half of it (SGLang
+    0.4.3), ``split`` = the budget divided over the tp ranks (SGLang from 0.4.6)."""
     sources: tuple[tuple[str, str], ...]
     """(setting, source) of every resolved value."""
+    max_chunk_tokens: int | None = None
+    """Most prompt tokens one request prefills in a step (None = the step budget): under
+    attention DP a request is prefilled on its rank, within that rank's budget."""
 
     def source(self, setting: str) -> str:
         return dict(self.sources)[setting]
+
+    def mixed_step_graphed(self, tokens: float) -> bool:
+        """Whether a prefill/mixed step of ``tokens`` tokens replays a (piecewise) graph."""
+        cap = self.mixed_step_graph_max_tokens
+        return self.mixed_step_graphs and (cap is None or tokens <= cap)
+
+
+@dataclass(frozen=True)
+class EngineTarget:
+    """Device and model properties a profile entry may be selected by (module docstring);
+    None = not known (entries that need it do not match)."""
+
+    gpu_vendor: str | None = None
+    """Vendor of the GPU (``GPUSpec.vendor``: nvidia, amd, ...)."""
+    gpu_generation: str | None = None
+    """Architecture generation (``GPUSpec.generation``: hopper, blackwell, cdna3, ...)."""
+    attention: AttentionKind | None = None
+    """mla: multi-head latent attention (DeepSeek-V2/V3 layout); mha: MHA/GQA/MQA."""
+    attention_dp: bool | None = None
+    """Data-parallel attention (each TP rank its own scheduler and requests)."""
+
+
+def engine_target(gpu: GPUSpec, model: ModelSpec, attention_dp: bool = False) -> EngineTarget:
+    """The selectors of one deployment: the GPU's vendor and generation, the model's attention,
+    and whether attention runs data-parallel."""
+    return EngineTarget(gpu_vendor=gpu.vendor, gpu_generation=gpu.generation,
+                        attention="mla" if model.is_mla else "mha", attention_dp=attention_dp)
 
 
 def _version_key(text: str) -> tuple[int, ...]:
@@ -98,7 +149,21 @@ def _version_key(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
 
 
-def _matches(entry: dict[str, Any], version: str | None, memory_GiB: float) -> bool:
+def _matches_target(entry: dict[str, Any], target: EngineTarget) -> bool:
+    """Whether the entry's device/model selectors (if any) hold for ``target``."""
+    if "gpu_vendor" in entry and target.gpu_vendor != entry["gpu_vendor"]:
+        return False
+    if "gpu_generations" in entry and target.gpu_generation not in entry["gpu_generations"]:
+        return False
+    if "attention_dp" in entry and target.attention_dp != entry["attention_dp"]:
+        return False
+    return "attention" not in entry or target.attention == entry["attention"]
+
+
+def _matches(entry: dict[str, Any], version: str | None, memory_GiB: float,
+             target: EngineTarget) -> bool:
+    if not _matches_target(entry, target):
+        return False
     if version is not None:
         key = _version_key(version)
         if "since" in entry and key < _version_key(str(entry["since"])):
@@ -123,15 +188,18 @@ def engine_names() -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in SERVING_DIR.glob("*.yaml")))
 
 
-def engine_config(name: str, gpu_memory_bytes: float, version: str | None = None) -> EngineConfig:
-    """Resolve engine ``name`` for a device of ``gpu_memory_bytes`` and an engine ``version``."""
+def engine_config(name: str, gpu_memory_bytes: float, version: str | None = None,
+                  target: EngineTarget | None = None) -> EngineConfig:
+    """Resolve engine ``name`` for a device of ``gpu_memory_bytes``, an engine ``version`` and
+    the device/model ``target`` (None: entries with device or model selectors are skipped)."""
     data = _profile(name)
+    target = target or EngineTarget()
     memory_GiB = gpu_memory_bytes / GiB
     values: dict[str, Any] = {}
     sources = []
     for setting in _SETTINGS:
         entries = data.get(setting) or []
-        entry = next((e for e in entries if _matches(e, version, memory_GiB)), None)
+        entry = next((e for e in entries if _matches(e, version, memory_GiB, target)), None)
         if entry is None:
             raise InputError("engine", name, f"profile has no {setting} for version {version!r}")
         values[setting] = entry["value"]

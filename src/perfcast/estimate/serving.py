@@ -24,7 +24,7 @@ from functools import partial
 from typing import Any, Literal, cast
 
 from perfcast.calibration.inference_overheads import InferenceOverheads, load_inference_overheads
-from perfcast.catalog.serving_engines import EngineConfig, engine_config
+from perfcast.catalog.serving_engines import EngineConfig, engine_config, engine_target
 from perfcast.errors import InputError
 from perfcast.estimate.inference import _check, _context
 from perfcast.estimate.inference_phases import ServingContext
@@ -68,18 +68,35 @@ def override_engine(config: EngineConfig, overrides: dict[str, object]) -> Engin
     return replace(config, **values, sources=sources)
 
 
+def rank_token_budget(config: EngineConfig, tp: int) -> int:
+    """Step token budget of one rank's scheduler under attention DP
+    (``EngineConfig.attention_dp_rank_budget``: SGLang 0.4.3 ``chunked_prefill_size // 2``,
+    SGLang ≥ 0.4.6 ``chunked_prefill_size // dp_size``, server_args.py of the released wheels;
+    TensorRT-LLM max_num_tokens per rank)."""
+    budget = config.token_budget_per_step
+    if config.attention_dp_rank_budget == "half":
+        return max(budget // 2, 1)
+    if config.attention_dp_rank_budget == "split":
+        return max(budget // tp, 1)
+    return budget
+
+
 def attention_dp_scheduler(config: EngineConfig, tp: int) -> EngineConfig:
     """The scheduler of a model replica under attention DP: each of the ``tp`` ranks runs its own
     scheduler over its own requests (TensorRT-LLM ``enable_attention_dp``: max_batch_size and
     max_num_tokens are per rank, e.g. "max_batch_size 896 per rank" in the DeepSeek-R1
     max-throughput recipe; SGLang ``--max-running-requests`` is per DP worker, frameworks.md
-    §6), so the replica runs tp × the sequences, step tokens and graphed batch of one rank.
-    The MoE layers then see the tokens of all ranks (``inference_ops.step_layer_ops``)."""
+    §6), so the replica runs tp × the sequences, graphed batch and rank token budget
+    (``rank_token_budget``) of one rank, and a request prefills at most one rank's budget per
+    step. The MoE layers then see the tokens of all ranks (``inference_ops.step_layer_ops``)."""
     if tp <= 1:
         return config
+    cap = config.mixed_step_graph_max_tokens
+    rank_budget = rank_token_budget(config, tp)
     return replace(config, max_running_seqs=config.max_running_seqs * tp,
-                   token_budget_per_step=config.token_budget_per_step * tp,
-                   cuda_graph_max_batch=config.cuda_graph_max_batch * tp)
+                   token_budget_per_step=rank_budget * tp, max_chunk_tokens=rank_budget,
+                   cuda_graph_max_batch=config.cuda_graph_max_batch * tp,
+                   mixed_step_graph_max_tokens=None if cap is None else cap * tp)
 
 
 def default_kv_cache(engine: EngineConfig, weights: str,
@@ -128,7 +145,8 @@ def serving_setup(
     overheads: InferenceOverheads | None = None,
 ) -> ServingSetup:
     """Engine config, memory and step-cost context of one deployment (no side effects)."""
-    config = engine_config(engine, system.gpu.hbm_capacity_bytes, engine_version)
+    config = engine_config(engine, system.gpu.hbm_capacity_bytes, engine_version,
+                           engine_target(system.gpu, model, attention_dp))
     if engine_overrides:
         config = override_engine(config, engine_overrides)
     weights = weight_precision or precision

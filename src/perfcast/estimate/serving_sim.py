@@ -5,8 +5,10 @@ Each step decodes one token for every running sequence and/or prefills prompt ch
 
 * ``mixed`` policy (vLLM V1, TensorRT-LLM in-flight batching): every step carries all running
   decodes; the rest of the token budget goes to prompt chunks, first the request already being
-  prefilled, then newly admitted ones (FCFS). Without chunked prefill a prompt must fit whole,
-  except the step's first prompt, which always runs (else decodes would starve long prompts).
+  prefilled, then newly admitted ones (FCFS); a request's chunk is at most
+  ``EngineConfig.max_chunk_tokens`` (its rank's budget under attention DP: the ranks prefill
+  their own requests side by side). Without chunked prefill a prompt must fit whole, except
+  the step's first prompt, which always runs (else decodes would starve long prompts).
 * ``prefill_first`` policy (SGLang): while prompts wait and can be admitted, a step prefills up
   to the budget and decodes nothing; otherwise a decode-only step runs.
 
@@ -135,6 +137,7 @@ def simulate(w: ServingWorkload, cost: StepCost, engine: EngineConfig, kv_pool_t
     running = 0
     finished = 0
     budget, max_seqs = engine.token_budget_per_step, engine.max_running_seqs
+    chunk_cap = engine.max_chunk_tokens or budget  # a request's chunk per step (attention DP)
     chunked, mixed = engine.chunked_prefill, engine.scheduler_policy == "mixed"
     gaps: list[float] = []
     weights: list[float] = []
@@ -156,8 +159,12 @@ def simulate(w: ServingWorkload, cost: StepCost, engine: EngineConfig, kv_pool_t
             return reserved + need[r] <= kv_pool_tokens
         return kv_total + prefill_held + prompt_pages[r] <= kv_pool_tokens
 
-    def admissible(r: int) -> bool:
-        idle = not heap and not prefilling
+    def admissible(r: int, prefills_pending: int | None = None,
+                   formed_idle: bool = False) -> bool:
+        """``r`` may join the batch being formed: it fits, and it arrived before the batch was
+        formed (an engine idle when the batch formed takes every request arrived by now)."""
+        pending = len(prefilling) if prefills_pending is None else prefills_pending
+        idle = formed_idle or (not heap and not pending)
         return fits(r) and admission_open(arrival[r], t, last_step_s, overlap, idle)
 
     while finished < n:
@@ -203,10 +210,13 @@ def simulate(w: ServingWorkload, cost: StepCost, engine: EngineConfig, kv_pool_t
             chunk_tokens = 0
             attn = 0.0
             completed: list[int] = []
+            index = 0  # the next request in ``prefilling`` to give tokens to
+            formed_idle = not heap and not prefilling
             while room > 0:
-                if prefilling:
-                    r = prefilling[0]
-                elif waiting and admissible(waiting[0]):
+                if index < len(prefilling):
+                    r = prefilling[index]
+                elif waiting and admissible(waiting[0], len(prefilling) - len(completed),
+                                            formed_idle):
                     r = waiting.popleft()
                     running += 1
                     reserved += need[r]
@@ -217,16 +227,20 @@ def simulate(w: ServingWorkload, cost: StepCost, engine: EngineConfig, kv_pool_t
                 left = in_l[r] - done_prefill[r]
                 if not chunked and left > room and chunk_tokens:
                     break  # a whole prompt waits for the next step (the first one always runs)
-                take = left if not chunked else min(left, room)
+                take = left if not chunked else min(left, room, chunk_cap)
                 attn += cost.chunk_attention_s(done_prefill[r], take)
                 done_prefill[r] += take
                 chunk_tokens += take
                 room -= take
                 if done_prefill[r] >= in_l[r]:
-                    prefilling.popleft()
                     completed.append(r)
+                    index += 1
+                elif take == chunk_cap and room > 0:
+                    index += 1  # its rank's budget is spent; the next request runs on another rank
                 else:
                     break
+            for r in completed:
+                prefilling.remove(r)
             duration = cost.mixed_s(decoding, kv_total if decoding else 0.0, chunk_tokens, attn,
                                     decoding + len(completed))
             run_pos = 0

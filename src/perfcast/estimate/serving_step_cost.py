@@ -13,8 +13,10 @@ kernels, TP all-reduce, calibrated overheads) is evaluated once, on grids, and i
   and no all-to-all is charged), memory-bound op and collective of T tokens with its host overheads —
   a decode-only step as a CUDA graph when b ≤ the engine's captured batch size (no per-layer
   or per-step launch overhead, ``inference_phases``), a mixed step as a piecewise graph where
-  the engine has them, else eager; the prefill overheads (``prefill_layer_overhead_s``,
-  ``prefill_overhead_fraction``) are charged on the prefill tokens' share p/T only;
+  the engine has them for its token count (``EngineConfig.mixed_step_graphed``; a decode batch
+  above the decode graphs' size likewise), else eager; the prefill overheads
+  (``prefill_layer_overhead_s``, ``prefill_overhead_fraction``) are charged on the prefill
+  tokens' share p/T only;
 * head(n): the LM head and sampling of the n rows that produce a token;
 * decode attention reads the cache once per step (``inference_kernels``);
 * a chunk of q prompt tokens after a tokens already cached costs the causal attention of
@@ -92,10 +94,15 @@ class StepCost:
     attn_causal: _LogInterp
     graph_max_batch: int
     mixed_graphs: bool
+    mixed_graph_max_tokens: float
+    """Largest step the mixed/prefill graphs cover (inf: every step)."""
+
+    def _mixed_graphed(self, tokens: float) -> bool:
+        return self.mixed_graphs and tokens <= self.mixed_graph_max_tokens
 
     def decode_s(self, b: float, kv_total: float) -> float:
         """A decode-only step of b sequences holding kv_total cached tokens."""
-        body = self.body_graphed(b) if (b <= self.graph_max_batch or self.mixed_graphs) \
+        body = self.body_graphed(b) if (b <= self.graph_max_batch or self._mixed_graphed(b)) \
             else self.body_eager(b)
         return body + self.head(b) + self.attn_decode(b, kv_total / b)
 
@@ -106,7 +113,7 @@ class StepCost:
             return self.decode_s(b, kv_total)
         t = b + prefill_tokens
         eager = self.body_eager(t)
-        base = self.body_graphed(t) if self.mixed_graphs else eager
+        base = self.body_graphed(t) if self._mixed_graphed(t) else eager
         share = prefill_tokens / t
         body = base + share * max(self.body_prefill(t) - eager, 0.0)
         attn = self.attn_decode(b, kv_total / b) if b > 0 else 0.0
@@ -171,4 +178,6 @@ def build_step_cost(ctx: ServingContext, engine: EngineConfig, max_seqs: int,
         body_graphed=_LogInterp(tokens, graphed), body_eager=_LogInterp(tokens, eager),
         body_prefill=_LogInterp(tokens, prefill), head=_LogInterp(tokens, head),
         attn_decode=_LogInterp2D(seqs, kv, attn), attn_causal=_LogInterp(lengths, causal),
-        graph_max_batch=engine.cuda_graph_max_batch, mixed_graphs=engine.mixed_step_graphs)
+        graph_max_batch=engine.cuda_graph_max_batch, mixed_graphs=engine.mixed_step_graphs,
+        mixed_graph_max_tokens=(float("inf") if engine.mixed_step_graph_max_tokens is None
+                                else float(engine.mixed_step_graph_max_tokens)))

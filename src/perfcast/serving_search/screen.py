@@ -98,7 +98,9 @@ def layout_table(model: ModelSpec, system: SystemSpec, layout: InstanceLayout, i
     decode = (AttentionPass(cast(float, b), 1, context, causal=False),)
     graphed = _total_s(replace(ctx, cuda_graphs=True), b, decode, b, False, no_a2a)
     eager = _total_s(replace(ctx, cuda_graphs=False), b, decode, b, False, no_a2a)
-    use_graph = (b <= config.cuda_graph_max_batch) | config.mixed_step_graphs
+    cap = config.mixed_step_graph_max_tokens
+    use_graph = (b <= config.cuda_graph_max_batch) | (
+        config.mixed_step_graphs & (b <= (np.inf if cap is None else cap)))
     k = max(1, config.token_budget_per_step // input_len)
     prompts = np.array([1.0, float(k)])  # one prompt alone; a full token budget of prompts
     prefill = _total_s(replace(ctx, cuda_graphs=False), prompts * input_len,
