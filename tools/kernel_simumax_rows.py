@@ -4,8 +4,10 @@ Source: shared/reference/measured_kernels/simumax_kernels.csv (README beside it)
 come from one A100-PCIe machine and one B200 cluster in SimuMax's own setup (TransformerEngine
 ``general_gemm``/``general_grouped_gemm`` timed by host wall-clock loops; FlashAttention /
 TE attention, causal). They are observations of *that* cluster: ``fit_kernel_analytical.py``
-scores the shipped calibration on them and runs the leave-one-source-out comparison, but does
-not fit the default calibration to them (``perfcast --kernel-table`` uses them as measured).
+scores the shipped calibration on them and runs the leave-one-source-out comparison; of the
+default calibration only Blackwell's BF16 GEMM efficiency is fitted on them (the B200 dense
+GEMMs: the sustained rate of training shapes, ``SUSTAINED_BF16_GEMM`` there); ``perfcast
+--kernel-table`` uses them as measured.
 
 Rates are perfcast's FLOP counts over the measured time: GEMMs 2·m·n·k·batch (grouped GEMMs
 timed as ``batch`` = local experts GEMMs, the analytical model's batched approximation);
@@ -39,7 +41,7 @@ def read_simumax_observations(path: Path) -> list[Observation]:
             if row is None or raw["gpu"] not in HARDWARE_NAME:
                 continue
             hardware = HARDWARE_NAME[raw["gpu"]]
-            why = "one cluster's table: scored, used through --kernel-table, not fitted"
+            why = "one cluster's table: scored (B200 dense GEMMs fit Blackwell's BF16 rate)"
             if row["kind"] == "gemm":
                 dims = (float(row["m"]), float(row["n"]), float(row["k"]), float(row["batch"]))
                 rate = 2 * dims[0] * dims[1] * dims[2] * dims[3] / measured_time_s(raw)

@@ -25,6 +25,19 @@ explains the generation spread); f per generation + kernel gap 12.2 / 10.0%; f p
 generation x dense/MoE 12.1 / 10.2% (nemo_perf 18.2 -> 17.0%, megatron_dsv3_gb200 37 -> 26%,
 torchtitan_nvfp4 13 -> 31%: it moves error between Blackwell sources, not shipped).
 
+Kernel-rate screens of 2026-11-24 (resid21; kernel_analytical.yaml edited, full refit, full
+``perfcast validate --cross-validate source``; CV all / dense / MoE, start 13.39 / 12.28 / 20.68%):
+Blackwell BF16 main-loop efficiency on SimuMax's 514 B200 dense GEMMs (sustained, 0.7721 ->
+0.5609) 13.11 / 12.15 / 19.43%, Blackwell fraction 0.373 -> 0.302: shipped. The same with the
+108 grouped GEMMs in the fit (0.485) 12.93 / 12.08 / 18.58% (torchao_moe 30%, but
+mcore_moe_modelzoo 16.1% over its bound; grouped GEMMs want their own knob). Blackwell FP8
+scaled by the same sustained/burst ratio 13.55 / 12.39 / 21.16% (fraction 0.12: the residual
+shrinks, held-out error grows). Ampere on SimuMax's A100-PCIe table (0.846 -> 0.742) 12.34 /
+11.35 / 18.86%, Ampere fraction 0.121 -> 0.017, but korthikanti2022 4.2 -> 5.2% and
+torchao_float8 39 -> 45% (the pooled fallback drops), and the table is a 300 W PCIe part, not
+the 400 W SXM of the public rows. Hopper BF16 scaled by B200's ratio (no Hopper sustained
+table) 15.9 / 15.5 / 18.9%: Hopper's fraction is not a GEMM rate.
+
 Screening only: the grid parameters (stream-overlap share, Triton attention ratio) stay at
 their all-data fit and held-out rows are predicted from the table, so the numbers sit below
 the full ``perfcast validate --cross-validate source`` ones; compare candidates with each

@@ -23,6 +23,7 @@ from perfcast.specs.workload import Workload
 from perfcast.validate.catalog_lookup import CatalogLookup
 from perfcast.validate.csv_fields import cell_text
 from perfcast.validate.error_stats import ValidationSummary, summarize
+from perfcast.validate.residual_share import residual_share, residual_share_by_source
 from perfcast.validate.training_rows import ParsedRow, SkippedRow, parse_rows, read_rows
 
 Estimator = Callable[[ModelSpec, SystemSpec, Strategy, Workload], Any]
@@ -52,6 +53,9 @@ class RowResult:
     predicted_mfu: float | None = None
     num_nodes: int | None = None
     """Nodes the run spans: ceil(num_gpus / the system's GPUs per node)."""
+    residual_share: float | None = None
+    """Calibrated residual overhead as a share of the forecast step (``validate.residual_share``);
+    None when the report has no breakdown."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -61,6 +65,7 @@ class RowResult:
             "measured_from": self.measured_from,
             "predicted_step_time_s": self.predicted_step_time_s,
             "predicted_mfu": self.predicted_mfu, "num_nodes": self.num_nodes,
+            "residual_share": self.residual_share,
         }
 
 
@@ -78,6 +83,9 @@ class ValidationReport:
             "skipped": [{"row_id": s.row_id, "reason": s.reason} for s in self.skipped],
             "summary": {
                 **self.summary.to_dict(),
+                "residual_share_by_source": {
+                    source: stats.to_dict()
+                    for source, stats in residual_share_by_source(self.rows).items()},
                 "num_rows": len(self.rows),
                 "num_skipped": len(self.skipped),
             },
@@ -98,6 +106,14 @@ def _optional_float(report: Any, name: str) -> float | None:
     except (AttributeError, TypeError, ValueError):
         return None
     return value if math.isfinite(value) else None
+
+
+def _residual_share(report: Any) -> float | None:
+    """``report.breakdown.other_s / report.step_time_s`` (``validate.residual_share``), or
+    None when the report has no breakdown or no positive finite step time."""
+    other = _optional_float(getattr(report, "breakdown", None), "other_s")
+    step = _optional_float(report, "step_time_s")
+    return None if other is None or step is None or step <= 0 else residual_share(other, step)
 
 
 def compare_row(parsed: ParsedRow, estimator: Estimator) -> RowResult | SkippedRow:
@@ -121,6 +137,7 @@ def compare_row(parsed: ParsedRow, estimator: Estimator) -> RowResult | SkippedR
         predicted_step_time_s=_optional_float(report, "step_time_s"),
         predicted_mfu=_optional_float(report, "mfu"),
         num_nodes=-(-parsed.strategy.num_gpus // parsed.system.gpus_per_node),
+        residual_share=_residual_share(report),
     )
 
 
