@@ -8,7 +8,8 @@ treats r as a two-level (random-effects) quantity: r = μ + u_source + ε_row wi
 between-source variance τ² and a within-source variance σ² (Gelman et al., *Bayesian Data
 Analysis*, 3rd ed., ch. 5: the predictive for a NEW group has variance τ² + σ²). Each group of
 comparable runs (``generation|arch|scale`` down to ``all``) stores its source-weighted centre
-μ̂, τ², σ² and the finished band in log space (``validate/intervals.py`` builds it): τ² and σ²
+μ̂, τ², σ² (robust moments: median and MAD over sources, ``validate.intervals.source_spread``)
+and the finished band in log space (``validate/intervals.py`` builds it): τ² and σ²
 are shrunk towards the ``all`` group's with ``prior_sources`` pseudo-sources (the scaled
 inverse-χ² prior, BDA3 §3.3), and the band is μ̂ ± t_{(1+level)/2, k−1+ν0} ·
 sqrt((τ² + σ²)(1 + 1/k)) for k sources: few comparable sources give a wide band.
@@ -41,9 +42,10 @@ class ResidualBand(BaseModel):
 
     n: int = Field(ge=1, description="Held-out runs (rows) in the group.")
     num_sources: int = Field(ge=1, description="Sources the runs come from.")
-    center: float = Field(description="Mean over sources of each source's mean log ratio.")
-    between_var: float = Field(ge=0, description="Variance of the source means (τ², ddof 1).")
-    within_var: float = Field(ge=0, description="Mean over sources of the within-source "
+    center: float = Field(description="Median over sources of each source's mean log ratio.")
+    between_var: float = Field(ge=0, description="Robust variance of the source means (τ², "
+                                                 "(1.4826·MAD)²).")
+    within_var: float = Field(ge=0, description="Median over sources of the within-source "
                                                 "variance of the log ratio (σ²).")
     low: float = Field(description="Lower band edge of log(forecast time / measured time).")
     high: float = Field(description="Upper band edge of log(forecast time / measured time).")

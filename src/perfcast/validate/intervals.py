@@ -44,11 +44,12 @@ class SourceSpread:
     num_sources: int
     num_rows: int
     center: float
-    """Mean over sources of each source's mean r."""
+    """Median over sources of each source's mean r (mean below 3 sources)."""
     between_var: float
-    """Variance of the source means (ddof 1; 0 for one source)."""
+    """Robust variance of the source means, (1.4826·MAD)² (ddof-1 variance below 3 sources;
+    0 for one)."""
     within_var: float
-    """Mean over sources of each source's (population) variance of r."""
+    """Median over sources of each source's (population) variance of r (mean below 3)."""
 
 
 def _generation(gpu: str) -> str:
@@ -84,15 +85,38 @@ def residuals_serving(rows, exclude_ids: frozenset[str] = frozenset()) -> list[R
     return out
 
 
+MAD_TO_SD = 1.4826
+"""Normal-consistency constant of the median absolute deviation: 1.4826·MAD estimates σ of a
+normal sample (Huber & Ronchetti, *Robust Statistics*, 2nd ed., 2009, §5.1)."""
+ROBUST_MIN_SOURCES = 3
+"""Fewest sources for the robust moments (a median of two is their mean)."""
+
+
 def source_spread(by_source: Mapping[str, Sequence[float]]) -> SourceSpread:
     """Centre, between- and within-source variance of residuals grouped by source (each
-    source weighs once, however many rows it has: a new source is one draw of u_source)."""
+    source weighs once, however many rows it has: a new source is one draw of u_source).
+
+    Robust moments (Huber & Ronchetti 2009, §5.1) from ``ROBUST_MIN_SOURCES`` sources on: the
+    centre is the median of the source means, τ² = (1.4826·MAD of the source means)², σ² the
+    median of the sources' within-source variances. The source effects are heavy-tailed -- a
+    source whose mechanism perfcast lacks (2026-11: MI300X torchao rows +41%) is not a normal
+    draw -- and its mean and variance would widen every group's band past its level (held-out
+    training coverage 87.9% of rows with the mean/variance moments, 81.5% with the robust
+    ones; serving 79.5% -> 78.6%). With fewer sources: the mean, ddof-1 variance and mean
+    within-source variance."""
     means = np.array([np.mean(v) for v in by_source.values()])
+    within = np.array([np.var(v) for v in by_source.values()])
+    num_rows = sum(len(v) for v in by_source.values())
+    if len(means) >= ROBUST_MIN_SOURCES:
+        median = float(np.median(means))
+        mad = float(np.median(np.abs(means - median)))
+        return SourceSpread(num_sources=len(means), num_rows=num_rows, center=median,
+                            between_var=(MAD_TO_SD * mad) ** 2,
+                            within_var=float(np.median(within)))
     return SourceSpread(
-        num_sources=len(means), num_rows=sum(len(v) for v in by_source.values()),
-        center=float(means.mean()),
+        num_sources=len(means), num_rows=num_rows, center=float(means.mean()),
         between_var=float(np.var(means, ddof=1)) if len(means) > 1 else 0.0,
-        within_var=float(np.mean([np.var(v) for v in by_source.values()])))
+        within_var=float(within.mean()))
 
 
 def predictive_band(spread: SourceSpread, prior: SourceSpread, prior_sources: float,
