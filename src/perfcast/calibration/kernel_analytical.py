@@ -122,6 +122,18 @@ class KernelAnalyticalCalibration(BaseModel):
         """True when ``generation`` has no block of its own."""
         return generation not in self.generations
 
+    def transferred_parts(self, generation: Generation) -> tuple[str, ...]:
+        """Kernel classes (``gemm``, ``attention``) whose block for ``generation`` was
+        ``transferred`` from another generation (no measurements of that class on it), with
+        the block's provenance note; empty for a generation without a block (``uses_default``
+        covers that) or with fitted blocks."""
+        block = self.generations.get(generation)
+        if block is None:
+            return ()
+        return tuple(f"{name} kernel constants ({part.provenance.note})"
+                     for name, part in (("GEMM", block.gemm), ("attention", block.attention))
+                     if part.provenance.method == "transferred")
+
     def for_generation(self, generation: Generation) -> GenerationAnalytical:
         """The block of ``generation``, or ``default``."""
         return self.generations.get(generation, self.generations["default"])

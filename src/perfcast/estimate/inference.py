@@ -49,6 +49,7 @@ from perfcast.estimate.inference_report import (
     InferenceReport,
     SpeculationSummary,
 )
+from perfcast.estimate.stand_ins import calibration_stand_ins
 from perfcast.kernels.backend import KernelBackendName, get_backend
 from perfcast.specs.compat import check_strategy_for_model
 from perfcast.specs.hardware import SystemSpec
@@ -270,7 +271,8 @@ def estimate_inference(
         max_batch_size=max_batch, speculation=speculation,
         kernel_backend=str(getattr(backend, "name", kernel_backend)),
         calibration_default=cal.uses_default(system.gpu.generation),
-        calibration=calibration.inference_status(system.gpu.generation),
+        calibration=replace(calibration.inference_status(system.gpu.generation),
+                            stand_ins=calibration_stand_ins(backend, system.gpu)),
         assumptions=(
             "prefill and decode from the operator graph; roofline kernels with calibrated "
             "efficiencies; alpha-beta collectives",

@@ -77,6 +77,11 @@ class AnalyticalBackend:
         """True when ``gpu``'s generation has no analytical block of its own."""
         return self.calibration.uses_default(gpu.generation)
 
+    def transferred_parts(self, gpu: GPUSpec) -> tuple[str, ...]:
+        """Kernel classes whose constants ``gpu``'s generation borrowed from another one
+        (``KernelAnalyticalCalibration.transferred_parts``)."""
+        return self.calibration.transferred_parts(gpu.generation)
+
     def uses_roofline(self, gpu: GPUSpec) -> bool:
         """True when the catalog lacks the SM count or clock the tile model needs."""
         return gpu.num_sms is None or gpu.matrix_clock_Hz is None

@@ -72,6 +72,23 @@ class RooflineBackend:
         """True when ``gpu``'s generation is not calibrated and the default block is used."""
         return self.calibration.uses_default(gpu.generation)
 
+    def transferred_parts(self, gpu: GPUSpec) -> tuple[str, ...]:
+        """Kernel constants ``gpu``'s generation took from another generation (provenance
+        ``transferred``, ``calibration/kernel_roofline.yaml``): the attention blocks, the
+        BF16 GEMM curve and the HBM efficiency (the per-kernel launch gap is one constant for
+        every generation, and FP8/FP4 curves matter only where used: not listed). Empty for
+        a generation without a block (``uses_default`` covers that)."""
+        if self.calibration.uses_default(gpu.generation):
+            return ()
+        block = self.params(gpu)
+        parts = (("attention forward", block.attention_forward),
+                 ("attention backward", block.attention_backward),
+                 ("BF16 GEMM", block.gemm.get("bf16")),
+                 ("HBM efficiency", block.hbm_efficiency))
+        return tuple(f"{name} constants ({part.note or 'from another generation'})"
+                     for name, part in parts
+                     if part is not None and part.method == "transferred")
+
     def gemm_time_s(
         self,
         gpu: GPUSpec,
