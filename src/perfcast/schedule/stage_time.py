@@ -24,7 +24,8 @@ s·min(comm, window)), s the cost of overlapping):
 - recompute: full = re-run the forward of the recomputed layers (with its TP and EP
   collectives); selective = re-run the forward ops of ``recompute_modules``
   (``graph.recompute_modules``; the default core_attn = the attention core, Korthikanti et al.
-  2022 §5).
+  2022 §5; ``op_sac`` = torchtitan per-op SAC, every memory-bound op and every second matmul,
+  ``graph.op_sac``).
 
 Host time (``schedule.host_time``): each pass of a layer takes Σ over its segments between
 device-host syncs of max(GPU stream, host issue time) plus the syncs; the excess over the GPU
@@ -41,7 +42,7 @@ import numpy as np
 from perfcast.calibration.comm_overlap import CommOverlapCalibration
 from perfcast.calibration.host_launch import HostLaunchCalibration, load_host_launch
 from perfcast.graph.ops import AttentionOp, GemmOp, Group, MemoryOp, Phase
-from perfcast.graph.recompute_modules import recomputed_op_names
+from perfcast.graph.recompute_modules import forward_recompute_share, recomputed_op_names
 from perfcast.graph.stage import LayerGroup, StageGraph
 from perfcast.kernels.backend import KernelBackend
 from perfcast.schedule.host_time import (
@@ -220,14 +221,17 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
     issued: dict[bool, list] = {True: [], False: []}
     # Timed whatever the granularity (the bulk search times layers once per layer key);
     # ``assemble_stage_time`` charges it only under selective recompute.
-    redo = recomputed_op_names(getattr(strategy, "recompute_modules", ("core_attn",)))
+    modules = getattr(strategy, "recompute_modules", ("core_attn",))
+    redo = recomputed_op_names(modules)
     for op in group.compute:
         t = op_time(op, system, strategy, backend)
         issued[op.phase == Phase.FORWARD].append((op.name, op.count, t))
         kind_s[type(op)] += t
         by_pass[(type(op), op.phase == Phase.FORWARD)] += t
-        if op.phase == Phase.FORWARD and op.name in redo:
-            selective = selective + t
+        if op.phase == Phase.FORWARD:
+            share = forward_recompute_share(op, modules, redo, group.op_sac_shares)
+            if share:
+                selective = selective + share * t
         if op.phase == Phase.BACKWARD_WGRAD:
             wgrad = wgrad + t
     comm = {(g, forward): 0.0 for g in (Group.TP, Group.CP, Group.EP) for forward in (True, False)}
