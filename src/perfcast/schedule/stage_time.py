@@ -25,7 +25,7 @@ s·min(comm, window)), s the cost of overlapping):
   collectives); selective = re-run the forward ops of ``recompute_modules``
   (``graph.recompute_modules``; the default core_attn = the attention core, Korthikanti et al.
   2022 §5; ``op_sac`` = torchtitan per-op SAC, every memory-bound op and every second matmul,
-  ``graph.op_sac``).
+  ``graph.op_sac``, with the forward TP all-gathers that feed them).
 
 Host time (``schedule.host_time``): each pass of a layer takes Σ over its segments between
 device-host syncs of max(GPU stream, host issue time) plus the syncs; the excess over the GPU
@@ -176,6 +176,10 @@ class LayerOpSeconds:
     """Forward seconds of the ops ``recompute_modules`` re-runs."""
     comm_s: dict[tuple[Group, bool], float]
     """Collective seconds per (TP/CP/EP group, forward?), before overlap."""
+    tp_gather_forward_s: float
+    """Forward TP all-gather seconds (sequence parallelism), before overlap: torchtitan's
+    op-SAC re-runs them for its recomputed matmuls (``all_gather_into_tensor`` is not in its
+    save list; the reduce-scatter is)."""
     cp_blocking_s: dict[bool, float]
     """Per pass: CP exchange seconds that cannot overlap attention (all-gather, all-to-all)."""
     issued: dict[bool, tuple[tuple[str, float, float], ...]]
@@ -236,6 +240,7 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
             wgrad = wgrad + t
     comm = {(g, forward): 0.0 for g in (Group.TP, Group.CP, Group.EP) for forward in (True, False)}
     cp_blocking = {True: 0.0, False: 0.0}
+    gather = 0.0
     for comm_op in group.comm:
         forward = comm_op.phase == Phase.FORWARD
         seconds = comm_time(comm_op, system, strategy)
@@ -245,9 +250,11 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
             group_key = CP_GROUPS.get(comm_op.group, TP_GROUPS.get(comm_op.group, comm_op.group))
             comm[(group_key, forward)] += seconds
         issued[comm_op.phase == Phase.FORWARD].append((comm_op.name, comm_op.count, 0.0))
+        if forward and comm_op.name == "tp_all_gather":
+            gather = gather + seconds
     return LayerOpSeconds(
         kind_s=kind_s, by_pass=by_pass, wgrad_s=wgrad, selective_s=selective, comm_s=comm,
-        cp_blocking_s=cp_blocking, issued={k: tuple(v) for k, v in issued.items()},
+        tp_gather_forward_s=gather, cp_blocking_s=cp_blocking, issued={k: tuple(v) for k, v in issued.items()},
         forward_s=sum(t for (_, forward), t in by_pass.items() if forward),
         backward_s=sum(t for (_, forward), t in by_pass.items() if not forward),
         issued_kernel_s={k: sum(t for _, _, t in v) for k, v in issued.items()})
@@ -293,8 +300,11 @@ def layer_time(group: LayerGroup, system, strategy, backend,
         gemm_s=kind_s[GemmOp], attention_s=kind_s[AttentionOp], memory_bound_s=kind_s[MemoryOp],
         forward_compute_s=fwd, backward_compute_s=bwd,
         attention_forward_s=by_pass[(AttentionOp, True)],
-        # Recomputing the whole MoE layer re-runs its forward dispatch and combine too.
-        selective_recompute_s=selective + (ep_fwd if "moe" in modules else 0.0),
+        # Recomputing the whole MoE layer re-runs its forward dispatch and combine too;
+        # op-SAC re-runs the forward TP all-gathers (exposed as the pass's TP collectives).
+        selective_recompute_s=selective + (ep_fwd if "moe" in modules else 0.0) + (
+            tp_fwd * seconds.tp_gather_forward_s / comm[(Group.TP, True)]
+            if "op_sac" in modules and comm[(Group.TP, True)] > 0 else 0.0),
         tp_forward_s=tp_fwd, tp_backward_s=tp_bwd,
         cp_s=float(cp_forward + cp_backward),
         ep_forward_s=ep_fwd, ep_backward_s=ep_bwd,
