@@ -157,3 +157,31 @@ def test_cli_op_sac():
     assert json.loads(sac.stdout)["peak_bytes"] < core["peak_bytes"]
     bad = runner.invoke(app, base + ["--recompute-modules", "op_sac,mlp"])
     assert bad.exit_code == 2 and "op_sac" in bad.output and "Traceback" not in bad.output
+
+
+@pytest.mark.parametrize("model_name", ["llama-3-8b", "mixtral-8x7b"])
+def test_bulk_search_layers_carry_the_estimator_shares(model_name):
+    """The bulk search's per-shape layer ops carry the same op-SAC shares as the stage graph
+    ``estimate_training`` times (one rule, ``graph.op_sac``, for both paths)."""
+    from perfcast.graph.stage import stage_graph
+    from perfcast.search.bulk import _layer_group
+
+    model = load_model(model_name)
+    strategy = OP_SAC.model_copy(update={"ep": 8 if model.is_moe else 1})
+    for group in stage_graph(model, strategy, 4096, 0).layers:
+        bulk = _layer_group(model, layer_shape(model, strategy, 4096, group.moe))
+        assert bulk.op_sac_shares == group.op_sac_shares and bulk.op_sac_shares
+
+
+def test_row_stating_per_op_sac_reads_op_sac():
+    from perfcast.validate.training_rows import parse_rows, read_rows
+
+    from conftest import shared_path
+
+    raw = [r for r in read_rows(shared_path("ground_truth", "training.csv"))
+           if r["row_id"] in ("105", "114", "518")]
+    parsed, _ = parse_rows(raw)
+    assert len(parsed) == 3
+    for row in parsed:
+        assert row.strategy.recompute == "selective"
+        assert row.strategy.recompute_modules == ("op_sac",), row.row_id

@@ -254,7 +254,8 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
             gather = gather + seconds
     return LayerOpSeconds(
         kind_s=kind_s, by_pass=by_pass, wgrad_s=wgrad, selective_s=selective, comm_s=comm,
-        tp_gather_forward_s=gather, cp_blocking_s=cp_blocking, issued={k: tuple(v) for k, v in issued.items()},
+        tp_gather_forward_s=gather, cp_blocking_s=cp_blocking,
+        issued={k: tuple(v) for k, v in issued.items()},
         forward_s=sum(t for (_, forward), t in by_pass.items() if forward),
         backward_s=sum(t for (_, forward), t in by_pass.items() if not forward),
         issued_kernel_s={k: sum(t for _, _, t in v) for k, v in issued.items()})
