@@ -185,3 +185,13 @@ def test_row_stating_per_op_sac_reads_op_sac():
     for row in parsed:
         assert row.strategy.recompute == "selective"
         assert row.strategy.recompute_modules == ("op_sac",), row.row_id
+
+
+def test_hfu_counts_the_recomputed_matmuls():
+    """HFU - MFU = the recomputed mm FLOPs (wk, wo, w3 per Llama layer) over the peak."""
+    model = load_model("llama-3-8b")
+    h, f, kv = model.hidden_size, model.intermediate_size, model.num_kv_heads * model.kv_channels
+    report = estimate_training(model, load_system("dgx-h100", num_gpus=8), OP_SAC,
+                               Workload(seq_length=4096, global_batch_size=8))
+    extra = report.hardware_flops_per_token - report.model_flops_per_token
+    assert extra == pytest.approx(model.num_hidden_layers * 2 * (h * kv + h * h + h * f))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfcast.graph.param_sharding import count_moe_layers
 from perfcast.specs.model import ModelSpec
 
 
@@ -114,3 +115,17 @@ def op_sac_gemm_shares(model: ModelSpec, moe_layer: bool) -> tuple[OpShare, ...]
     if moe_layer:
         shares.append(OpShare("router", 1.0))
     return tuple(shares)
+
+
+def op_sac_recompute_flops_per_token(model: ModelSpec) -> float:
+    """Hardware FLOPs per token that op-SAC adds (HFU counts them, MFU does not: Korthikanti
+    et al. 2022 §6): over the model's layers, 2·in·out for each recomputed mm, plus the MoE
+    router gate (2·h·E) in every MoE layer; no attention (the SDPA output is saved)."""
+    num_moe = count_moe_layers(model, range(model.num_hidden_layers))
+    num_dense = model.num_hidden_layers - num_moe
+
+    def per_layer(moe: bool) -> float:
+        return sum(mm.flops_per_token for mm in op_sac_recomputed(model, moe))
+
+    router = 2.0 * model.hidden_size * model.num_experts if model.is_moe else 0.0
+    return num_dense * per_layer(False) + num_moe * (per_layer(True) + router)
