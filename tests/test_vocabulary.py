@@ -151,7 +151,12 @@ def test_read_sharding_unknown() -> None:
     ("full", RecomputeText("full")),
     ("full activation checkpointing", RecomputeText("full")),
     ("full (--activations-checkpoint-method uniform)", RecomputeText("full")),
-    ("selective per-op SAC", RecomputeText("selective")),
+    # torchtitan per-op SAC (selective_ac_option = "op"): the op_sac module
+    ("selective per-op SAC", RecomputeText("selective", ("op_sac",))),
+    ("per-op selective activation checkpointing", RecomputeText("selective", ("op_sac",))),
+    ("selective op activation checkpointing", RecomputeText("selective", ("op_sac",))),
+    ("selective (op) per default toml", RecomputeText("selective", ("op_sac",))),
+    ("selective activation checkpointing", RecomputeText("selective")),
     ("selective (attention core only)", RecomputeText("selective", ("core_attn",))),
     ("selective (--recompute-modules mlp moe_act)", RecomputeText("selective", ("mlp", "moe_act"))),
     ("selective (--recompute-modules layernorm moe)", RecomputeText("selective",

@@ -76,6 +76,8 @@ class AppliedDefaults:
 def _recompute_fields(value: str, layers_per_stage: int) -> dict[str, Any]:
     if value == "every_second_layer":
         return {"recompute": "full", "recompute_num_layers": max(1, layers_per_stage // 2)}
+    if value == "per_op":
+        return {"recompute": "selective", "recompute_modules": ("op_sac",)}
     return {"recompute": value}
 
 

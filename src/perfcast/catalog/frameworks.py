@@ -45,9 +45,11 @@ DataParallelSharding = Literal["none", "distributed_optimizer", "zero2", "fsdp"]
 """What the data-parallel group shards: nothing (all-reduce DDP), optimizer states (Megatron
 distributed optimizer, ZeRO-1), gradients too (ZeRO-2 / FSDP SHARD_GRAD_OP), or everything
 (FSDP full shard / ZeRO-3)."""
-RecomputeDefault = Literal["none", "selective", "full", "every_second_layer"]
+RecomputeDefault = Literal["none", "selective", "full", "every_second_layer", "per_op"]
 """Activation recomputation: ``every_second_layer`` = full recompute of every 2nd layer
-(torchtitan's layer-level selective AC, ``selective_ac_option="2"``)."""
+(torchtitan's layer-level selective AC, ``selective_ac_option="2"``); ``per_op`` = torchtitan's
+per-op SAC (``selective_ac_option="op"``: selective recompute with module ``op_sac``,
+``graph.op_sac``)."""
 ExpertTensorParallel = Literal["one", "tp"]
 """Expert tensor-parallel size: 1, or equal to the dense TP size (Megatron-Core's own default)."""
 PipelineSplit = Literal["even", "first_last_one_layer_fewer"]

@@ -249,7 +249,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("seq_length", int, typer.Option(4096, "--seq-length", "--seq-len", help="Tokens per sequence.")),
     ("recompute", RecomputeOpt, typer.Option(RecomputeOpt.none, "--recompute", "--recompute-granularity", help="Activation recomputation.")),
     ("recompute_num_layers", int | None, typer.Option(None, "--recompute-num-layers", help="Layers per stage recomputed with --recompute full.")),
-    ("recompute_modules", str | None, typer.Option(None, "--recompute-modules", help="Selective recompute modules, comma or space separated: core_attn, mlp, moe, shared_experts, moe_act, layernorm, mla_up_proj (implies --recompute selective; default core_attn).")),
+    ("recompute_modules", str | None, typer.Option(None, "--recompute-modules", help="Selective recompute modules, comma or space separated: core_attn, mlp, moe, shared_experts, moe_act, layernorm, mla_up_proj, or op_sac alone (torchtitan per-op SAC: saves attention and every 2nd matmul, recomputes the rest) (implies --recompute selective; default core_attn).")),
     ("cpu_offload_layers", int, typer.Option(0, "--cpu-offload-activations", "--cpu-offloading-num-layers", min=0, help="Layers per stage whose activations are offloaded to host memory over PCIe / NVLink-C2C (pp 1, no recompute).")),
     ("offload_modules", str | None, typer.Option(None, "--offload-modules", help="Fine-grained activation offloading, comma or space separated: attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1, moe_act.")),
     ("sequence_parallel", bool, typer.Option(False, "--sequence-parallel/--no-sequence-parallel", help="Megatron sequence parallelism.")),

@@ -24,6 +24,7 @@ from perfcast.graph.flops import (
     recompute_flops_per_token,
 )
 from perfcast.graph.layer import ACT_BYTES
+from perfcast.graph.op_sac import op_sac_recompute_flops_per_token
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
 from perfcast.graph.param_sharding import (
     count_moe_layers,
@@ -245,8 +246,11 @@ def estimate_training(
     interval = _interval(cal, model, system, strategy, workload.tokens_per_step / float(step))
     model_flops = (model_flops_per_token(model, s)
                    - dropped_token_flops_per_token(model, strategy.moe_capacity_factor))
-    hardware_flops = model_flops + recompute_flops_per_token(
-        model, s, strategy.recompute, _recomputed_fraction(model, strategy))
+    if strategy.recompute == "selective" and "op_sac" in strategy.recompute_modules:
+        hardware_flops = model_flops + op_sac_recompute_flops_per_token(model)
+    else:
+        hardware_flops = model_flops + recompute_flops_per_token(
+            model, s, strategy.recompute, _recomputed_fraction(model, strategy))
     return TrainingReport(
         model=model.name,
         system=system.name,

@@ -16,6 +16,7 @@ from perfcast.calibration.moe_routing import load_moe_routing
 from perfcast.errors import InputError
 from perfcast.graph.fp8_casts import fp8_cast_ops
 from perfcast.graph.layer import ACT_BYTES, LayerShape, backward_ops, layer_ops
+from perfcast.graph.op_sac import OpShare, op_sac_gemm_shares
 from perfcast.graph.ops import CommOp, ComputeOp, GemmOp, MemoryOp, Phase
 from perfcast.graph.param_sharding import is_moe_layer, strategy_stage_layers
 from perfcast.graph.params import allocated_vocab_size
@@ -31,6 +32,8 @@ class LayerGroup:
     moe: bool
     compute: tuple[ComputeOp, ...]
     comm: tuple[CommOp, ...]
+    op_sac_shares: tuple[OpShare, ...] = ()
+    """Recomputed share of each GEMM under torchtitan per-op SAC (``graph.op_sac``)."""
 
 
 @dataclass(frozen=True)
@@ -198,7 +201,8 @@ def _stage_graph(model: ModelSpec, strategy: Strategy, seq_length: int, stage: i
             compute = bf16_layer_ops(compute)
         else:
             compute, comm = layer_ops(model, shape)
-        groups.append(LayerGroup(count, moe, tuple(compute), tuple(comm)))
+        groups.append(LayerGroup(count, moe, tuple(compute), tuple(comm),
+                                 op_sac_gemm_shares(model, moe)))
     shape = layer_shape(model, strategy, seq_length, False)
     extra: list[ComputeOp] = []
     if stage == 0:

@@ -18,7 +18,8 @@ exactly. Flash attention (Dao et al. 2022) stores no s×s matrix, only the fp32 
 (4·a·s·b bytes). Context parallelism splits the sequence: s is the per-rank s/cp.
 With FP8 training the linear layers keep their saved inputs in FP8 (1 B: the QKV/MLP-in
 norm outputs, the out-projection input, MLA latents, fc2 inputs and MoE permuted tokens), and
-Megatron-Core's ``recompute_modules`` drop the terms of the recomputed submodules.
+Megatron-Core's ``recompute_modules`` drop the terms of the recomputed submodules; torchtitan's
+per-op SAC (``op_sac``) keeps its own set (``memory.op_sac_activations``).
 Functions are array-friendly (numpy broadcasting over s, b, t).
 """
 
@@ -172,6 +173,10 @@ def layer_activation_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe_
         divisor = t if opts.sequence_parallel else 1
         return ACT_BYTES * s * b * h / divisor
     modules = set(opts.recompute_modules) if opts.recompute == "selective" else set()
+    if "op_sac" in modules:  # torchtitan per-op SAC keeps its own set of tensors
+        from perfcast.memory.op_sac_activations import op_sac_layer_bytes
+
+        return op_sac_layer_bytes(model, s, b, opts, moe_layer)
     # FP8 linear inputs keep 1 of their 2 bytes: the share of a term that is a GEMM input.
     fp8_keep = BYTES_PER_ELEMENT["fp8"] / ACT_BYTES if opts.fp8_linear_inputs else 1.0
     replicated = _replicated_terms(model, s, b) - (1 - fp8_keep) * _norm_output_terms(model, s, b)
@@ -263,6 +268,10 @@ def recompute_working_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe
     Korthikanti et al. 2022 §5: full recomputation re-runs each layer's forward just before its
     backward, so the full per-layer set of one layer is live at the peak.
     """
+    if opts.recompute == "selective" and "op_sac" in opts.recompute_modules:
+        from perfcast.memory.op_sac_activations import op_sac_working_bytes
+
+        return op_sac_working_bytes(model, s, b, opts, moe_layer)
     if opts.recompute != "full":
         return 0 * s
     return layer_activation_bytes(model, s, b, replace(opts, recompute="none"), moe_layer)

@@ -28,7 +28,8 @@ s·min(comm, window)), s the cost of overlapping):
   collectives: the checkpointed layer calls its attention, exchange included, again);
   selective = re-run the forward ops of ``recompute_modules`` (``graph.recompute_modules``;
   the default core_attn = the attention core, Korthikanti et al. 2022 §5, with its CP
-  exchange).
+  exchange; ``op_sac`` = torchtitan per-op SAC, every memory-bound op and every second
+  matmul, ``graph.op_sac``, with the forward TP all-gathers that feed them).
 
 Host time (``schedule.host_time``): each pass of a layer takes Σ over its segments between
 device-host syncs of max(GPU stream, host issue time) plus the syncs; the excess over the GPU
@@ -45,7 +46,7 @@ import numpy as np
 from perfcast.calibration.comm_overlap import CommOverlapCalibration
 from perfcast.calibration.host_launch import HostLaunchCalibration, load_host_launch
 from perfcast.graph.ops import AttentionOp, GemmOp, Group, MemoryOp, Phase
-from perfcast.graph.recompute_modules import recomputed_op_names
+from perfcast.graph.recompute_modules import forward_recompute_share, recomputed_op_names
 from perfcast.graph.stage import LayerGroup, StageGraph
 from perfcast.kernels.backend import KernelBackend
 from perfcast.schedule.host_time import (
@@ -179,6 +180,10 @@ class LayerOpSeconds:
     """Forward seconds of the ops ``recompute_modules`` re-runs."""
     comm_s: dict[tuple[Group, bool], float]
     """Collective seconds per (TP/CP/EP group, forward?), before overlap."""
+    tp_gather_forward_s: float
+    """Forward TP all-gather seconds (sequence parallelism), before overlap: torchtitan's
+    op-SAC re-runs them for its recomputed matmuls (``all_gather_into_tensor`` is not in its
+    save list; the reduce-scatter is)."""
     cp_blocking_s: dict[bool, float]
     """Per pass: CP exchange seconds that cannot overlap attention (all-gather, all-to-all)."""
     cp_first_step_s: dict[bool, float]
@@ -227,19 +232,23 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
     issued: dict[bool, list] = {True: [], False: []}
     # Timed whatever the granularity (the bulk search times layers once per layer key);
     # ``assemble_stage_time`` charges it only under selective recompute.
-    redo = recomputed_op_names(getattr(strategy, "recompute_modules", ("core_attn",)))
+    modules = getattr(strategy, "recompute_modules", ("core_attn",))
+    redo = recomputed_op_names(modules)
     for op in group.compute:
         t = op_time(op, system, strategy, backend)
         issued[op.phase == Phase.FORWARD].append((op.name, op.count, t))
         kind_s[type(op)] += t
         by_pass[(type(op), op.phase == Phase.FORWARD)] += t
-        if op.phase == Phase.FORWARD and op.name in redo:
-            selective = selective + t
+        if op.phase == Phase.FORWARD:
+            share = forward_recompute_share(op, modules, redo, group.op_sac_shares)
+            if share:
+                selective = selective + share * t
         if op.phase == Phase.BACKWARD_WGRAD:
             wgrad = wgrad + t
     comm = {(g, forward): 0.0 for g in (Group.TP, Group.CP, Group.EP) for forward in (True, False)}
     cp_blocking = {True: 0.0, False: 0.0}
     cp_first_step = {True: 0.0, False: 0.0}
+    gather = 0.0
     for comm_op in group.comm:
         forward = comm_op.phase == Phase.FORWARD
         seconds = comm_time(comm_op, system, strategy)
@@ -251,9 +260,11 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
             group_key = CP_GROUPS.get(comm_op.group, TP_GROUPS.get(comm_op.group, comm_op.group))
             comm[(group_key, forward)] += seconds
         issued[comm_op.phase == Phase.FORWARD].append((comm_op.name, comm_op.count, 0.0))
+        if forward and comm_op.name == "tp_all_gather":
+            gather = gather + seconds
     return LayerOpSeconds(
         kind_s=kind_s, by_pass=by_pass, wgrad_s=wgrad, selective_s=selective, comm_s=comm,
-        cp_blocking_s=cp_blocking, cp_first_step_s=cp_first_step,
+        tp_gather_forward_s=gather, cp_blocking_s=cp_blocking, cp_first_step_s=cp_first_step,
         issued={k: tuple(v) for k, v in issued.items()},
         forward_s=sum(t for (_, forward), t in by_pass.items() if forward),
         backward_s=sum(t for (_, forward), t in by_pass.items() if not forward),
@@ -314,9 +325,12 @@ def layer_time(group: LayerGroup, system, strategy, backend,
         forward_compute_s=fwd, backward_compute_s=bwd,
         attention_forward_s=by_pass[(AttentionOp, True)],
         # Recomputing the whole MoE layer re-runs its forward dispatch and combine too; the
-        # attention core under context parallelism re-runs its K/V exchange.
+        # attention core under context parallelism re-runs its K/V exchange; op-SAC re-runs
+        # the forward TP all-gathers (exposed as the pass's TP collectives).
         selective_recompute_s=selective + (ep_fwd if "moe" in modules else 0.0)
-        + (float(cp_forward) if "core_attn" in modules else 0.0),
+        + (float(cp_forward) if "core_attn" in modules else 0.0) + (
+            tp_fwd * seconds.tp_gather_forward_s / comm[(Group.TP, True)]
+            if "op_sac" in modules and comm[(Group.TP, True)] > 0 else 0.0),
         tp_forward_s=tp_fwd, tp_backward_s=tp_bwd,
         cp_s=float(cp_forward + cp_backward),
         ep_forward_s=ep_fwd, ep_backward_s=ep_bwd,

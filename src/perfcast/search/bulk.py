@@ -27,6 +27,7 @@ from perfcast.calibration.host_launch import load_host_launch
 from perfcast.calibration.memory_overheads import load_memory_overheads
 from perfcast.estimate.training import assemble_step, distinct_stages
 from perfcast.graph.layer import LayerShape, layer_ops
+from perfcast.graph.op_sac import op_sac_gemm_shares
 from perfcast.graph.param_sharding import stage_params
 from perfcast.graph.stage import (
     LayerGroup,
@@ -200,7 +201,8 @@ def _layer_group(model: ModelSpec, shape: LayerShape) -> LayerGroup:
     once per process for every search that asks (the tasks of a sweep share most shapes: a
     varied hardware parameter leaves them all alike, more GPUs add to them)."""
     compute, comm = layer_ops(model, shape)
-    return LayerGroup(1, shape.moe, tuple(compute), tuple(comm))
+    return LayerGroup(1, shape.moe, tuple(compute), tuple(comm),
+                      op_sac_gemm_shares(model, shape.moe))
 
 
 def stack_layer_rows(parts: list[LayerRows]) -> LayerTables:

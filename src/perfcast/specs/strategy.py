@@ -21,10 +21,14 @@ from perfcast.specs.pipeline_layout import parse_pipeline_layout
 
 Recompute = Literal["none", "selective", "full"]
 RecomputeModule = Literal["core_attn", "mlp", "moe", "shared_experts", "moe_act", "layernorm",
-                          "mla_up_proj"]
+                          "mla_up_proj", "op_sac"]
 """Megatron-Core ``--recompute-modules`` (frameworks.md §1.3): core attention; dense MLP; whole
 MoE layer; shared experts; MoE activation function, layer norms and MLA up-projection + RoPE
-(output-discarding: their outputs are dropped after use and rebuilt in backward)."""
+(output-discarding: their outputs are dropped after use and rebuilt in backward). ``op_sac`` is
+torchtitan's per-op selective activation checkpointing (``activation_checkpoint.mode =
+"selective"``, ``selective_ac_option = "op"``; frameworks.md §3): the attention (SDPA) outputs
+and every second matmul's output are saved, the other matmuls and all element-wise ops
+recomputed (``graph.recompute_modules.op_sac_gemm_shares``); a whole-layer policy, used alone."""
 TrainPrecision = Literal["bf16", "fp16", "fp8"]
 FP8Recipe = Literal["tensorwise", "delayed", "rowwise", "rowwise-hp-wgrad", "blockwise", "mxfp8",
                     "nvfp4"]
@@ -416,6 +420,10 @@ class Strategy(BaseModel):
         if len(set(self.recompute_modules)) != len(self.recompute_modules):
             raise ValueError(f"recompute_modules={','.join(self.recompute_modules)} repeats "
                              "a module")
+        if "op_sac" in self.recompute_modules and len(self.recompute_modules) > 1:
+            raise ValueError(f"recompute_modules={','.join(self.recompute_modules)}: 'op_sac' "
+                             "(torchtitan per-op SAC) is a whole-layer policy and takes no "
+                             "other module")
         if "moe_act" in self.recompute_modules and not self.moe_grouped_gemm:
             raise ValueError("recompute_modules with 'moe_act' needs moe_grouped_gemm=True "
                              "(Megatron-Core requires --moe-grouped-gemm)")

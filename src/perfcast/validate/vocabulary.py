@@ -263,6 +263,9 @@ _MODULE_SPELLINGS = (
     (r"\bmlp\b", "mlp"),
     (r"\bmoe\b(?![_ ]act)", "moe"),
     (r"shared[_ ]experts?", "shared_experts"),
+    # torchtitan per-op SAC (selective_ac_option = "op"): "per-op selective", "selective op",
+    # "selective (op)", "SAC" (graph.op_sac)
+    (r"per[-_ ]op\b|\bsac\b|\bop[_ ]sac\b|selective[-_ ]op\b|selective \(op\)", "op_sac"),
 )
 _UNSTATED = re.compile(r"^(?:none stated|not stated|unknown|n/?a|-)$")
 RECOMPUTE_RULES: tuple[tuple[str, RecomputeKind], ...] = (
