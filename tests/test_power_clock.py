@@ -91,7 +91,9 @@ def test_unmeasured_generation_takes_the_pooled_overhead_and_says_so():
     assert any("pooled fit" in line and "fallback" in line for line in report.assumptions)
     assert report.to_dict()["calibration"] == {
         "generation": "cdna4", "fallback": True,
-        "stand_ins": ["scale-up collective efficiency (comm_alpha_beta.yaml 'default')"]}
+        "stand_ins": ["attention kernel constants (no attention rows: every knob from cdna3 "
+                      "(fallback))",
+                      "scale-up collective efficiency (comm_alpha_beta.yaml 'default')"]}
     hopper = estimate_training(load_model("llama-3-8b"), load_system("dgx-h100"),
                                Strategy(num_gpus=8), Workload(seq_length=4096, global_batch_size=8))
     assert hopper.to_dict()["calibration"] == {"generation": "hopper", "fallback": False,
