@@ -63,6 +63,17 @@ class Page:
         field.send_keys(value)
         self.wait_done()
 
+    def set_fields(self, values: dict[str, str], run: bool = False) -> None:
+        """Set form fields ``f-<name>`` at once (one change/input event each), mark the page as
+        being edited, click 'run' when ``run``, and wait for the new result."""
+        self.driver.execute_script(
+            "for (const [id, value] of Object.entries(arguments[0])) {"
+            "  const e = document.getElementById('f-' + id); e.value = value;"
+            "  document.body.dataset.state = 'typing';"
+            "  e.dispatchEvent(new Event(e.tagName === 'SELECT' ? 'change' : 'input')); }"
+            "if (arguments[1]) document.getElementById('run').click();", values, run)
+        self.wait_done()
+
     def metric(self, key: str) -> tuple[float, str]:
         from selenium.webdriver.common.by import By
 
@@ -125,12 +136,8 @@ def test_train_page_context_parallel_and_execution_options(page):
     page.open("/train?model=llama-3-8b&gpus=16&tp=2&cp=4&seq_length=32768&sequence_parallel=on"
               "&precision=fp8&num_layers_at_start_in_bf16=1&num_layers_at_end_in_bf16=2"
               "&hierarchical_context_parallel_sizes=2,2")
-    page.driver.execute_script(
-        "for (const [id, value] of [['f-cp_comm_type', 'a2a+p2p'], ['f-cuda_graphs', 'attention'],"
-        "                           ['f-torch_compile', 'off']]) {"
-        "  const e = document.getElementById(id); e.value = value;"
-        "  document.body.dataset.state = 'typing'; e.dispatchEvent(new Event('change')); }")
-    page.wait_done()
+    page.set_fields({"cp_comm_type": "a2a+p2p", "cuda_graphs": "attention",
+                     "torch_compile": "off"})
     query = page.query()
     assert query["cp_comm_type"] == "a2a+p2p" and query["cuda_graphs"] == "attention"
     assert query["torch_compile"] == "off" and query["hierarchical_context_parallel_sizes"] == "2,2"
@@ -175,15 +182,8 @@ def test_search_page(page):
     from selenium.webdriver.support.ui import WebDriverWait
 
     WebDriverWait(page.driver, WAIT_S).until(lambda d: d.find_elements(By.ID, "run"))
-    for name, value in (("model", "llama-3.2-1b"), ("gpus", "8"), ("global_batch_size", "64"),
-                        ("top", "3")):
-        page.driver.execute_script(
-            "const e = document.getElementById(arguments[0]); e.value = arguments[1];"
-            "e.dispatchEvent(new Event(e.tagName === 'SELECT' ? 'change' : 'input'));",
-            f"f-{name}", value)
-    page.driver.execute_script("document.body.dataset.state = 'typing'")
-    page.driver.find_element(By.ID, "run").click()
-    page.wait_done()
+    page.set_fields({"model": "llama-3.2-1b", "gpus": "8", "global_batch_size": "64",
+                     "top": "3"}, run=True)
     cli = _cli("search", page.query())
     assert page.driver.execute_script("return document.body.dataset.progress") == (
         f"{cli['evaluated']}/{cli['evaluated']}")  # polled from /api/progress while it ran
@@ -204,12 +204,8 @@ def test_deploy_page(page):
     from selenium.webdriver.support.ui import WebDriverWait
 
     page.open("/deploy?model=llama-3-8b&gpus=16&input_len=1024&output_len=256&top=4")
-    page.driver.execute_script(  # a search runs on the button, not on every edit
-        "for (const [id, value] of [['f-tpot_ms', '30'], ['f-disaggregated', 'on']]) {"
-        "  const e = document.getElementById(id); e.value = value;"
-        "  e.dispatchEvent(new Event(e.tagName === 'SELECT' ? 'change' : 'input')); }"
-        "document.body.dataset.state = 'typing'; document.getElementById('run').click();")
-    page.wait_done()
+    # a search runs on the button, not on every edit
+    page.set_fields({"tpot_ms": "30", "disaggregated": "on"}, run=True)
     query = page.query()
     assert query["disaggregated"] == "on" and query["tpot_ms"] == "30"
     cli = _cli("infer-search", query)
