@@ -42,10 +42,10 @@ from perfcast.schedule.optimizer import optimizer_time_s
 from perfcast.schedule.pipeline import (
     CLOSED_FORM_SCHEDULES,
     pipeline_time_s,
-    pipeline_work_bound_s,
     schedule_chunks,
     simulated_pipeline_time_s,
 )
+from perfcast.schedule.pipeline_bound import pipeline_work_bound_s
 from perfcast.schedule.stage_time import stage_time
 from perfcast.schedule.timeline import PassTimes
 from perfcast.specs.compat import num_micro_batches
@@ -147,8 +147,13 @@ def assemble_step(model: ModelSpec, system: SystemSpec, strategy: Strategy, seq_
         pipeline_s = pipeline_time_s(totals, num_micro_batches, strategy.schedule, strategy.vpp,
                                      stage_counts)
     elif not stage_passes:
-        pipeline_s = pipeline_work_bound_s(totals, [t.forward_s for t, _, _ in stages],
-                                           stage_counts, num_micro_batches, strategy.schedule)
+        kinds = stage_kinds(model, strategy)  # distinct stages back in stage order
+        forward = [stages[k][0].forward_s for k in kinds]
+        weight_grad = [stages[k][0].wgrad_s for k in kinds]
+        input_grad = [totals[k] - f - wg for k, f, wg in zip(kinds, forward, weight_grad,
+                                                             strict=True)]
+        pipeline_s = pipeline_work_bound_s(forward, input_grad, weight_grad, num_micro_batches,
+                                           strategy.schedule)
     else:
         pipeline_s = simulated_pipeline_time_s(strategy.schedule, stage_passes,
                                                num_micro_batches, strategy.vpp)

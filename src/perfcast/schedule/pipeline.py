@@ -9,7 +9,8 @@ uniform stages). Interleaved 1F1B with v chunks shrinks fill/drain by v: bubble 
 GPipe, 1F1B and interleaved use this closed form (exact on uniform stages; on uneven stages the
 standard estimate, close to the simulation); the zero-bubble / bidirectional schedules use the
 event-level simulation (``simulated_pipeline_time_s``) in a forecast, and a lower bound (the
-busiest device's work, ``pipeline_work_bound_s``) in the bulk search, which re-scores its best
+warm-up, backward arrival and cool-down of every device,
+``schedule.pipeline_bound.pipeline_work_bound_s``) in the bulk search, which re-scores its best
 candidates with the simulation.
 """
 
@@ -37,30 +38,6 @@ def pipeline_time_s(stage_times, num_micro_batches, schedule: str, vpp=1,
     total = sum(count * t for count, t in zip(counts, stage_times, strict=True))
     chunks = vpp if schedule == "interleaved" else 1
     return num_micro_batches * slowest + (total - slowest) / chunks
-
-
-def pipeline_work_bound_s(stage_times, forward_times, stage_counts, num_micro_batches,
-                          schedule: str):
-    """Lower bound on the pipeline phase of a zero-bubble or bidirectional schedule
-    (array-friendly; distinct stages in stage order, the last stage last, as
-    ``estimate.training.distinct_stages`` gives them).
-
-    ZB-H1 and ZB-V (Qi et al. 2023 §3-4) keep each stage's passes on one device, which runs all
-    m micro-batches of its stage (m · max T), and the last device starts only once the first
-    micro-batch's forward has passed every earlier stage: Σ_{j<p−1} F_j, halved for ZB-V,
-    whose first chunk on each device holds half its layers (``schedule.orders``: V routes of
-    share 1/2), so at least that plus m · T_last. DualPipe (DeepSeek-V3 §3.2.1) gives each
-    device half the micro-batches of stage i and of stage p − 1 − i: at least the mean work
-    m · Σ T / p. The bulk search ranks these schedules by the bound and re-scores its best
-    candidates with the event simulation (``simulated_pipeline_time_s``), never below it
-    (tested)."""
-    m = num_micro_batches
-    total = sum(n * t for n, t in zip(stage_counts, stage_times, strict=True))
-    if schedule == "dualpipe":
-        return m * total / sum(stage_counts)
-    slowest = functools.reduce(np.maximum, stage_times)
-    ahead = sum(n * f for n, f in zip(stage_counts, forward_times, strict=True)) - forward_times[-1]
-    return np.maximum(m * slowest, ahead / schedule_chunks(schedule, 1) + m * stage_times[-1])
 
 
 def schedule_chunks(schedule: str, vpp: int) -> int:
