@@ -195,3 +195,45 @@ def test_hfu_counts_the_recomputed_matmuls():
                                Workload(seq_length=4096, global_batch_size=8))
     extra = report.hardware_flops_per_token - report.model_flops_per_token
     assert extra == pytest.approx(model.num_hidden_layers * 2 * (h * kv + h * h + h * f))
+
+
+def test_torchtitan_search_proposes_its_own_selective_recompute():
+    """The search's selective candidates under torchtitan run per-op SAC (what torchtitan's
+    selective mode is), never Megatron's ``core_attn``; the bulk evaluation (TP, sequence
+    parallelism and FSDP as arrays) equals ``estimate_training`` in step time and memory, and
+    other blocks keep the default modules."""
+    import random
+
+    from perfcast.search.bulk import BulkEvaluator
+    from perfcast.search.enumerate import enumerate_strategies
+    from perfcast.search.framework_rules import LayoutRules, framework_options
+    from perfcast.search.pins import Pin
+    from perfcast.search.space import SearchConstraints
+
+    model = load_model("llama-3-8b")
+    system = load_system("dgx-h100", num_gpus=16)
+    workload = Workload(seq_length=4096, global_batch_size=32)
+    framework = load_framework_profile("torchtitan")
+    options = framework_options(framework, "hopper")
+    assert options.recompute_modules == ("op_sac",)
+    c = SearchConstraints(max_vpp=1, max_micro_batch_size=2, fp8=False,
+                          fixed=(Pin.parse("pp=1"),))
+    space = enumerate_strategies(model, system, 16, workload, c,
+                                 LayoutRules.of(framework, "hopper"), options)
+    metrics = BulkEvaluator.for_space(model, system, workload, space).evaluate_all(space)
+    seen = {"selective": 0, "other": 0}
+    rng = random.Random(3)
+    for _ in range(60):
+        b = rng.randrange(len(space.blocks))
+        i = rng.randrange(len(space.blocks[b]))
+        strategy = space.blocks[b].strategy(i)
+        if strategy.recompute == "selective":
+            assert strategy.recompute_modules == ("op_sac",)
+            seen["selective"] += 1
+        else:
+            assert strategy.recompute_modules == ("core_attn",)
+            seen["other"] += 1
+        report = estimate_training(model, system, strategy, workload)
+        assert metrics[b].step_time_s[i] == pytest.approx(report.step_time_s, rel=1e-9)
+        assert metrics[b].memory_bytes[i] == pytest.approx(report.memory.peak_bytes, rel=1e-9)
+    assert seen["selective"] > 0 and seen["other"] > 0

@@ -54,16 +54,19 @@ def op_sac_layer_bytes(model: ModelSpec, s, b, opts: ActivationOptions, moe_laye
     h = model.hidden_size
     seq_div = t if opts.sequence_parallel else 1
     replicated = ACT_BYTES * s * b * h / seq_div
-    if opts.sequence_parallel and t > 1:
-        replicated = replicated + 2 * ACT_BYTES * s * b * h / t
+    multi = np.greater(t, 1)  # array-friendly in tp (the bulk search passes arrays)
+    if opts.sequence_parallel:
+        replicated = replicated + np.where(multi, 2 * ACT_BYTES * s * b * h / t, 0.0)
     sharded = _sdpa_output_terms(model, s, b) + _attention_core_terms(
         model, s, b, opts.flash_attention)
     partial_sums = 0 * s
     for mm in op_sac_saved(model, moe_layer):
-        if mm.row_parallel and t > 1:
-            partial_sums = partial_sums + ACT_BYTES * s * b * mm.out_width
+        out = ACT_BYTES * s * b * mm.out_width
+        if mm.row_parallel:
+            partial_sums = partial_sums + np.where(multi, out, 0.0)
+            sharded = sharded + np.where(multi, 0.0, out)
         else:
-            sharded = sharded + ACT_BYTES * s * b * mm.out_width
+            sharded = sharded + out
     if moe_layer:
         sharded = sharded + _routed_expert_terms(model, s, b)
     return replicated + partial_sums + sharded / t

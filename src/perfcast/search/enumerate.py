@@ -225,7 +225,7 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                 flash_attention=options.flash_attention, fp8_recipe=prec[1],
                 cuda_graphs=t.graphs[mask], cpu_offload_activation_layers=np.array(
                     offload, dtype=np.int64).reshape(1, 1, -1),
-                options=options,
+                options=block_options(options, recompute),
             ))
     return StrategySpace(num_gpus=n, blocks=tuple(blocks), layer_keys=tuple(layer_keys),
                          invalid=raw - valid_layouts, options=options)
@@ -242,6 +242,18 @@ class MoeOptions:
 
     def of(self, ep: int) -> tuple[tuple[int, bool], ...]:
         return self.with_ep if ep > 1 else self.without_ep
+
+
+def block_options(options: Strategy, recompute: str) -> Strategy:
+    """The shared options of a block with ``recompute``: the framework's selective recompute
+    modules (``framework_rules.framework_options``: torchtitan's per-op SAC, not Megatron's
+    ``core_attn``) only on selective blocks; other blocks keep ``Strategy``'s default modules,
+    which mean nothing without selective recompute (and ``op_sac`` needs it)."""
+    if recompute == "selective" or options.recompute != "selective":
+        return options
+    return options.model_copy(update={
+        "recompute": "none",
+        "recompute_modules": Strategy.model_fields["recompute_modules"].default})
 
 
 def _no_moe_options(c: SearchConstraints, options: Strategy) -> MoeOptions:

@@ -288,11 +288,17 @@ SHARED_OPTION_FIELDS = ("grad_reduce_dtype", "moe_token_dispatcher", "fp8_recipe
 
 def framework_options(framework: ResolvedFramework, generation: str | None) -> Strategy:
     """The framework's defaults for the options the search shares across candidates (its
-    sharding, sequence parallelism, TP overlap, expert TP and recompute are enumerated)."""
+    sharding, sequence parallelism, TP overlap, expert TP and recompute are enumerated), and
+    the recompute modules its selective recompute means when the profile names them."""
     facts = RunFacts(tp=2, ep=2, precision="fp8", generation=generation, layers_per_stage=1,
                      cp=2)
     fields = apply_framework_profile(framework, {}, facts).fields
-    return Strategy(num_gpus=1, **{k: v for k, v in fields.items() if k in SHARED_OPTION_FIELDS})
+    shared = {k: v for k, v in fields.items() if k in SHARED_OPTION_FIELDS}
+    if fields.get("recompute") == "selective" and "recompute_modules" in fields:
+        # What "selective" means in this framework (torchtitan: per-op SAC, ``op_sac``); the
+        # search's selective candidates run it (``enumerate.block_options``).
+        shared |= {"recompute": "selective", "recompute_modules": fields["recompute_modules"]}
+    return Strategy(num_gpus=1, **shared)
 
 
 def interleaved_micro_batches_ok(num_micro_batches, pp):
