@@ -12,10 +12,10 @@ from perfcast.catalog.models import load_model
 from perfcast.catalog.systems import load_system
 from perfcast.cli.main import app
 from perfcast.estimate.training import estimate_training
+from perfcast.graph.fp8_casts import fp8_weight_params
 from perfcast.graph.ops import GemmOp, MemoryOp
 from perfcast.graph.param_sharding import stage_params
 from perfcast.graph.stage import stage_graph
-from perfcast.schedule.optimizer import fp8_weight_params
 from perfcast.specs import Strategy, Workload
 from perfcast.validate.row_strategy import fp8_gemm_scope
 from perfcast.validate.training_rows import parse_rows, read_rows
@@ -81,7 +81,7 @@ def test_report_states_the_scope():
 
 def test_cached_weight_casts_cover_only_the_scoped_weights():
     params = stage_params(MODEL, _strategy(), 0)
-    scoped = {scope: fp8_weight_params(params, _strategy(scope))
+    scoped = {scope: fp8_weight_params(params, _strategy(scope).fp8_gemm_scope)
               for scope in ("all", "linear", "grouped")}
     assert scoped["grouped"] == params.expert
     assert scoped["linear"] == params.dense - params.embedding
@@ -127,3 +127,29 @@ def test_torchao_moe_rows_read_their_scope():
              if p.row_id in {"532", "533", "534", "535"}}
     assert scope == {"532": ("bf16", "all"), "533": ("fp8", "linear"),
                      "534": ("fp8", "grouped"), "535": ("fp8", "all")}
+
+
+def test_fp8_parameters_follow_the_scope_in_gathers_and_memory():
+    """FP8 parameters (``fp8_param``) are FP8 only where the scope converts the weight: the
+    FSDP gathers of the other weights stay 16-bit, and so does their storage (one rule,
+    ``graph.fp8_casts.scope_converts``)."""
+    from perfcast.memory.states import state_bytes
+    from perfcast.schedule.data_parallel import dense_gather_bytes, expert_gather_bytes
+
+    dense, embedding, expert = 1e9, 1e8, 4e9
+    gathers = {}
+    for scope in ("all", "linear", "grouped"):
+        s = _strategy(scope, fp8_param=True)
+        gathers[scope] = (dense_gather_bytes(dense, embedding, s), expert_gather_bytes(expert, s))
+    bf16 = 2 * dense, 2 * expert
+    assert gathers["linear"][1] == bf16[1] and gathers["linear"][0] < bf16[0]
+    assert gathers["grouped"][0] == bf16[0] and gathers["grouped"][1] < bf16[1]
+    assert gathers["all"] == (gathers["linear"][0], gathers["grouped"][1])
+    params = stage_params(MODEL, _strategy(), 0)
+    weights = {scope: state_bytes(params, _strategy(scope, fp8_param=True)).weights
+               for scope in ("all", "linear", "grouped")}
+    saved = {scope: state_bytes(params, _strategy(scope)).weights - weights[scope]
+             for scope in weights}
+    # Storage saved (1 B per weight) minus the FP8 copies no longer cast per layer: grouped
+    # saves on the routed experts only, linear on the rest, all on both.
+    assert saved["all"] > saved["grouped"] > 0 and saved["all"] > saved["linear"]

@@ -72,6 +72,7 @@ from typing import Literal
 
 from perfcast.errors import InputError
 from perfcast.graph.ops import GemmOp, MemoryOp, Op, Phase
+from perfcast.graph.param_sharding import StageParams
 from perfcast.specs.dtypes import BYTES_PER_ELEMENT
 
 HP_BYTES = BYTES_PER_ELEMENT["bf16"]
@@ -107,14 +108,29 @@ def _pass_in_fp8(fp8_eligible: bool, phase: Phase, precision: str, recipe: str |
     return not (recipe == "rowwise-hp-wgrad" and phase == Phase.BACKWARD_WGRAD)
 
 
-def in_fp8_scope(op: GemmOp, scope: str) -> bool:
-    """Whether the recipe's scope converts ``op``: 'all' every GEMM, 'linear' all but the
-    routed experts' GEMMs, 'grouped' only those (``Strategy.fp8_gemm_scope``)."""
+def scope_converts(scope: str, routed_expert: bool) -> bool:
+    """Whether the FP8 scope converts a GEMM (and its weight) of a routed expert or not:
+    'all' every GEMM, 'linear' all but the routed experts' GEMMs, 'grouped' only those
+    (``Strategy.fp8_gemm_scope``)."""
     if scope == "all":
         return True
     if scope in ("linear", "grouped"):
-        return op.routed_expert == (scope == "grouped")
+        return routed_expert == (scope == "grouped")
     raise InputError("fp8_gemm_scope", scope, "must be all, linear or grouped")
+
+
+def in_fp8_scope(op: GemmOp, scope: str) -> bool:
+    """Whether the recipe's scope converts ``op`` (``scope_converts``)."""
+    return scope_converts(scope, op.routed_expert)
+
+
+def fp8_weight_params(params: StageParams, scope: str):
+    """Weights this GPU computes with in FP8 (before ZeRO sharding), embedding/LM head
+    excluded: the non-expert linear weights and the routed experts' as ``scope`` converts
+    them (``scope_converts``). What FP8 parameter storage, FP8 weight copies, the per-step
+    weight casts and the FP8 parameter gathers all count."""
+    return ((params.dense - params.embedding) * scope_converts(scope, False)
+            + params.expert * scope_converts(scope, True))
 
 
 def scoped_fp8_ops(forward: Sequence[Op], scope: str) -> list[Op]:

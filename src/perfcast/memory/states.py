@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfcast.graph.fp8_casts import fp8_weight_params
 from perfcast.graph.param_sharding import StageParams
 from perfcast.specs.dtypes import ACTIVATION_BYTES, BYTES_PER_ELEMENT
 from perfcast.specs.strategy import Strategy
@@ -82,7 +83,7 @@ def fp8_weight_copy_bytes(params: StageParams, strategy: Strategy) -> float:
     copies then cover the gathered layers (the current and the prefetched one, as for the
     bf16 all-gather buffers in ``state_bytes``).
     """
-    gemm_params = params.total - params.embedding
+    gemm_params = fp8_weight_params(params, strategy.fp8_gemm_scope)
     if strategy.fp8_param:
         return gemm_params * BYTES_PER_ELEMENT["fp8"]
     layers = max(params.num_layers, 1)
@@ -120,8 +121,10 @@ def state_bytes(params: StageParams, strategy: Strategy) -> StateBytes:
     fp8_param = bool(getattr(strategy, "fp8_param", False))
     weights = sharded(WEIGHT_BYTES_16BIT, 3)
     if fp8_param:
-        # FP8 storage replaces the bf16 copy of the linear-layer weights (1 B instead of 2 B).
-        weights -= gemm_params * (WEIGHT_BYTES_16BIT - BYTES_PER_ELEMENT["fp8"])
+        # FP8 storage replaces the bf16 copy of the linear-layer weights in the FP8 scope
+        # (1 B instead of 2 B).
+        weights -= (fp8_weight_params(params, strategy.fp8_gemm_scope)
+                    * (WEIGHT_BYTES_16BIT - BYTES_PER_ELEMENT["fp8"]))
     if stage >= 3 and params.num_layers > 0:
         per_layer_full = gemm_params / params.num_layers
         gathered = min(2, params.num_layers) * per_layer_full * WEIGHT_BYTES_16BIT

@@ -67,7 +67,7 @@ import numpy as np
 from perfcast.arrays import Floats
 from perfcast.calibration.comm_overlap import CommOverlapCalibration
 from perfcast.calibration.host_launch import HostLaunchCalibration, load_host_launch
-from perfcast.graph.fp8_casts import gathered_weight_bytes_per_param
+from perfcast.graph.fp8_casts import gathered_weight_bytes_per_param, scope_converts
 from perfcast.graph.ops import Collective, CommOp, Group, Phase
 from perfcast.graph.param_sharding import StageParams
 from perfcast.memory.states import WEIGHT_BYTES_16BIT, grad_bytes_per_param
@@ -117,10 +117,12 @@ def prefetch_hideable_fraction(strategy: Strategy, layer_params):
     return np.minimum(1.0, strategy.zero3_prefetch_params / np.maximum(layer_params, 1.0))[()]
 
 
-def gathers_fp8_weights(strategy: Strategy) -> bool:
-    """Whether the DP gathers carry FP8 linear weights: FP8 parameters in an FP8 run (a bulk
-    search block reads ``fp8_param`` from its options beside bf16 candidates)."""
-    return bool(getattr(strategy, "fp8_param", False)) and strategy.precision == "fp8"
+def gathers_fp8_weights(strategy: Strategy, routed_expert: bool) -> bool:
+    """Whether the DP gathers carry FP8 linear weights of routed experts (or of the rest):
+    FP8 parameters in an FP8 run (a bulk search block reads ``fp8_param`` from its options
+    beside bf16 candidates), for the weights the FP8 scope converts (``scope_converts``)."""
+    return (bool(getattr(strategy, "fp8_param", False)) and strategy.precision == "fp8"
+            and scope_converts(strategy.fp8_gemm_scope, routed_expert))
 
 
 def dense_gather_bytes(dense_params, embedding_params, strategy: Strategy):
@@ -129,7 +131,7 @@ def dense_gather_bytes(dense_params, embedding_params, strategy: Strategy):
     2 B each, the linear weights at ``gathered_weight_bytes_per_param`` under FP8 parameters
     (module docstring). Array-friendly in the parameter counts."""
     full = WEIGHT_BYTES_16BIT * dense_params
-    if not gathers_fp8_weights(strategy):
+    if not gathers_fp8_weights(strategy, routed_expert=False):
         return full
     saved = WEIGHT_BYTES_16BIT - gathered_weight_bytes_per_param(strategy.fp8_recipe)
     return full - saved * (dense_params - embedding_params)
@@ -138,7 +140,7 @@ def dense_gather_bytes(dense_params, embedding_params, strategy: Strategy):
 def expert_gather_bytes(expert_params, strategy: Strategy):
     """Bytes all-gathered for ``expert_params`` routed-expert parameters (all linear weights):
     2 B each, ``gathered_weight_bytes_per_param`` under FP8 parameters. Array-friendly."""
-    if not gathers_fp8_weights(strategy):
+    if not gathers_fp8_weights(strategy, routed_expert=True):
         return WEIGHT_BYTES_16BIT * expert_params
     return gathered_weight_bytes_per_param(strategy.fp8_recipe) * expert_params
 

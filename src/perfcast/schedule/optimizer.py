@@ -11,7 +11,7 @@ first micro-batch, Megatron-Core with --fp8-param-gather in the optimizer step).
 
 from __future__ import annotations
 
-from perfcast.graph.fp8_casts import weight_cast_bytes_per_step
+from perfcast.graph.fp8_casts import fp8_weight_params, weight_cast_bytes_per_step
 from perfcast.graph.param_sharding import StageParams
 from perfcast.kernels.backend import KernelBackend
 from perfcast.memory.states import master_weight_bytes
@@ -50,16 +50,6 @@ def optimizer_time_s(params: StageParams, system: SystemSpec, strategy: Strategy
     """Seconds of one optimizer step on one GPU of the stage."""
     nbytes = adam_bytes_per_param(strategy) * optimizer_params_on_gpu(params, strategy)
     if strategy.precision == "fp8" and strategy.fp8_weight_cache:
-        nbytes = nbytes + weight_cast_bytes_per_step(fp8_weight_params(params, strategy),
-                                                     strategy.fp8_recipe)
+        in_fp8 = fp8_weight_params(params, strategy.fp8_gemm_scope)
+        nbytes = nbytes + weight_cast_bytes_per_step(in_fp8, strategy.fp8_recipe)
     return backend.memory_bound_time_s(system.gpu, nbytes)
-
-
-def fp8_weight_params(params: StageParams, strategy: Strategy) -> float:
-    """Weights this GPU computes with in FP8 (not ZeRO-sharded), embedding/LM head excluded:
-    all of them, all but the routed experts' ('linear' scope), or only those ('grouped';
-    ``Strategy.fp8_gemm_scope``, ``graph.fp8_casts.scoped_fp8_ops``)."""
-    if strategy.fp8_gemm_scope == "grouped":
-        return params.expert
-    non_expert = params.dense - params.embedding
-    return non_expert if strategy.fp8_gemm_scope == "linear" else non_expert + params.expert
