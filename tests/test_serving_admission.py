@@ -41,11 +41,13 @@ def _serve(concurrency: int, engine: str, version: str | None = None):
 
 
 @pytest.mark.parametrize("engine, version, steps", [("sglang", None, 2), ("vllm", None, 2),
-                                                    ("vllm", "0.13.0", 1)])
+                                                    ("vllm", "0.13.0", 1), ("nim", None, 1),
+                                                    ("tensorrt-llm", "1.3.0", 2)])
 def test_closed_loop_ttft_waits_one_step_per_batch_formed_ahead(engine, version, steps):
     """Closed loop, 8 clients: a new request waits about ``steps`` decode steps (two with an
-    overlap scheduler, vLLM async scheduling from 0.14; one without) before its prefill, so
-    the median TTFT is the lone prefill plus that wait (within half a step)."""
+    overlap scheduler, vLLM async scheduling from 0.14, the TensorRT-LLM PyTorch executor; one
+    without: vLLM 0.13, NIM's prebuilt TensorRT engines) before its prefill, so the median
+    TTFT is the lone prefill plus that wait (within half a step)."""
     alone, loaded = _serve(1, engine, version), _serve(8, engine, version)
     wait_s = loaded.ttft.median_s - alone.ttft.median_s
     assert wait_s == pytest.approx(steps * loaded.tpot.median_s, abs=0.5 * loaded.tpot.median_s)
