@@ -8,7 +8,8 @@ offline) on an engine with continuous batching. Pure.
    many tokens the KV pool holds per replica.
 3. The per-step cost model (``estimate.inference_phases`` via ``estimate.serving_step_cost``)
    prices every step the scheduler simulation (``estimate.serving_sim``) runs; an engine with
-   an overlap scheduler (SGLang, TensorRT-LLM, vLLM ≥ 0.14 async scheduling) hides the host
+   an overlap scheduler (SGLang, the TensorRT-LLM PyTorch executor, vLLM ≥ 0.14 async
+   scheduling; not NIM's prebuilt TensorRT engines) hides the host
    time per step (``step_overhead_s``) behind the GPU step.
 4. With pp > 1 a step crosses the stages in turn (``inference_phases.step_time``): latency as
    measured, throughput pessimistic where an engine keeps pp micro-batches in flight.

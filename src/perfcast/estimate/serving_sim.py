@@ -14,8 +14,9 @@ Each step decodes one token for every running sequence and/or prefills prompt ch
 
 Admission happens at step boundaries, when the scheduler forms a batch: a request that arrives
 while a step runs waits for it to end, and an engine with an overlap scheduler (SGLang, vLLM
-async scheduling, TensorRT-LLM) forms batch N+1 while batch N is still on the GPU, so a request
-joins only a batch formed after it arrived (``admission_open``): about one step of waiting
+async scheduling, the TensorRT-LLM PyTorch executor; not NIM's prebuilt TensorRT engines)
+forms batch N+1 while batch N is still on the GPU, so a request joins only a batch formed
+after it arrived (``admission_open``): about one step of waiting
 without overlap, two with it (SGLang zero-overhead batch scheduler, LMSYS blog 2024-12-04:
 "the CPU schedules the next batch while the GPU runs the current one"; vLLM
 ``--async-scheduling``, frameworks.md §5). A closed-loop client sends its next request after
