@@ -166,7 +166,8 @@ def serving_setup(
     ctx = _context(model, system, strategy, prec, attention_dp, Offload(),
                    get_backend(kernel_backend), cal, memory.weights_bytes)
     ctx = replace(ctx, gqa_kv_read_exponent=gqa_exponent(config, cal),
-                  tp_all_reduce=config.tp_all_reduce)
+                  tp_all_reduce=config.tp_all_reduce,
+                  mla_decode_head_block=config.mla_decode_head_block)
     if config.overlap_scheduler:  # host scheduling/sampling hidden behind the GPU step
         ctx = replace(ctx, overhead=ctx.overhead.model_copy(update={"step_overhead_s": 0.0}))
     return ServingSetup(config=config, memory=memory, ctx=ctx)
