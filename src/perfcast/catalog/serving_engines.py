@@ -41,6 +41,7 @@ KVAdmission = Literal["reserve_full", "on_demand"]
 CheckpointKV = Literal["model", "fp8"]
 AttentionKind = Literal["mla", "mha"]
 RankTokenBudget = Literal["full", "half", "split"]
+TPAllReduce = Literal["custom", "nccl"]
 
 _SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
              "token_budget_per_step", "max_running_seqs",
@@ -48,7 +49,8 @@ _SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
              "cuda_graph_max_batch", "mixed_step_graphs", "mixed_step_graph_max_tokens",
              "decode_attention_kernel",
              "overlap_scheduler", "moe_dispatch", "kv_admission", "fp8_checkpoint_kv_cache",
-             "scheduler_steps", "attention_dp_rank_budget")
+             "scheduler_steps", "attention_dp_rank_budget", "tp_all_reduce",
+             "mla_decode_head_block")
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,18 @@ class EngineConfig:
     """Step token budget of each rank's scheduler under attention DP: ``full`` = the whole
     budget per rank (TensorRT-LLM max_num_tokens per rank), ``half`` = half of it (SGLang
     0.4.3), ``split`` = the budget divided over the tp ranks (SGLang from 0.4.6)."""
+    tp_all_reduce: TPAllReduce
+    """The TP all-reduce of the engine's forward pass: ``custom`` = the engine's own one-shot
+    (peer-to-peer) all-reduce kernel inside the NVLink/xGMI domain where it is faster than the
+    ring (``comm.one_shot``); ``nccl`` = the collective library's all-reduce only (NCCL/RCCL,
+    its latency model with the launch, ``comm.select``): engines that switch their custom kernel
+    off on a platform (vLLM through 0.8.0 and SGLang before 0.4.4 on AMD GPUs)."""
+    mla_decode_head_block: int | None
+    """MLA decode kernel: query heads one program block handles per read of the compressed
+    latent KV (the Triton MLA decode kernel of vLLM V0 and SGLang 0.4: ``BLOCK_H`` 16), so the
+    latent is read ⌈heads on the GPU / block⌉ times a step; None = once for all heads (FlashMLA,
+    FlashInfer MLA, FA3 MLA). Matters where one GPU holds more than a block of heads (attention
+    DP: all 128 heads of DeepSeek-V3 on each rank, 8 reads)."""
     sources: tuple[tuple[str, str], ...]
     """(setting, source) of every resolved value."""
     max_chunk_tokens: int | None = None

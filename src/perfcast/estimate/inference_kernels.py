@@ -97,19 +97,25 @@ def kv_bytes_per_token_per_layer(model: ModelSpec, strategy: Strategy, kv_format
     return kv_cache_bytes_per_token(model, tp, bytes_per_element(kv_format), num_layers=1)
 
 
-def kv_read_amplification(model: ModelSpec, heads: float, kv_heads: float, exponent: float) -> float:
+def kv_read_amplification(model: ModelSpec, heads: float, kv_heads: float, exponent: float,
+                          mla_head_block: int | None = None):
     """Times each cached KV head is read per step: g^x for g = query heads per KV head on the
     GPU. Grouped kernels (FlashInfer, TRT-LLM XQA) read it once (x = 0); per-query-head
-    masked-MHA kernels read it once per query head of the group (x = 1). MLA: once."""
+    masked-MHA kernels read it once per query head of the group (x = 1). MLA: once, or
+    ⌈heads / block⌉ times where the decode kernel takes its query heads in blocks of
+    ``mla_head_block`` and each block reads the latent (the Triton MLA decode kernel, BLOCK_H
+    16: vLLM@0.7.3 attention/ops/triton_decode_attention.py L412-416, SGLang@0.4.3
+    triton_ops/decode_attention.py L424-431)."""
     if model.is_mla:
-        return 1.0
+        return 1.0 if mla_head_block is None else np.maximum(np.ceil(heads / mla_head_block), 1.0)
     return max(heads / kv_heads, 1.0) ** exponent
 
 
 def decode_attention_time_s(model: ModelSpec, strategy: Strategy, p: AttentionPass, gpu: GPUSpec,
                             params: GenerationKernelCalibration, kv_format: str,
                             bandwidth_efficiency: float, attention_dp: bool = False,
-                            gqa_kv_read_exponent: float = 0.0):
+                            gqa_kv_read_exponent: float = 0.0,
+                            mla_head_block: int | None = None):
     """One decode-attention kernel: ``p.num_seqs`` sequences, ``p.seq_q`` new queries each (1, or
     k + 1 when verifying speculated tokens), reading ``p.seq_kv`` cached tokens once.
 
@@ -117,10 +123,11 @@ def decode_attention_time_s(model: ModelSpec, strategy: Strategy, p: AttentionPa
     (``graph.stage.sliding_window_share``; gpt-oss: half), the other layers read every cached
     token: the average layer costs share·t(window) + (1 − share)·t(all). MLA reads its
     compressed latent (absorbed form, DeepSeek-V2 §2.1.2: queries attend to the kv_lora_rank +
-    rope latent).
+    rope latent), once per block of ``mla_head_block`` query heads where the kernel blocks them
+    (``kv_read_amplification``).
     """
     args = (model, strategy, p, gpu, params, kv_format, bandwidth_efficiency, attention_dp,
-            gqa_kv_read_exponent)
+            gqa_kv_read_exponent, mla_head_block)
     full = _decode_attention_keys_time_s(*args, p.seq_kv)
     if model.sliding_window is None:
         return full
@@ -130,7 +137,8 @@ def decode_attention_time_s(model: ModelSpec, strategy: Strategy, p: AttentionPa
 
 
 def _decode_attention_keys_time_s(model, strategy, p, gpu, params, kv_format,
-                                  bandwidth_efficiency, attention_dp, gqa_kv_read_exponent, keys):
+                                  bandwidth_efficiency, attention_dp, gqa_kv_read_exponent,
+                                  mla_head_block, keys):
     """``decode_attention_time_s`` of a layer whose queries read ``keys`` cached tokens."""
     heads = model.num_attention_heads / (1 if attention_dp else strategy.tp)
     if model.is_mla:
@@ -141,7 +149,7 @@ def _decode_attention_keys_time_s(model, strategy, p, gpu, params, kv_format,
     flops = attention_flops(p.num_seqs, heads, p.seq_q, keys, d_qk, d_v, False, False)
     tp = 1 if attention_dp else strategy.tp
     reads = kv_read_amplification(model, heads, max(model.num_kv_heads / tp, 1.0),
-                                  gqa_kv_read_exponent)
+                                  gqa_kv_read_exponent, mla_head_block)
     kv_bytes = reads * p.num_seqs * np.multiply(keys, kv_bytes_per_token_per_layer(
         model, strategy, kv_format, attention_dp))
     qo_bytes = p.num_seqs * p.seq_q * heads * (d_qk + d_v) * 2.0

@@ -61,6 +61,8 @@ class ServingContext:
     tp_all_reduce: str = "custom"
     """``custom``: the engine's one-shot all-reduce when faster than NCCL; ``nccl``: NCCL's
     all-reduce only (engine profile, ``catalog.inference_engines``)."""
+    mla_decode_head_block: int | None = None
+    """Query heads per read of the MLA latent in decode (``EngineConfig``; None = one read)."""
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,7 @@ def _layer_parts(ctx: ServingContext, tokens: Floats, passes: tuple[AttentionPas
         if p.decode:
             attention = attention + K.decode_attention_time_s(
                 ctx.model, ctx.strategy, p, gpu, params, ctx.precision.kv_cache, bw,
-                ctx.attention_dp, ctx.gqa_kv_read_exponent)
+                ctx.attention_dp, ctx.gqa_kv_read_exponent, ctx.mla_decode_head_block)
         else:
             attention = attention + K.prefill_attention_time_s(
                 ctx.model, ctx.strategy, p, gpu, ctx.backend, ctx.precision, ctx.attention_dp)

@@ -10,7 +10,10 @@ offline) on an engine with continuous batching. Pure.
    prices every step the scheduler simulation (``estimate.serving_sim``) runs; an engine with
    an overlap scheduler (SGLang, the TensorRT-LLM PyTorch executor, vLLM ≥ 0.14 async
    scheduling; not NIM's prebuilt TensorRT engines) hides the host
-   time per step (``step_overhead_s``) behind the GPU step.
+   time per step (``step_overhead_s``) behind the GPU step; the TP all-reduces run the
+   engine's own one-shot kernel or, where the engine switches it off on the platform (vLLM
+   through 0.8.0 and SGLang before 0.4.4 on AMD GPUs), the RCCL/NCCL all-reduce with its
+   launch latency (``EngineConfig.tp_all_reduce``, ``inference_phases.tp_comm_time_s``).
 4. With pp > 1 a step crosses the stages in turn (``inference_phases.step_time``): latency as
    measured, throughput pessimistic where an engine keeps pp micro-batches in flight.
 5. Requests are split evenly over the data-parallel replicas (dp = GPUs / (tp·pp)), each an
@@ -163,7 +166,9 @@ def serving_setup(
         config = attention_dp_scheduler(config, strategy.tp)
     ctx = _context(model, system, strategy, prec, attention_dp, Offload(),
                    get_backend(kernel_backend), cal, memory.weights_bytes)
-    ctx = replace(ctx, gqa_kv_read_exponent=gqa_exponent(config, cal))
+    ctx = replace(ctx, gqa_kv_read_exponent=gqa_exponent(config, cal),
+                  tp_all_reduce=config.tp_all_reduce,
+                  mla_decode_head_block=config.mla_decode_head_block)
     if config.overlap_scheduler:  # host scheduling/sampling hidden behind the GPU step
         ctx = replace(ctx, overhead=ctx.overhead.model_copy(update={"step_overhead_s": 0.0}))
     return ServingSetup(config=config, memory=memory, ctx=ctx)
