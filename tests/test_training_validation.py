@@ -122,8 +122,8 @@ The NCCL all-to-all dispatcher's regrouping copies (branch moe16: ``graph.layer.
 Megatron-Core ``sort_chunks_by_idxs`` / torchtitan ``_permute`` around the all-to-all with more
 than one local expert; DeepEP/HybridEP permute once) and a refit: all 10.66 -> 10.54%, dense
 9.43 -> 9.40%, MoE 18.75 -> 18.04%; megatron_dsv3_gb200 22.2 -> 20.1% (rows 542-544, the
-AlltoAll baseline steps, +0.45/+0.40/+0.38 -> +0.38/+0.33/+0.31), mcore_moe_modelzoo 15.8 ->
-15.6% (row 562, A2A dispatcher with 16 local experts, +0.30 -> +0.25), torchao_moe 32.0 ->
+AlltoAll baseline steps, CV +0.47/+0.42/+0.40 -> +0.38/+0.33/+0.31), mcore_moe_modelzoo 15.8 ->
+15.6% (row 562, A2A dispatcher with 16 local experts, CV +0.30 -> +0.25), torchao_moe 32.0 ->
 31.2%, mosaic_mpt 7.7 -> 7.6%; no source worse. Bounds tightened: MoE 0.195 -> 0.185,
 megatron_dsv3_gb200 0.23 -> 0.21.
 """
