@@ -93,7 +93,9 @@ def test_small_dense_layer_is_host_bound_and_graphs_remove_it():
 
 def test_dropless_moe_syncs_once_per_forward():
     dropless = _layer("qwen3-30b-a3b", Strategy(num_gpus=8, ep=8), 4096, moe=True)
-    assert dropless.host_forward_s >= SYNC_S and dropless.host_backward_s == 0
+    # exposed host = pass time - GPU stream: two sums of the same seconds in different
+    # orders, equal up to float rounding (~1e-17 s here)
+    assert dropless.host_forward_s >= SYNC_S * (1 - 1e-9) and dropless.host_backward_s == 0
     capacity = _layer("qwen3-30b-a3b", Strategy(num_gpus=8, ep=8, moe_capacity_factor=1.0), 4096,
                       moe=True)
     graphed = _layer("qwen3-30b-a3b", Strategy(num_gpus=8, ep=8, cuda_graphs="moe"), 4096, moe=True)

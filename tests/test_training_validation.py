@@ -118,6 +118,14 @@ nemo_perf 0.13, torchao_float8 0.39, torchao_moe 0.33, torchtitan 0.14, torchtit
 physics; the refit of the shared constants (stream overlap, Hopper/Blackwell overhead) moves
 rows 511/515/517 +2-3 points, and row 516 (GPT-OSS-120B with DeepEP named but no EP size, read
 as EP 1, -65%) dominates the source.
+The NCCL all-to-all dispatcher's regrouping copies (branch moe16: ``graph.layer.moe_regroup_op``,
+Megatron-Core ``sort_chunks_by_idxs`` / torchtitan ``_permute`` around the all-to-all with more
+than one local expert; DeepEP/HybridEP permute once) and a refit: all 10.66 -> 10.54%, dense
+9.43 -> 9.40%, MoE 18.75 -> 18.04%; megatron_dsv3_gb200 22.2 -> 20.1% (rows 542-544, the
+AlltoAll baseline steps, CV +0.47/+0.42/+0.40 -> +0.38/+0.33/+0.31), mcore_moe_modelzoo 15.8 ->
+15.6% (row 562, A2A dispatcher with 16 local experts, CV +0.30 -> +0.25), torchao_moe 32.0 ->
+31.2%, mosaic_mpt 7.7 -> 7.6%; no source worse. Bounds tightened: MoE 0.195 -> 0.185,
+megatron_dsv3_gb200 0.23 -> 0.21.
 """
 
 from __future__ import annotations
@@ -139,7 +147,7 @@ CV_DENSE_WITHIN_20_MIN = 0.86
 CV_SOURCE_BOUNDS = {
     "korthikanti2022": 0.05,
     "mcore_moe_modelzoo": 0.16,
-    "megatron_dsv3_gb200": 0.23,
+    "megatron_dsv3_gb200": 0.21,
     "megatron_sc21": 0.08,
     "mosaic_mpt": 0.085,
     "nemo_automodel": 0.175,
@@ -155,7 +163,7 @@ Moved 0.08 -> 0.085 by the ZeRO-3 change (zero21): row 40 (1T PTD-P, no ZeRO) CV
 -8.1%. Its physics is unchanged; with the DeepSpeed ZeRO-3 rows' gathers modelled as
 unhideable they no longer prop up the shared stream-overlap fraction (0.783 -> 0.727), and the
 fold fit raises the Ampere overhead fraction to make up for the FSDP rows' lower DP exposure."""
-CV_MOE_MAPE_BOUND = 0.195
+CV_MOE_MAPE_BOUND = 0.185
 """Tightened 0.205 -> 0.195 after merging every branch of the 2026-11-24 afternoon (MoE CV 18.7%,
 50 rows). On branch sac21 alone it had moved 0.21 -> 0.215 (torchtitan per-op SAC lowered the
 fitted Blackwell overhead fraction and made Blackwell MoE rows ~2.5% faster); with the

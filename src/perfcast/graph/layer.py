@@ -86,6 +86,9 @@ class LayerShape:
     moe_token_dispatcher: str = "alltoall"
     """'alltoall' (NCCL), 'deepep' / 'hybridep' (deduplicated per NVLink domain, PXN-style;
     ``comm.dispatch``) or 'deepep-low-latency' (pure RDMA, FP8 dispatch; forward only)."""
+    moe_regroup_by_expert: bool = False
+    """The dispatcher regroups the received all-to-all chunks into local-expert order with a
+    copy of its own (``moe_regroup_op``): training's NCCL all-to-all dispatchers."""
     vocab_size_padded: int | None = None
     """Vocabulary rows of the LM head after padding; None = the model's vocab_size."""
     fp8_recipe: str | None = None
@@ -231,6 +234,8 @@ def mlp_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     ops.append(MemoryOp("moe_permute", fwd, 2 * 2 * ACT_BYTES * routed * h))
     if not shape.moe_permute_fusion:
         ops.append(unfused_permute_op(routed, h, T, E))
+    if shape.moe_regroup_by_expert and shape.ep > 1 and local_experts > 1:
+        ops.append(moe_regroup_op(routed, h))
     ops += _mlp_ops(model, tokens_per_expert, model.expert_intermediate_size, "expert",
                     batch=local_experts, split=shape.expert_tp, grouped=shape.moe_grouped_gemm,
                     input_from_norm=False, routed=True)
@@ -252,6 +257,22 @@ the routed copies (``moe_utils.permute``/``unpermute`` without --moe-permute-fus
 sorted-index computation from the routing map, the probability multiply of the routed copies
 before the scatter-add, and the expanded-probability gather; TE's ``moe_permute`` /
 ``moe_unpermute`` fold them into the copy kernels (frameworks.md §1.4 ``--moe-permute-fusion``)."""
+
+
+def moe_regroup_op(routed, hidden: int) -> MemoryOp:
+    """The regrouping copies of an all-to-all dispatch with more than one local expert, 2·2·
+    routed·h B (forward; backward mirrors it).
+
+    An all-to-all delivers the routed copies in (source rank, expert) chunks, while the
+    grouped GEMM wants them in (expert, source rank) order, and the combine needs the source
+    order back: Megatron-Core's ``MoEAlltoAllTokenDispatcher`` runs ``sort_chunks_by_idxs``
+    after the dispatch all-to-all and again before the combine whenever
+    ``num_local_experts > 1`` (fused or not: a read and a write of every received copy each
+    time), beside the permute/unpermute of ``moe_permute``; torchtitan's
+    ``ExpertParallel._token_dispatch`` / ``_token_combine`` do the same with ``_permute`` /
+    ``_unpermute``. The flex dispatchers (DeepEP, HybridEP) hand the received tokens to a
+    single permute into expert order (``moe_permute``): no second copy."""
+    return MemoryOp("moe_regroup", Phase.FORWARD, 2 * 2 * ACT_BYTES * routed * hidden)
 
 
 def unfused_router_op(tokens, num_experts) -> MemoryOp:

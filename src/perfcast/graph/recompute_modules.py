@@ -23,6 +23,7 @@ MODULE_OPS: dict[str, tuple[str, ...]] = {
     "core_attn": ("attention",),
     "mlp": ("mlp_in_proj", "mlp_activation", "mlp_out_proj"),
     "moe": ("router", "router_topk", "router_unfused", "moe_permute", "moe_permute_unfused",
+            "moe_regroup",
             "expert_in_proj", "expert_activation",
             "expert_out_proj", "shared_expert_in_proj", "shared_expert_activation",
             "shared_expert_out_proj"),

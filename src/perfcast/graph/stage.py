@@ -135,6 +135,7 @@ def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool
         moe_permute_fusion=strategy.moe_permute_fusion,
         moe_router_fusion=strategy.moe_router_fusion,
         moe_token_dispatcher=strategy.moe_token_dispatcher,
+        moe_regroup_by_expert=strategy.moe_token_dispatcher == "alltoall",
         vocab_size_padded=allocated_vocab_size(model, strategy),
         fp8_recipe=strategy.fp8_recipe if strategy.precision == "fp8" else None,
         fp8_fused_casts=strategy.fp8_fused_casts, fp8_weight_cache=strategy.fp8_weight_cache,
