@@ -115,3 +115,24 @@ def test_profiles_state_the_overlap(text, overlap):
     facts = RunFacts(tp=8, ep=1, precision="bf16", generation="hopper", layers_per_stage=6)
     fields = apply_framework_profile(framework, {}, facts).fields
     assert fields["overlap_grad_reduce"] is overlap
+
+
+def test_cli_flag_turns_the_overlap_off():
+    import json
+
+    from typer.testing import CliRunner
+
+    from perfcast.cli.main import app
+
+    base = ["train", "--model", "llama3-70b", "--system", "dgx-h100", "--gpus", "64", "--tp", "8",
+            "--pp", "2", "--sequence-parallel", "--use-distributed-optimizer", "--seq-length",
+            "8192", "--global-batch-size", "128", "--json"]
+    runs = {}
+    for flag in ("--overlap-grad-reduce", "--no-overlap-grad-reduce"):
+        result = CliRunner().invoke(app, [*base, flag])
+        assert result.exit_code == 0, result.output
+        runs[flag] = json.loads(result.output)
+    on, off = runs["--overlap-grad-reduce"], runs["--no-overlap-grad-reduce"]
+    assert off["strategy"]["overlap_grad_reduce"] is False
+    assert off["breakdown_s"]["dp_comm"] > on["breakdown_s"]["dp_comm"]
+    assert "DP gradient reduction after the whole backward, not overlapped" in off["assumptions"]
