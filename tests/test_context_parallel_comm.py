@@ -49,9 +49,18 @@ def test_ulysses_and_ring_bytes_by_hand():
     assert all(op.group == Group.CP_A2A and not op.overlappable for op in a2a.values())
     # Ring: the whole sequence's K and V gathered, 2 B · 32768 · 2 · 8 · 128.
     ring = _comm(dict(cp=CP))
-    assert set(ring) == {"cp_kv_all_gather", "cp_dkv_reduce_scatter"}
+    assert set(ring) == {"cp_kv_all_gather", "cp_kv_all_gather_backward",
+                         "cp_dkv_reduce_scatter"}
     assert ring["cp_kv_all_gather"].size_bytes == 2 * 32768 * 2 * 8 * 128 == 134_217_728
     assert ring["cp_kv_all_gather"].overlappable
+    # Only the local K/V chunk is saved: the backward passes K/V round the ring again beside
+    # dK/dV (Transformer Engine AttnFuncWithCPAndKVP2P.backward, buffers of shape (2, *kv)).
+    assert ring["cp_kv_all_gather_backward"].phase == Phase.BACKWARD_DGRAD
+    assert ring["cp_kv_all_gather_backward"].size_bytes == 134_217_728
+    assert ring["cp_kv_all_gather_backward"].collective == Collective.ALL_GATHER
+    assert ring["cp_kv_all_gather_backward"].overlappable
+    backward = sum(op.size_bytes for op in ring.values() if op.phase != Phase.FORWARD)
+    assert backward == 2 * ring["cp_kv_all_gather"].size_bytes
     gathered = _comm(dict(cp=CP, cp_kv_all_gather=True))
     assert gathered["cp_kv_all_gather"].size_bytes == 134_217_728
     assert not gathered["cp_kv_all_gather"].overlappable

@@ -126,7 +126,7 @@ def test_megatron_core_recipe_defaults():
     assert applied.fields == {
         "distributed_optimizer": True, "grad_reduce_dtype": "bf16", "sequence_parallel": True,
         "tp_comm_overlap": True, "recompute": "none", "flash_attention": True,
-        "attention_kernel": "auto"}
+        "attention_kernel": "auto", "overlap_grad_reduce": True}
     for assumption in applied.assumptions:
         assert assumption.sentence.startswith("megatron-core") and assumption.source
 

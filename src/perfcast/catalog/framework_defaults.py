@@ -130,7 +130,7 @@ def apply_framework_profile(
     if not any(name in explicit for name in RECOMPUTE_FIELDS):
         take("recompute", profile.recompute,
              lambda v: _recompute_fields(v, facts.layers_per_stage))
-    for name in ("zero3_prefetch_params", "zero3_max_live_params",
+    for name in ("overlap_grad_reduce", "zero3_prefetch_params", "zero3_max_live_params",
                  "zero3_per_tensor_collectives", "zero3_host_ops_per_rank"):
         if name not in explicit:
             take(name, getattr(profile, name), lambda v, name=name: {name: v})

@@ -123,6 +123,9 @@ class TrainingFrameworkProfile(BaseModel):
                                 "the run states no routing; empty = the learned router.")
     recompute: tuple[SourcedValue[RecomputeDefault], ...] = Field(
         description="Activation recomputation.")
+    overlap_grad_reduce: tuple[SourcedValue[bool], ...] = Field(
+        default=(), description="DDP / ZeRO-1/2 gradient reduction overlapped with the backward; "
+                                "empty = overlapped (the Strategy default).")
     zero3_prefetch_params: tuple[SourcedValue[float], ...] = Field(
         default=(), description="ZeRO-3: parameters gathered ahead of use (prefetch bucket); "
                                 "empty = the whole next module (FSDP).")

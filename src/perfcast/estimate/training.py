@@ -209,7 +209,7 @@ def estimate_training(
             times = replace(times, offload_s=float(offload_exposed_s(
                 offloaded, system, times.forward_s, times.backward_compute_s)))
         dp_time = data_parallel_time(params, times, system, strategy, comm_overlap,
-                                     cal.host_launch)
+                                     cal.host_launch, num_micro_batches=m)
         stages.append((times, dp_time, params))
     per_stage = [stages[k] for k in stage_kind]
     # one strategy: the DP seconds are numbers here (arrays only in the bulk search)
@@ -286,7 +286,10 @@ def estimate_training(
             "MTP modules cost time but are not model FLOPs",
             "MFU against the dense BF16 peak of the GPU",
             f"kernel backend {getattr(backend, 'name', kernel_backend)}; collectives as NCCL picks them",
-            "DP gradient reduction overlapped with the last micro-batch's backward",
+            ("DP gradient reduction overlapped with the last micro-batch's backward "
+             "(interleaved schedule: each model chunk's after its last micro-batch)"
+             if strategy.overlap_grad_reduce else
+             "DP gradient reduction after the whole backward, not overlapped"),
             "TP/EP collectives exposed unless --tp-comm-overlap/--ep-overlap; CP under attention",
             *_layout_notes(strategy),
             *_calibration_notes(system, strategy, overheads),

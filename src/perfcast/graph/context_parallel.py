@@ -8,10 +8,14 @@ communication types (Megatron-LM ``--cp-comm-type``):
   pass round a ring of cp ranks, each step's send/receive overlapped with the attention of the
   chunk already received (Liu et al. 2023, Ring Attention §3). Volume per rank: the K/V of the
   other cp − 1 chunks, the same as an all-gather of the sequence's K/V, which is how it is
-  timed (forward); the K/V gradients go back round the ring (a reduce-scatter, backward).
+  timed (forward). The forward saves only the rank's own K/V chunk, so the backward passes the
+  K/V round the ring again, together with the dK/dV accumulators (Transformer Engine
+  ``AttnFuncWithCPAndKVP2P.backward``: each step sends a buffer of shape (2, *kv.shape), K/V
+  and dK/dV): a second K/V all-gather and a dK/dV reduce-scatter in the backward.
 - ``all_gather``: the same K/V all-gather, issued before the attention and waited for (Megatron
-  help: "the all-gather is not async, and cannot be overlapped"); dK/dV reduce-scattered after
-  the attention backward, also exposed.
+  help: "the all-gather is not async, and cannot be overlapped"); the backward gathers the K/V
+  again (only the local chunk is saved, ``AttnFuncWithCPAndKVAllGather.backward``) and
+  reduce-scatters dK/dV after the attention backward, also exposed.
 - ``a2a`` (DeepSpeed-Ulysses, Jacobs et al. 2023, arXiv:2309.14509 §3.1): an all-to-all turns
   each of q, k, v from [s/cp tokens, all heads] into [s tokens, heads/cp], the attention runs on
   the whole sequence for its heads, and a fourth all-to-all returns the output: four
@@ -104,7 +108,8 @@ def context_parallel_comm_ops(model: ModelSpec, tokens, tp: int,
                               split: ContextParallelSplit) -> list[CommOp]:
     """Collectives of the context-parallel attention of one layer, one micro-batch (module
     docstring): Ulysses all-to-alls on the inner group (``Group.CP_A2A``) when A > 1, the K/V
-    all-gather / dK/dV reduce-scatter on the ring group (``Group.CP_RING``) when P > 1,
+    all-gathers (forward, and again in backward) / dK/dV reduce-scatter on the ring group
+    (``Group.CP_RING``) when P > 1,
     overlapped with attention for the ring (``p2p``), exposed for ``all_gather``."""
     ops: list[CommOp] = []
     if split.cp <= 1:
@@ -125,6 +130,8 @@ def context_parallel_comm_ops(model: ModelSpec, tokens, tp: int,
         kv_bytes = ACT_BYTES * tokens * split.cp * ring_kv_width(model, tp, split.a2a)
         ring = not split.kv_all_gather
         ops.append(CommOp("cp_kv_all_gather", Phase.FORWARD, Group.CP_RING,
+                          Collective.ALL_GATHER, kv_bytes, overlappable=ring))
+        ops.append(CommOp("cp_kv_all_gather_backward", Phase.BACKWARD_DGRAD, Group.CP_RING,
                           Collective.ALL_GATHER, kv_bytes, overlappable=ring))
         ops.append(CommOp("cp_dkv_reduce_scatter", Phase.BACKWARD_DGRAD, Group.CP_RING,
                           Collective.REDUCE_SCATTER, kv_bytes, overlappable=ring))

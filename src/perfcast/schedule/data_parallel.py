@@ -7,6 +7,19 @@
 - ZeRO-1/2 (Megatron distributed optimizer): reduce-scatter of gradients (same overlap) and an
   all-gather of updated 16-bit parameters, overlapped with the next step's first forward
   (``--overlap-param-gather``).
+- Interleaved pipeline schedule (v model chunks per rank, micro-batches run in groups of
+  g = min(pp, m) per chunk, Narayanan et al. 2021 §2.2): a chunk's gradients are final after
+  the backward of its last micro-batch, and the schedule launches that chunk's reduction then,
+  while the other chunks' backward of the last group still runs (Megatron-Core
+  ``pipeline_parallel/schedules.py`` ``forward_backward_pipelining_with_interleaving``:
+  ``grad_sync_func`` per model chunk at ``is_last_microbatch_for_model_chunk``; the parameter
+  gather of chunk k+1 is launched, by ``param_sync_func``, when chunk k starts its first
+  micro-batch). The reduction of all chunks then hides under g·(v−1) chunk backwards plus the
+  last chunk's own backward (less its last layer), and the last chunk's share (1/v) only under
+  that one chunk backward; the gathers likewise under the first group's forwards
+  (``interleaved_windows``). v = 1 gives the single-micro-batch window above.
+- Without that overlap (``Strategy.overlap_grad_reduce`` False: Megatron-LM of 2021 all-reduces
+  the gradients after the pipeline schedule returns) the reduction and gather are exposed.
 - ZeRO-3 / FSDP full shard (Zhao et al. 2023, PyTorch FSDP §3.3-3.4; Rajbhandari et al. 2020,
   ZeRO §7.2: parameters all-gathered in forward and again in backward, gradients
   reduce-scattered, 1.5x the DP volume): per micro-batch and layer, an all-gather of the layer's
@@ -167,11 +180,13 @@ def _time(name, collective, group, size_bytes, system, strategy):
 
 def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec,
                        strategy: Strategy, overlap: CommOverlapCalibration | None = None,
-                       host: HostLaunchCalibration | None = None) -> DataParallelTime:
+                       host: HostLaunchCalibration | None = None,
+                       num_micro_batches=None) -> DataParallelTime:
     """DP communication seconds of one stage per step, and how much of it is exposed.
 
     ``overlap`` replaces the shipped overlap calibration (for fitting it), ``host`` the shipped
-    host-launch priors. Array-friendly in ``params``/``times`` fields and the strategy's group
+    host-launch priors; ``num_micro_batches`` bounds the interleaved schedule's micro-batch
+    group (None: a full group of pp). Array-friendly in ``params``/``times`` fields and the strategy's group
     sizes."""
     grad_b = grad_bytes_per_param(strategy)
     stage = strategy.sharding_stage
@@ -222,9 +237,40 @@ def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec
                   + _time("expert_grad_all_reduce", Collective.ALL_REDUCE, Group.EDP,
                           grad_b * params.expert, system, strategy))
         gather = 0.0
+    if not strategy.overlap_grad_reduce:  # reduced after the backward, gathered before use
+        return DataParallelTime(total_s=reduce + gather, exposed_step_s=reduce + gather,
+                                exposed_per_micro_batch_s=0.0)
     layers = max(params.num_layers, 1)
-    window_bwd = times.backward_compute_s * (1 - 1 / layers)
-    window_fwd = times.layer_forward_s * (layers - 1)
-    exposed = exposed_comm_s(reduce, window_bwd, slow) + exposed_comm_s(gather, window_fwd, slow)
+    chunks = interleaved_chunks(strategy)
+    group = strategy.pp if num_micro_batches is None else np.minimum(strategy.pp,
+                                                                     num_micro_batches)
+    bwd_all, bwd_last = interleaved_windows(times.backward_compute_s, chunks, group, layers)
+    fwd_all, fwd_last = interleaved_windows(times.layer_forward_s * layers, chunks, group, layers)
+    exposed = (np.maximum(exposed_comm_s(reduce, bwd_all, slow),
+                          exposed_comm_s(reduce / chunks, bwd_last, slow))
+               + np.maximum(exposed_comm_s(gather, fwd_all, slow),
+                            exposed_comm_s(gather / chunks, fwd_last, slow)))
     return DataParallelTime(total_s=reduce + gather, exposed_step_s=exposed,
                             exposed_per_micro_batch_s=0.0)
+
+
+def interleaved_chunks(strategy: Strategy):
+    """Model chunks per rank whose DP collectives are launched one chunk at a time: ``vpp``
+    under the interleaved schedule (the default schedule when vpp > 1), 1 otherwise (module
+    docstring). Array-friendly in ``strategy.vpp``."""
+    if strategy.pipeline_schedule not in (None, "interleaved"):
+        return 1
+    return strategy.vpp
+
+
+def interleaved_windows(pass_s, chunks, group, num_layers):
+    """Compute seconds that hide a stage's DP reduction (``pass_s`` = one micro-batch's
+    backward of the stage) or parameter gather (its forward) under the interleaved schedule
+    (module docstring), as (window of the whole collective, window of the last chunk's 1/v
+    share): a chunk pass is ``pass_s``/v; the whole collective hides under ``group``·(v−1)
+    chunk passes plus the last chunk's pass less one layer (its last bucket cannot overlap),
+    the last chunk's share under that last term alone. v = 1: both are ``pass_s``·(1 − 1/L),
+    the non-interleaved window. Array-friendly."""
+    per_chunk = np.divide(pass_s, chunks)
+    last = per_chunk * (1.0 - np.divide(chunks, num_layers))
+    return per_chunk * group * (np.subtract(chunks, 1)) + last, last

@@ -297,7 +297,8 @@ class BulkEvaluator:
                     offloaded, system, times.forward_s, times.backward_compute_s)))
             stages.append((times, data_parallel_time(params, times, system, strategy,
                                                      self.calibration.comm_overlap,
-                                                     self.calibration.host_launch), params))
+                                                     self.calibration.host_launch,
+                                                     num_micro_batches=m), params))
             memory.append(stage_memory(model, strategy, params, s, m,
                                        load_memory_overheads()).total_bytes)
         calib = self.calibration.training_overheads.for_generation(system.gpu.generation)

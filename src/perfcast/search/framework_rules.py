@@ -280,7 +280,7 @@ def pipeline_layout(num_layers: int, chunks: int) -> str:
 
 SHARED_OPTION_FIELDS = ("grad_reduce_dtype", "moe_token_dispatcher", "fp8_recipe",
                         "fp8_weight_cache", "flash_attention", "eager_elementwise",
-                        "attention_kernel", "cp_implementation",
+                        "attention_kernel", "cp_implementation", "overlap_grad_reduce",
                         "zero3_prefetch_params", "zero3_max_live_params",
                         "zero3_per_tensor_collectives", "zero3_host_ops_per_rank")
 """Framework defaults the search does not enumerate: the same for every candidate."""

@@ -139,6 +139,13 @@ class Strategy(BaseModel):
     distributed_optimizer: bool = Field(
         default=False, description="Megatron distributed optimizer (optimizer states sharded, ZeRO-1)."
     )
+    overlap_grad_reduce: bool = Field(
+        default=True,
+        description="DDP / distributed optimizer: gradient reduction launched during the "
+                    "backward as buckets become ready, parameter gather during the next forward "
+                    "(Megatron --overlap-grad-reduce / --overlap-param-gather, PyTorch DDP "
+                    "bucket hooks); False = reduced after the whole backward, exposed.",
+    )
     zero3_prefetch_params: float | None = Field(
         default=None, ge=0,
         description="ZeRO-3/FSDP: parameters gathered ahead of the layer that needs them "
