@@ -15,7 +15,8 @@ Parameters, each shared by every row of its scope (no row, model or source singl
 * the ``time_ratio`` of each derived attention kernel marked ``method: fitted`` in
   ``attention_kernels.yaml`` (FlashAttention Triton over FA2), and one more for each generation
   listed in its ``time_ratio_by_generation`` (``attention_time_ratio[triton|hopper]``: the
-  relative speed of two kernels differs by architecture); bounds [1, 3].
+  relative speed of two kernels differs by architecture); bounds [1, 2.8], start (and the value
+  where no fit row runs the kernel) ``RATIO_PRIOR`` = 1.9, the middle of the FA2 paper's range.
 
 Rows: quality A and B (``FIT_QUALITIES``), dense and MoE, of a training.csv-schema file.
 Residual: log(predicted/measured tokens/s/GPU) (``least_squares_fit``). Per-row forecasts come
@@ -50,7 +51,14 @@ FRACTION_START = 0.2
 """Start of every fraction: a fixed value, so that a fit never starts from (and, for a
 parameter its rows do not constrain, never returns) a value fitted on other data."""
 OVERLAP_GRID = tuple(round(0.05 * i, 2) for i in range(21))
-RATIO_GRID = tuple(1.0 + 0.25 * i for i in range(9))
+RATIO_PRIOR = 1.9
+"""Start of every derived attention kernel's time ratio, and its value in a fit none of whose
+rows runs the kernel (a leave-one-source-out fold without its only source): the middle of the
+FlashAttention-2 paper's measured range, FA2 1.3-2.5x faster than the FlashAttention Triton
+kernel on A100 (Dao 2023, §4.1). It is the middle of ``RATIO_GRID``."""
+RATIO_STEP = 0.225
+RATIO_GRID = tuple(round(RATIO_PRIOR + RATIO_STEP * (i - 4), 3) for i in range(9))
+"""1.0 ... 2.8: nine points centred on ``RATIO_PRIOR``; the ends are the fit's bounds."""
 OVERLAP_KEY = "stream_overlap_exposed_fraction"
 
 
