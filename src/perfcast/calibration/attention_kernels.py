@@ -2,14 +2,16 @@
 
 The kernel backends calibrate each GPU generation's own attention kernel (``auto``) and, where
 measured, FlashAttention-2 (``fa2``). A kernel class without kernel measurements of its own is
-timed as a calibrated class times a sourced or fitted slowdown (``derived``).
+timed as a calibrated class times a sourced or fitted slowdown (``derived``), one per GPU
+generation where the kernel pair's relative speed differs by architecture
+(``time_ratio_by_generation``).
 """
 
 from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,9 +30,20 @@ class DerivedKernel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     base: CalibratedKernel = Field(description="Calibrated kernel class it is measured against.")
-    time_ratio: float = Field(ge=1.0, description="Its time over the base kernel's time.")
+    time_ratio: float = Field(ge=1.0, description="Its time over the base kernel's time (every "
+                              "generation not in time_ratio_by_generation).")
+    time_ratio_by_generation: dict[str, Annotated[float, Field(ge=1.0)]] = Field(
+        default_factory=dict,
+        description="Generation -> its own time over the base kernel's time: two kernels' "
+                    "relative speed is a property of the pair on one architecture.")
     method: Literal["fitted", "sourced"] = Field(description="How time_ratio was obtained.")
     source: str = Field(description="Where the ratio comes from, and its cross-check.")
+
+    def ratio_for(self, generation: str | None) -> float:
+        """The time ratio on ``generation`` (``time_ratio`` when it has none of its own)."""
+        if generation is None:
+            return self.time_ratio
+        return self.time_ratio_by_generation.get(generation, self.time_ratio)
 
 
 class AttentionKernelCalibration(BaseModel):

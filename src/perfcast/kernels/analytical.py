@@ -135,7 +135,8 @@ class AnalyticalBackend:
         timed against FlashAttention-2 (``fa2``, ``triton``) on a generation whose own kernel
         is not FA2 uses the roofline backend's FA2 curves, fitted on FA2 measurements there.
         """
-        base, time_ratio = resolve_attention_kernel(kernel, self.roofline.attention_kernels)
+        base, time_ratio = resolve_attention_kernel(kernel, self.roofline.attention_kernels,
+                                                    gpu.generation)
         if self.uses_roofline(gpu) or (base == "fa2" and gpu.generation not in FA2_NATIVE):
             return self.roofline.attention_time_s(
                 gpu, batch, num_heads, seq_q, seq_kv, head_dim_qk, head_dim_v, causal,

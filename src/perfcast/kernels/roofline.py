@@ -169,7 +169,7 @@ class RooflineBackend:
         calibration (``kernels.attention_kernels``: derived classes scale a calibrated one).
         """
         kv_heads = num_heads if num_kv_heads is None else num_kv_heads
-        base, time_ratio = resolve_attention_kernel(kernel, self.attention_kernels)
+        base, time_ratio = resolve_attention_kernel(kernel, self.attention_kernels, gpu.generation)
         curve, peak = self._attention_curve(gpu, backward, precision, base)
         params = self.params(gpu)
         return time_ratio * attention_roofline_time_s(

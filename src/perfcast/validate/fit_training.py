@@ -13,7 +13,10 @@ Parameters, each shared by every row of its scope (no row, model or source singl
 * ``stream_overlap_exposed_fraction`` (``comm_overlap.yaml``): critical-path seconds per
   overlapped second of a collective on its own stream; bounds [0, 1];
 * the ``time_ratio`` of each derived attention kernel marked ``method: fitted`` in
-  ``attention_kernels.yaml`` (FlashAttention Triton over FA2); bounds [1, 3].
+  ``attention_kernels.yaml`` (FlashAttention Triton over FA2), and one more for each generation
+  listed in its ``time_ratio_by_generation`` (``attention_time_ratio[triton|hopper]``: the
+  relative speed of two kernels differs by architecture); bounds [1, 2.8], start (and the value
+  where no fit row runs the kernel) ``RATIO_PRIOR`` = 1.9, the middle of the FA2 paper's range.
 
 Rows: quality A and B (``FIT_QUALITIES``), dense and MoE, of a training.csv-schema file.
 Residual: log(predicted/measured tokens/s/GPU) (``least_squares_fit``). Per-row forecasts come
@@ -48,7 +51,14 @@ FRACTION_START = 0.2
 """Start of every fraction: a fixed value, so that a fit never starts from (and, for a
 parameter its rows do not constrain, never returns) a value fitted on other data."""
 OVERLAP_GRID = tuple(round(0.05 * i, 2) for i in range(21))
-RATIO_GRID = tuple(1.0 + 0.25 * i for i in range(9))
+RATIO_PRIOR = 1.9
+"""Start of every derived attention kernel's time ratio, and its value in a fit none of whose
+rows runs the kernel (a leave-one-source-out fold without its only source): the middle of the
+FlashAttention-2 paper's measured range, FA2 1.3-2.5x faster than the FlashAttention Triton
+kernel on A100 (Dao 2023, §4.1). It is the middle of ``RATIO_GRID``."""
+RATIO_STEP = 0.225
+RATIO_GRID = tuple(round(RATIO_PRIOR + RATIO_STEP * (i - 4), 3) for i in range(9))
+"""1.0 ... 2.8: nine points centred on ``RATIO_PRIOR``; the ends are the fit's bounds."""
 OVERLAP_KEY = "stream_overlap_exposed_fraction"
 
 
@@ -56,8 +66,13 @@ def fraction_name(generation: str) -> str:
     return f"compute_overhead_fraction[{generation}]"
 
 
-def ratio_name(kernel: str) -> str:
-    return f"attention_time_ratio[{kernel}]"
+GENERATION_SEPARATOR = "|"
+"""Separates a kernel class from a generation in a ratio's name: ``triton|hopper``."""
+
+
+def ratio_name(kernel: str, generation: str | None = None) -> str:
+    key = kernel if generation is None else f"{kernel}{GENERATION_SEPARATOR}{generation}"
+    return f"attention_time_ratio[{key}]"
 
 
 def _set_overlap(cal: Calibration, value: float) -> Calibration:
@@ -66,21 +81,30 @@ def _set_overlap(cal: Calibration, value: float) -> Calibration:
     return cal.replace(comm_overlap=overlap.model_copy(update={OVERLAP_KEY: entry}))
 
 
-def _set_ratio(kernel: str, cal: Calibration, value: float) -> Calibration:
+def _set_ratio(kernel: str, generation: str | None, cal: Calibration, value: float
+               ) -> Calibration:
+    """``cal`` with ``kernel``'s time ratio (its own on ``generation``; the shared one when
+    None) set to ``value``."""
     kernels = cal.attention_kernels
-    derived = kernels.derived[kernel].model_copy(update={"time_ratio": float(value)})
+    old = kernels.derived[kernel]
+    update: dict[str, object] = (
+        {"time_ratio": float(value)} if generation is None else
+        {"time_ratio_by_generation": old.time_ratio_by_generation | {generation: float(value)}})
+    derived = old.model_copy(update=update)
     return cal.replace(attention_kernels=kernels.model_copy(
         update={"derived": kernels.derived | {kernel: derived}}))
 
 
 def grid_parameters(calibration: Calibration) -> tuple[GridParameter, ...]:
     """The non-linear parameters this calibration fits: the stream-overlap share and every
-    ``method: fitted`` derived attention kernel's time ratio."""
+    ``method: fitted`` derived attention kernel's time ratios (shared, and per generation)."""
     out = [GridParameter(OVERLAP_KEY, 0.0, 1.0, OVERLAP_GRID, _set_overlap)]
     for name, derived in sorted(calibration.attention_kernels.derived.items()):
         if derived.method == "fitted":
-            out.append(GridParameter(ratio_name(name), RATIO_GRID[0], RATIO_GRID[-1],
-                                     RATIO_GRID, partial(_set_ratio, name)))
+            for generation in (None, *sorted(derived.time_ratio_by_generation)):
+                out.append(GridParameter(ratio_name(name, generation), RATIO_GRID[0],
+                                         RATIO_GRID[-1], RATIO_GRID,
+                                         partial(_set_ratio, name, generation)))
     return tuple(out)
 
 
