@@ -344,7 +344,7 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     return ops
 
 
-def tp_gather_bytes_per_element(shape: LayerShape) -> int:
+def tp_gather_bytes_per_element(shape: LayerShape) -> float:
     """Bytes per element of the sequence-parallel TP all-gathers: FP8 (1 B) when the recipe
     casts before gathering (``LayerShape.fp8_tp_gather``), else the 16-bit activation. Under
     sequence parallelism the forward all-gathers assemble the column-parallel inputs X and the
