@@ -240,6 +240,19 @@ def _operand_bytes(op: GemmOp, part: str, rows, cols, reduce_dims: tuple[str, ..
     return quantize_bytes(rows, cols, op.batch, reduce_dims, recipe, fused, weight)
 
 
+def tp_gather_bytes_per_element(fp8_gather: bool) -> float:
+    """Bytes per element of the sequence-parallel TP all-gathers: FP8 (1 B) when the recipe
+    casts before gathering (``fp8_gather``: ``Strategy.fp8_tp_gather`` under an FP8 recipe),
+    else the 16-bit activation. Under sequence parallelism the forward all-gathers assemble
+    the column-parallel inputs X and the backward ones the row-parallel output gradients dY
+    (Korthikanti et al. 2022 §4.2.2); torchao's float8 TP styles cast both to FP8 before the
+    gather (``PrepareFloat8ModuleInput`` for X, ``Float8RowwiseParallel`` casting dY to e5m2
+    before the backward gather), while the reduce-scatters of partial sums stay in BF16
+    (torchao ``float8/float8_tensor_parallel.py``; torchtitan ``models/llama3/infra/
+    parallelize.py`` ``apply_tp``)."""
+    return float(FP8_BYTES if fp8_gather else HP_BYTES)
+
+
 def _fp8_uses(op: GemmOp, recipe: str) -> dict[str, tuple[str, ...]]:
     """For each operand of forward GEMM ``op``, the reduction axes of the FP8 GEMMs using it."""
     fwd, dgrad, wgrad = (_pass_in_fp8(op.fp8_eligible, p, "fp8", recipe)

@@ -18,7 +18,12 @@ from dataclasses import dataclass
 from perfcast.arrays import Floats
 from perfcast.graph.context_parallel import ContextParallelSplit, context_parallel_comm_ops
 from perfcast.graph.eager_elementwise import eager_elementwise_ops
-from perfcast.graph.fp8_casts import DEEPSEEK_TILE, fp8_cast_ops, scoped_fp8_ops
+from perfcast.graph.fp8_casts import (
+    DEEPSEEK_TILE,
+    fp8_cast_ops,
+    scoped_fp8_ops,
+    tp_gather_bytes_per_element,
+)
 from perfcast.graph.ops import (
     LOW_LATENCY_ALGORITHM,
     AttentionOp,
@@ -308,7 +313,8 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     ops: list[Op] = []
     T, h = shape.tokens, model.hidden_size
     hidden_bytes = ACT_BYTES * T * h
-    gather_bytes = tp_gather_bytes_per_element(shape) * T * h
+    gather_bytes = tp_gather_bytes_per_element(
+        shape.fp8_tp_gather and shape.fp8_recipe is not None) * T * h
     if shape.tp_rows > 1:
         ops += tp2d_comm_ops(model, shape.micro_batch * shape.seq_length, shape.tp_rows,
                              shape.tp_cols)
@@ -342,20 +348,6 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
                               route_groups=(model.moe_router_num_groups,
                                             model.moe_router_group_topk)))
     return ops
-
-
-def tp_gather_bytes_per_element(shape: LayerShape) -> float:
-    """Bytes per element of the sequence-parallel TP all-gathers: FP8 (1 B) when the recipe
-    casts before gathering (``LayerShape.fp8_tp_gather``), else the 16-bit activation. Under
-    sequence parallelism the forward all-gathers assemble the column-parallel inputs X and the
-    backward ones the row-parallel output gradients dY (Korthikanti et al. 2022 §4.2.2);
-    torchao's float8 TP styles cast both to FP8 before the gather (``PrepareFloat8ModuleInput``
-    for X, ``Float8RowwiseParallel`` casting dY to e5m2 before the backward gather), while the
-    reduce-scatters of partial sums stay in BF16 (torchao ``float8/float8_tensor_parallel.py``;
-    torchtitan ``models/llama3/infra/parallelize.py`` ``apply_tp``)."""
-    if shape.fp8_tp_gather and shape.fp8_recipe is not None:
-        return BYTES_PER_ELEMENT["fp8"]
-    return ACT_BYTES
 
 
 def low_latency_dispatch_ops(copies: float) -> list[CommOp]:
