@@ -23,10 +23,14 @@ FP8 out = 1 B/element per layout), per recipe:
   quantization from BF16: L·(read 2E + write E) + 4·E/d per layout reducing over d. torchao
   casts with ``torch.amax(x, dim=axiswise_dim)`` and then scales (``float8_scaling_utils.
   hp_tensor_to_float8_dynamic``): along the contiguous axis a row of a few thousand elements
-  stays on chip, so amax and cast share one read; along the strided axis (X and dY reduced
-  over the m tokens for wgrad, the stored [n, k] weight reduced over n for dgrad) the amax
-  spans the whole tensor before any element can be cast, so that layout reads it once more
-  (+2E; ``strided_amax_bytes``), as the tensorwise amax pass does.
+  stays on chip, so amax and cast share one read; along the strided axis (X reduced over the
+  m tokens for wgrad, the stored [n, k] weight reduced over n for dgrad) the amax spans the
+  whole tensor before any element can be cast, so that layout needs an amax pass of its own
+  (+2E; ``strided_amax_bytes``), as the tensorwise amax pass does. X and W are cast to their
+  two layouts in different graphs (torchao ``matmul_with_hp_or_float8_args`` saves the BF16
+  X and W and casts the second layout in backward), so nothing shares that pass; dY's two
+  layouts are both cast in backward, where one read after the amax pass can write both
+  (no extra read counted).
 - ``rowwise-hp-wgrad`` (torchao ``ROWWISE_WITH_GW_HP``): as rowwise, but the weight-gradient
   GEMM stays BF16 (``gemm_in_fp8``), so X and dY need only their single FP8 layout.
 - ``blockwise`` (DeepSeek-V3 report §3.3.2; TE ``Float8BlockScaling``): fp32 scales per 1×128
@@ -190,27 +194,28 @@ def cast_bytes(elements, layouts: int, recipe: str, fused: bool):
     raise InputError("fp8_recipe", recipe, "has no cast model")
 
 
-def strided_amax_bytes(elements, reduce_dims: tuple[str, ...], recipe: str, weight: bool):
+def strided_amax_bytes(elements, reduce_dims: tuple[str, ...], recipe: str, weight: bool,
+                       one_graph: bool = False):
     """Extra BF16 read of the separate amax pass of each per-row-scaled layout that reduces
     along the tensor's strided axis (module docstring, ``rowwise``): 'rows' (the m tokens) of
-    an activation or gradient, 'cols' (n) of a weight stored [n, k] as ``nn.Linear`` does.
-    Zero for other recipes. Array-friendly."""
-    if recipe not in ("rowwise", "rowwise-hp-wgrad"):
+    an activation, 'cols' (n) of a weight stored [n, k] as ``nn.Linear`` does. Zero for other
+    recipes and when every layout is cast in ``one_graph`` (dY). Array-friendly."""
+    if recipe not in ("rowwise", "rowwise-hp-wgrad") or one_graph:
         return 0.0 * elements
     strided = "cols" if weight else "rows"
     return HP_BYTES * elements * sum(d == strided for d in reduce_dims)
 
 
 def quantize_bytes(rows, cols, batch, reduce_dims: tuple[str, ...], recipe: str, fused: bool,
-                   weight: bool = False):
+                   weight: bool = False, one_graph: bool = False):
     """HBM bytes to quantize a BF16 ``rows×cols`` tensor (``batch`` of them) into one FP8 layout
     per entry of ``reduce_dims`` ('rows' or 'cols': the axis that layout's GEMM reduces over):
     ``cast_bytes`` plus ``scale_bytes`` of each layout plus ``strided_amax_bytes``. ``fused`` =
-    produced by the previous op."""
+    produced by the previous op; ``one_graph``: all layouts cast in one graph (dY)."""
     E = rows * cols * batch
     scales = sum(scale_bytes(E, rows if d == "rows" else cols, recipe, weight) for d in reduce_dims)
     return (cast_bytes(E, len(reduce_dims), recipe, fused) + scales
-            + strided_amax_bytes(E, reduce_dims, recipe, weight))
+            + strided_amax_bytes(E, reduce_dims, recipe, weight, one_graph))
 
 
 PER_TENSOR_RECIPES = ("tensorwise", "delayed")
@@ -237,7 +242,8 @@ def _operand_bytes(op: GemmOp, part: str, rows, cols, reduce_dims: tuple[str, ..
     if tp_gather > 1 and op.tp_gathered == part and reduce_dims:
         return gathered_quantize_bytes(rows, cols, op.batch, reduce_dims, recipe, fused,
                                        tp_gather)
-    return quantize_bytes(rows, cols, op.batch, reduce_dims, recipe, fused, weight)
+    return quantize_bytes(rows, cols, op.batch, reduce_dims, recipe, fused, weight,
+                          one_graph=part == "grad")
 
 
 def tp_gather_bytes_per_element(fp8_gather: bool) -> float:
