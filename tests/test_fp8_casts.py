@@ -32,15 +32,19 @@ GEMM = GemmOp("proj", Phase.FORWARD, m=4, n=6, k=8)
 EXPECTED = {  # (input, weight, grad) bytes, unfused, weights cast every micro-batch
     "tensorwise": (64 + 64 + 64, 96 + 96 + 96, 48 + 48 + 48),  # amax pass + cast-transpose
     "delayed": (64 + 64, 96 + 96, 48 + 48),  # scale from history: no amax pass
-    "rowwise": (2 * 64 + 64 + 4 * 12, 2 * 96 + 96 + 4 * 14, 2 * 48 + 48 + 4 * 10),
-    # BF16 wgrad: X and dY keep only their forward / dgrad layout (4 row scales each).
-    "rowwise-hp-wgrad": (64 + 32 + 4 * 4, 2 * 96 + 96 + 4 * 14, 48 + 24 + 4 * 4),
+    # Rowwise: the layout scaled along the strided axis (X over m; W stored [n, k] over n)
+    # reads the tensor once more for its amax pass (+64, +96); dY's two layouts are cast in
+    # the same backward graph, one read after the amax pass writes both (no extra read).
+    "rowwise": (3 * 64 + 64 + 4 * 12, 3 * 96 + 96 + 4 * 14, 2 * 48 + 48 + 4 * 10),
+    # BF16 wgrad: X and dY keep only their forward / dgrad layout (4 row scales each), both
+    # scaled along the contiguous axis; W keeps its strided dgrad layout.
+    "rowwise-hp-wgrad": (64 + 32 + 4 * 4, 3 * 96 + 96 + 4 * 14, 48 + 24 + 4 * 4),
     # 1×128 fp32 tiles for X, dY; 128×128 for W; two layouts each.
     "blockwise": (64 + 64 + 2 * 4 * 32 / 128, 96 + 96 + 2 * 4 * 48 / 128**2,
                   48 + 48 + 2 * 4 * 24 / 128),
     "mxfp8": (64 + 64 + 2 * 32 / 32, 96 + 96 + 2 * 48 / 32, 48 + 48 + 2 * 24 / 32),  # E8M0 / 32
 }
-FUSED_INPUT = {"tensorwise": 64 + 64, "delayed": 64, "rowwise": 64 + 64 + 4 * 12,
+FUSED_INPUT = {"tensorwise": 64 + 64, "delayed": 64, "rowwise": 2 * 64 + 64 + 4 * 12,
                "rowwise-hp-wgrad": 32 + 4 * 4, "blockwise": 64 + 2, "mxfp8": 64 + 2}
 
 

@@ -81,6 +81,13 @@ def _recompute_fields(value: str, layers_per_stage: int) -> dict[str, Any]:
     return {"recompute": value}
 
 
+def _gathers_fp8(values: tuple[SourcedValue[Any], ...], version, generation: str | None,
+                 recipe: str | None) -> bool:
+    """Whether the profile's ``fp8_tp_gather`` recipes include the run's FP8 recipe."""
+    chosen = pick(values, version, generation)
+    return chosen is not None and recipe in chosen.value
+
+
 def apply_framework_profile(
     framework: ResolvedFramework, explicit: Mapping[str, Any], facts: RunFacts
 ) -> AppliedDefaults:
@@ -139,6 +146,10 @@ def apply_framework_profile(
             take("fp8_recipe", profile.fp8_recipe, lambda v: {"fp8_recipe": v})
         if "fp8_weight_cache" not in explicit:
             take("fp8_weight_cache", profile.fp8_weight_cache, lambda v: {"fp8_weight_cache": v})
+        recipe = explicit.get("fp8_recipe", fields.get("fp8_recipe"))
+        if facts.tp > 1 and "fp8_tp_gather" not in explicit and _gathers_fp8(
+                profile.fp8_tp_gather, version, facts.generation, recipe):
+            take("fp8_tp_gather", profile.fp8_tp_gather, lambda v: {"fp8_tp_gather": True})
     if "eager_elementwise" not in explicit:
         take("eager_elementwise", profile.eager_elementwise,
              lambda v: {"eager_elementwise": v})

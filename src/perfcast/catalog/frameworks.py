@@ -145,6 +145,9 @@ class TrainingFrameworkProfile(BaseModel):
         default=(), description="Scaling recipe of a bare 'FP8' (no recipe named).")
     fp8_weight_cache: tuple[SourcedValue[bool], ...] = Field(
         default=(), description="FP8 weights cast once per step (True) or every forward.")
+    fp8_tp_gather: tuple[SourcedValue[tuple[FP8Recipe, ...]], ...] = Field(
+        default=(), description="FP8 recipes under which the sequence-parallel TP all-gathers "
+                                "carry FP8 (Strategy.fp8_tp_gather); empty = 16-bit gathers.")
     attention_kernel: tuple[SourcedValue[AttentionKernel], ...] = Field(
         default=(), description="Fused-attention kernel class, per GPU generation.")
     flash_attention: tuple[SourcedValue[bool], ...] = Field(

@@ -188,6 +188,7 @@ class RunArgs:
     fp8_fused_casts: bool
     fp8_weight_cache: bool
     overlap_grad_reduce: bool
+    fp8_tp_gather: bool
     fp8_gemm_scope: str
     num_layers_at_start_in_bf16: int
     num_layers_at_end_in_bf16: int
@@ -269,6 +270,7 @@ _OPTIONS: list[tuple[str, object, object]] = [
     ("fp8_fused_casts", bool, typer.Option(True, "--fp8-fused-casts/--no-fp8-fused-casts", help="FP8: fuse input casts into the preceding norm/activation.")),
     ("fp8_weight_cache", bool, typer.Option(True, "--fp8-weight-cache/--no-fp8-weight-cache", help="FP8: cast weights once per step, not per micro-batch.")),
     ("overlap_grad_reduce", bool, typer.Option(True, "--overlap-grad-reduce/--no-overlap-grad-reduce", help="DDP / distributed optimizer: reduce gradients during the backward (per model chunk when interleaved) and gather parameters during the forward; off = after the backward, exposed.")),
+    ("fp8_tp_gather", bool, typer.Option(False, "--fp8-tp-gather/--no-fp8-tp-gather", help="FP8 with sequence parallelism: TP all-gathers carry FP8, shards cast before the gather (torchao float8 TP; tensorwise or delayed recipe).")),
     ("fp8_gemm_scope", FP8ScopeOpt, typer.Option(FP8ScopeOpt.all, "--fp8-gemm-scope", help="FP8/FP4: GEMMs the recipe converts: all, linear (routed experts stay BF16; torchtitan quantize.linear.mx) or grouped (only the routed experts' grouped GEMMs; quantize.grouped_mm.mx).")),
     ("num_layers_at_start_in_bf16", int, typer.Option(0, "--num-layers-at-start-in-bf16", min=0, help="FP8/FP4: the first N decoder layers keep BF16 GEMMs (Megatron-Core --first-last-layers-bf16).")),
     ("num_layers_at_end_in_bf16", int, typer.Option(0, "--num-layers-at-end-in-bf16", min=0, help="FP8/FP4: the last N decoder layers keep BF16 GEMMs (Megatron-Core --first-last-layers-bf16).")),

@@ -20,7 +20,17 @@ FP8 out = 1 B/element per layout), per recipe:
   steps, so the amax pass disappears (the cast records the new amax): read 2E, write L·E.
 - ``rowwise`` (torchao ``Float8LinearRecipeName.ROWWISE``): one fp32 scale per row along each
   GEMM's reduction axis; the two layouts scale along different axes, so each is a separate
-  quantization from BF16: L·(read 2E + write E) + 4·E/d per layout reducing over d.
+  quantization from BF16: L·(read 2E + write E) + 4·E/d per layout reducing over d. torchao
+  casts with ``torch.amax(x, dim=axiswise_dim)`` and then scales (``float8_scaling_utils.
+  hp_tensor_to_float8_dynamic``): along the contiguous axis a row of a few thousand elements
+  stays on chip, so amax and cast share one read; along the strided axis (X reduced over the
+  m tokens for wgrad, the stored [n, k] weight reduced over n for dgrad) the amax spans the
+  whole tensor before any element can be cast, so that layout needs an amax pass of its own
+  (+2E; ``strided_amax_bytes``), as the tensorwise amax pass does. X and W are cast to their
+  two layouts in different graphs (torchao ``matmul_with_hp_or_float8_args`` saves the BF16
+  X and W and casts the second layout in backward), so nothing shares that pass; dY's two
+  layouts are both cast in backward, where one read after the amax pass can write both
+  (no extra read counted).
 - ``rowwise-hp-wgrad`` (torchao ``ROWWISE_WITH_GW_HP``): as rowwise, but the weight-gradient
   GEMM stays BF16 (``gemm_in_fp8``), so X and dY need only their single FP8 layout.
 - ``blockwise`` (DeepSeek-V3 report §3.3.2; TE ``Float8BlockScaling``): fp32 scales per 1×128
@@ -52,6 +62,16 @@ them for the rest (``is_first_microbatch``, passed by Megatron-Core); with
 ``fp8_weight_cache`` the weight casts leave the per-micro-batch ops and are charged once per
 step (``weight_cast_bytes_per_step``, added to the optimizer pass). torchao casts weights in
 every forward (``fp8_weight_cache=False``).
+
+FP8 tensor-parallel gathers (``tp_gather``, ``Strategy.fp8_tp_gather``): with sequence
+parallelism each rank holds a 1/t sequence shard of the column-parallel input X and of the
+row-parallel output gradient dY, and all-gathers it before the GEMM. torchao's float8 TP styles
+(``PrepareFloat8ModuleInput``, ``Float8ColwiseParallel``, ``Float8RowwiseParallel``;
+torchao ``float8/float8_tensor_parallel.py``), which torchtitan uses under tensorwise scaling
+only (``parallelize.py`` ``apply_tp``: ``enable_float8_tensorwise_tp``), cast the shard to FP8
+with one per-tensor scale (amax all-reduced over TP) and gather FP8, so the cast reads and
+writes E/t elements; the second layout is an FP8 transpose of the gathered tensor (read and
+write E bytes), valid because one scale covers the whole tensor (``gathered_quantize_bytes``).
 
 Which GEMMs stay BF16: the MoE router and LM head (``GemmOp.fp8_eligible=False``), the attention
 core (flash attention runs in BF16: ``AttentionOp`` is never FP8 here), the weight-gradient
@@ -174,14 +194,69 @@ def cast_bytes(elements, layouts: int, recipe: str, fused: bool):
     raise InputError("fp8_recipe", recipe, "has no cast model")
 
 
+def strided_amax_bytes(elements, reduce_dims: tuple[str, ...], recipe: str, weight: bool,
+                       one_graph: bool = False):
+    """Extra BF16 read of the separate amax pass of each per-row-scaled layout that reduces
+    along the tensor's strided axis (module docstring, ``rowwise``): 'rows' (the m tokens) of
+    an activation, 'cols' (n) of a weight stored [n, k] as ``nn.Linear`` does. Zero for other
+    recipes and when every layout is cast in ``one_graph`` (dY). Array-friendly."""
+    if recipe not in ("rowwise", "rowwise-hp-wgrad") or one_graph:
+        return 0.0 * elements
+    strided = "cols" if weight else "rows"
+    return HP_BYTES * elements * sum(d == strided for d in reduce_dims)
+
+
 def quantize_bytes(rows, cols, batch, reduce_dims: tuple[str, ...], recipe: str, fused: bool,
-                   weight: bool = False):
+                   weight: bool = False, one_graph: bool = False):
     """HBM bytes to quantize a BF16 ``rows×cols`` tensor (``batch`` of them) into one FP8 layout
     per entry of ``reduce_dims`` ('rows' or 'cols': the axis that layout's GEMM reduces over):
-    ``cast_bytes`` plus ``scale_bytes`` of each layout. ``fused`` = produced by the previous op."""
+    ``cast_bytes`` plus ``scale_bytes`` of each layout plus ``strided_amax_bytes``. ``fused`` =
+    produced by the previous op; ``one_graph``: all layouts cast in one graph (dY)."""
     E = rows * cols * batch
     scales = sum(scale_bytes(E, rows if d == "rows" else cols, recipe, weight) for d in reduce_dims)
-    return cast_bytes(E, len(reduce_dims), recipe, fused) + scales
+    return (cast_bytes(E, len(reduce_dims), recipe, fused) + scales
+            + strided_amax_bytes(E, reduce_dims, recipe, weight, one_graph))
+
+
+PER_TENSOR_RECIPES = ("tensorwise", "delayed")
+"""Recipes with one scale per tensor: a shard's FP8 cast can be gathered and transposed as is."""
+
+
+def gathered_quantize_bytes(rows, cols, batch, reduce_dims: tuple[str, ...], recipe: str,
+                            fused: bool, tp: int):
+    """HBM bytes to quantize a ``rows×cols`` operand that TP all-gathers along its rows in FP8
+    (module docstring, "FP8 tensor-parallel gathers"): the first layout cast on this rank's
+    ``rows/tp`` shard (``quantize_bytes``), each further layout an FP8 transpose of the gathered
+    tensor, 2·1 B per element. ``recipe`` must be per-tensor (``PER_TENSOR_RECIPES``)."""
+    if recipe not in PER_TENSOR_RECIPES:
+        raise InputError("fp8_recipe", recipe, "cannot gather FP8 over TP (needs one scale "
+                         "per tensor: tensorwise or delayed)")
+    local = quantize_bytes(rows / tp, cols, batch, reduce_dims[:1], recipe, fused)
+    return local + 2 * FP8_BYTES * rows * cols * batch * max(len(reduce_dims) - 1, 0)
+
+
+def _operand_bytes(op: GemmOp, part: str, rows, cols, reduce_dims: tuple[str, ...], recipe: str,
+                   fused: bool, tp_gather: int, weight: bool = False):
+    """``quantize_bytes`` of one operand of ``op``, or ``gathered_quantize_bytes`` when TP
+    gathers it in FP8 (``GemmOp.tp_gathered == part`` and ``tp_gather > 1``)."""
+    if tp_gather > 1 and op.tp_gathered == part and reduce_dims:
+        return gathered_quantize_bytes(rows, cols, op.batch, reduce_dims, recipe, fused,
+                                       tp_gather)
+    return quantize_bytes(rows, cols, op.batch, reduce_dims, recipe, fused, weight,
+                          one_graph=part == "grad")
+
+
+def tp_gather_bytes_per_element(fp8_gather: bool) -> float:
+    """Bytes per element of the sequence-parallel TP all-gathers: FP8 (1 B) when the recipe
+    casts before gathering (``fp8_gather``: ``Strategy.fp8_tp_gather`` under an FP8 recipe),
+    else the 16-bit activation. Under sequence parallelism the forward all-gathers assemble
+    the column-parallel inputs X and the backward ones the row-parallel output gradients dY
+    (Korthikanti et al. 2022 §4.2.2); torchao's float8 TP styles cast both to FP8 before the
+    gather (``PrepareFloat8ModuleInput`` for X, ``Float8RowwiseParallel`` casting dY to e5m2
+    before the backward gather), while the reduce-scatters of partial sums stay in BF16
+    (torchao ``float8/float8_tensor_parallel.py``; torchtitan ``models/llama3/infra/
+    parallelize.py`` ``apply_tp``)."""
+    return float(FP8_BYTES if fp8_gather else HP_BYTES)
 
 
 def _fp8_uses(op: GemmOp, recipe: str) -> dict[str, tuple[str, ...]]:
@@ -198,10 +273,11 @@ def _fp8_uses(op: GemmOp, recipe: str) -> dict[str, tuple[str, ...]]:
 
 
 def fp8_cast_ops(forward: Sequence[Op], recipe: str | None, fused: bool = True,
-                 weight_cache: bool = True) -> list[MemoryOp]:
+                 weight_cache: bool = True, tp_gather: int = 1) -> list[MemoryOp]:
     """Cast/scale kernels of the forward GEMMs in ``forward`` for one micro-batch: input casts
     (forward phase), weight casts (forward; none when cached per step), gradient casts
-    (backward). ``recipe=None`` (16-bit training) adds nothing."""
+    (backward). ``recipe=None`` (16-bit training) adds nothing. ``tp_gather``: the TP degree
+    whose sequence-parallel all-gathers carry FP8 (1 = none; module docstring)."""
     if recipe is None:
         return []
     ops: list[MemoryOp] = []
@@ -210,9 +286,10 @@ def fp8_cast_ops(forward: Sequence[Op], recipe: str | None, fused: bool = True,
             continue
         uses = _fp8_uses(op, recipe)
         m, n, k, b = op.m, op.n, op.k, op.batch
-        x = quantize_bytes(m, k, b, uses["input"], recipe, fused and op.cast_fusable)
+        x = _operand_bytes(op, "input", m, k, uses["input"], recipe, fused and op.cast_fusable,
+                           tp_gather)
         w = 0.0 if weight_cache else quantize_bytes(k, n, b, uses["weight"], recipe, False, True)
-        g = quantize_bytes(m, n, b, uses["grad"], recipe, False)
+        g = _operand_bytes(op, "grad", m, n, uses["grad"], recipe, False, tp_gather)
         ops += [MemoryOp(f"{op.name}_{part}_fp8_cast", phase, nbytes, op.count)
                 for part, phase, nbytes in (("input", Phase.FORWARD, x),
                                             ("weight", Phase.FORWARD, w),

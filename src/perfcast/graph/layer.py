@@ -18,7 +18,12 @@ from dataclasses import dataclass
 from perfcast.arrays import Floats
 from perfcast.graph.context_parallel import ContextParallelSplit, context_parallel_comm_ops
 from perfcast.graph.eager_elementwise import eager_elementwise_ops
-from perfcast.graph.fp8_casts import DEEPSEEK_TILE, fp8_cast_ops, scoped_fp8_ops
+from perfcast.graph.fp8_casts import (
+    DEEPSEEK_TILE,
+    fp8_cast_ops,
+    scoped_fp8_ops,
+    tp_gather_bytes_per_element,
+)
 from perfcast.graph.ops import (
     LOW_LATENCY_ALGORITHM,
     AttentionOp,
@@ -100,6 +105,9 @@ class LayerShape:
     fp8_gemm_scope: str = "all"
     """GEMMs the FP8 recipe converts: all, linear (routed experts BF16) or grouped (only the
     routed experts; ``Strategy.fp8_gemm_scope``, ``graph.fp8_casts.scoped_fp8_ops``)."""
+    fp8_tp_gather: bool = False
+    """Sequence-parallel TP all-gathers carry FP8 (cast on the shard, then gathered;
+    ``Strategy.fp8_tp_gather``); only with an ``fp8_recipe``."""
     flash_attention: bool = True
     """Fused attention; False = unfused (``kernels.unfused_attention``)."""
     eager_elementwise: bool = False
@@ -161,7 +169,8 @@ def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     else:
         # 2D TP (graph.tensor_parallel_2d): [T, h/r] x [h/r, width/c]; 1D: r = 1, c = t.
         r, c = shape.tp_rows, shape.tp_cols
-        ops.append(GemmOp("qkv_proj", fwd, T, _qkv_width(model) / c, h / r, cast_fusable=True))
+        ops.append(GemmOp("qkv_proj", fwd, T, _qkv_width(model) / c, h / r, cast_fusable=True,
+                          tp_gathered=_gathered("input", shape)))
         d_qk = d_v = model.kv_channels
         out_in = a * model.kv_channels
     # A model that mixes sliding-window and full-attention layers costs, per average layer,
@@ -179,7 +188,8 @@ def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
             balanced_causal_chunks=ring * shape.tp_rows > 1, fused=shape.flash_attention,
             dropout=model.attention_dropout > 0,
         ))
-    ops.append(GemmOp("out_proj", fwd, T, h / shape.tp_rows, out_in / shape.tp_cols))
+    ops.append(GemmOp("out_proj", fwd, T, h / shape.tp_rows, out_in / shape.tp_cols,
+                      tp_gathered=_gathered("grad", shape)))
     if model.position_embedding == "rope":
         rotary_elems = T * (a + model.num_kv_heads) * d_qk / t
         # RoPE (Su et al. 2021) reads and rewrites Q and K in place.
@@ -187,14 +197,21 @@ def attention_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     return ops
 
 
+def _gathered(operand: str, shape: LayerShape) -> str:
+    """``operand`` when sequence-parallel 1D TP all-gathers it before the GEMM
+    (``GemmOp.tp_gathered``), else ''."""
+    return operand if shape.sequence_parallel and shape.tp > 1 and shape.tp_rows == 1 else ""
+
+
 def _mlp_ops(model: ModelSpec, tokens, width, prefix: str, batch=1, split=1,
              grouped: bool = True, input_from_norm: bool = True, rows: int = 1,
-             routed: bool = False) -> list[Op]:
+             routed: bool = False, gathered: tuple[str, str] = ("", "")) -> list[Op]:
     """One MLP of hidden ``width`` on ``tokens`` tokens per expert for ``batch`` experts: one
     grouped GEMM kernel, or (``grouped=False``) ``batch`` separate GEMM kernels.
     ``input_from_norm``: the input is the norm's output (not a permuted copy of it). ``rows``
     splits the hidden dimension (2D TP, ``graph.tensor_parallel_2d``; ``split`` = cols).
-    ``routed``: the routed experts' MLP (``GemmOp.routed_expert``)."""
+    ``routed``: the routed experts' MLP (``GemmOp.routed_expert``). ``gathered``: the
+    ``GemmOp.tp_gathered`` operands of the in- and out-projection."""
     h, fwd = model.hidden_size / rows, Phase.FORWARD
     in_width = (2 if model.is_gated_mlp else 1) * width / split
     # Activation kernel: gated reads gate and up, writes the product (3 tensors); else 2.
@@ -202,10 +219,10 @@ def _mlp_ops(model: ModelSpec, tokens, width, prefix: str, batch=1, split=1,
     group, count = (batch, 1) if grouped else (1, batch)
     return [
         GemmOp(f"{prefix}_in_proj", fwd, tokens, in_width, h, batch=group, count=count,
-               cast_fusable=input_from_norm, routed_expert=routed),
+               cast_fusable=input_from_norm, routed_expert=routed, tp_gathered=gathered[0]),
         MemoryOp(f"{prefix}_activation", fwd, act_bytes),
         GemmOp(f"{prefix}_out_proj", fwd, tokens, h, width / split, batch=group, count=count,
-               cast_fusable=True, routed_expert=routed),
+               cast_fusable=True, routed_expert=routed, tp_gathered=gathered[1]),
     ]
 
 
@@ -214,7 +231,8 @@ def mlp_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     T, t = shape.tokens, shape.tp
     if not shape.moe:
         return _mlp_ops(model, T, model.intermediate_size, "mlp", split=shape.tp_cols,
-                        rows=shape.tp_rows)
+                        rows=shape.tp_rows,
+                        gathered=(_gathered("input", shape), _gathered("grad", shape)))
     fwd, h, k = Phase.FORWARD, model.hidden_size, model.num_experts_per_tok
     local_experts = model.num_experts / shape.ep
     # Balanced routing: the expert grid (pp × etp × ep × edp, frameworks.md §1.8) splits the
@@ -316,6 +334,8 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
     ops: list[Op] = []
     T, h = shape.tokens, model.hidden_size
     hidden_bytes = ACT_BYTES * T * h
+    gather_bytes = tp_gather_bytes_per_element(
+        shape.fp8_tp_gather and shape.fp8_recipe is not None) * T * h
     if shape.tp_rows > 1:
         ops += tp2d_comm_ops(model, shape.micro_batch * shape.seq_length, shape.tp_rows,
                              shape.tp_cols)
@@ -323,7 +343,7 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         for phase in (Phase.FORWARD, Phase.BACKWARD_DGRAD):
             if shape.sequence_parallel:
                 ops.append(CommOp("tp_all_gather", phase, Group.TP, Collective.ALL_GATHER,
-                                  hidden_bytes, count=2))
+                                  gather_bytes, count=2))
                 ops.append(CommOp("tp_reduce_scatter", phase, Group.TP,
                                   Collective.REDUCE_SCATTER, hidden_bytes, count=2))
             else:
@@ -397,7 +417,8 @@ def layer_ops(model: ModelSpec, shape: LayerShape) -> tuple[list[ComputeOp], lis
         norm_tokens = shape.tokens / shape.tp if shape.sequence_parallel else shape.tokens
         forward += eager_elementwise_ops(model, shape.tokens, norm_tokens, shape.tp, shape.moe)
     forward = scoped_fp8_ops(forward, shape.fp8_gemm_scope)
-    casts = fp8_cast_ops(forward, shape.fp8_recipe, shape.fp8_fused_casts, shape.fp8_weight_cache)
+    casts = fp8_cast_ops(forward, shape.fp8_recipe, shape.fp8_fused_casts, shape.fp8_weight_cache,
+                         tp_gather=shape.tp if shape.fp8_tp_gather else 1)
     compute = [op for op in forward + backward_ops(forward) + casts if not isinstance(op, CommOp)]
     if shape.cp_torch_ring:
         compute += torch_ring_memory_ops(model, shape.tokens, shape.tp, shape.cp)

@@ -84,6 +84,11 @@ class GemmOp:
     routed_expert: bool = False
     """A routed experts' GEMM (grouped over the local experts): the recipe's scope may keep it,
     or everything but it, in BF16 (``Strategy.fp8_gemm_scope``, ``graph.fp8_casts``)."""
+    tp_gathered: str = ""
+    """Operand that a sequence-parallel TP all-gather assembles before this GEMM: 'input' (the
+    column-parallel X: QKV, MLP-in) or 'grad' (the row-parallel dY: out-projection, MLP-out;
+    Korthikanti et al. 2022 §4.2.2); '' = none. With FP8 TP gathers it is cast on the
+    sequence shard (``graph.fp8_casts.gathered_quantize_bytes``)."""
 
     kind = OpKind.GEMM
 

@@ -140,6 +140,7 @@ def layer_shape(model: ModelSpec, strategy: Strategy, seq_length: int, moe: bool
         fp8_recipe=strategy.fp8_recipe if strategy.precision == "fp8" else None,
         fp8_fused_casts=strategy.fp8_fused_casts, fp8_weight_cache=strategy.fp8_weight_cache,
         fp8_gemm_scope=strategy.fp8_gemm_scope,
+        fp8_tp_gather=getattr(strategy, "fp8_tp_gather", False) and strategy.precision == "fp8",
         flash_attention=strategy.flash_attention,
         eager_elementwise=strategy.eager_elementwise,
     )

@@ -250,6 +250,13 @@ class Strategy(BaseModel):
                     "routed experts' grouped GEMMs only (torchtitan quantize.grouped_mm.mx, "
                     "torchao MoETrainingConfig), the linears stay BF16.",
     )
+    fp8_tp_gather: bool = Field(
+        default=False,
+        description="FP8 training with sequence parallelism: the TP all-gathers carry FP8 "
+                    "(input and output-gradient shards cast before the gather; torchao float8 "
+                    "TP styles, which torchtitan applies under tensorwise scaling). Needs a "
+                    "per-tensor recipe (tensorwise or delayed).",
+    )
     fp8_moe_act_inputs: bool = Field(
         default=False,
         description="Cache the MoE experts' SwiGLU inputs (gate and up outputs) in FP8 for "
@@ -405,6 +412,11 @@ class Strategy(BaseModel):
         if self.fp8_gemm_scope != "all" and self.precision != "fp8":
             raise ValueError(f"fp8_gemm_scope={self.fp8_gemm_scope!r} needs precision='fp8' "
                              f"(got precision={self.precision!r})")
+        if self.fp8_tp_gather and (self.precision != "fp8"
+                                   or self.fp8_recipe not in ("tensorwise", "delayed")):
+            raise ValueError(f"fp8_tp_gather=True needs precision='fp8' with a per-tensor "
+                             f"fp8_recipe (tensorwise or delayed; got precision="
+                             f"{self.precision!r}, fp8_recipe={self.fp8_recipe!r})")
         if self.fp8_moe_act_inputs and self.precision != "fp8":
             raise ValueError(f"fp8_moe_act_inputs=True needs precision='fp8' (got "
                              f"precision={self.precision!r})")
