@@ -155,6 +155,23 @@ over-forecast), torchao_float8 37.8 -> 36.3%. Bounds tightened: torchtitan 0.14 
 torchao_float8 0.39 -> 0.37. **Moved the wrong way** (within their bounds): mosaic_mpt 7.66 ->
 7.83% (rows 153-156 ~1 point slower: the refit Hopper overhead fraction 0.1186 -> 0.1198),
 korthikanti2022 4.06 -> 4.11%.
+After merging moe16, nemo21, mosaic21 and titan21 (titan21: FP8 tensor-parallel all-gathers of
+torchao's float8 TP styles, the rowwise amax pass) and one refit: all 10.66 -> 9.40% (median
+5.8%, 68.3% within 10%, 86.0% within 20%), dense A/B 9.4 -> 8.1% (median 5.4%, 72.9% / 88.8%),
+MoE 18.7 -> 17.7%; korthikanti 3.2, mcore_moe_modelzoo 15.4, megatron_dsv3_gb200 20.0, mosaic_mpt
+6.4, nemo_automodel 15.9, nemo_perf 10.3, torchao_float8 36.2, torchao_moe 31.0, torchtitan 11.0,
+torchtitan_nvfp4 13.3%. Bounds tightened: all 0.105 -> 0.10, dense 0.09 -> 0.085, dense median
+0.075 -> 0.06, within 10% 0.66 -> 0.70, within 20% 0.86 -> 0.87, MoE 0.185 -> 0.18 (within 20%
+30 -> 32 rows), korthikanti 0.05 -> 0.04 (row bound 0.08 -> 0.07), mosaic_mpt 0.075 -> 0.07,
+nemo_automodel 0.175 -> 0.165, nemo_perf 0.12 -> 0.11, torchao_moe 0.33 -> 0.32, torchtitan 0.13
+-> 0.12. **Moved the wrong way:** megatron_sc21 0.08 -> 0.085 (6.9 -> 8.2%): two sourced
+mechanisms each cost it about a point — Megatron-LM 2021 all-reduces gradients after the
+pipeline schedule (``overlap_grad_reduce: false``, exposed: rows 4-10), and with MosaicML's A100
+attention carried by its own Triton ratio the Ampere overhead fraction of the sc21 fold falls
+(rows 1-12 about +2 points); its worst rows are still the ZeRO-3 529.6B rows 14-16 (+21..+23%).
+The Triton/FA2 ratio prior (1.9, the middle of the FA2 paper's 1.3-2.5 range; it is the value
+mosaic_mpt's own fold uses) was set after the CV with the former 2.0 (middle of an unsourced
+[1, 3] grid) had been seen: with 2.0 the overall CV would be about 0.7 point higher.
 """
 
 from __future__ import annotations
@@ -168,37 +185,37 @@ from cv_data import training_cv
 NUM_ROWS = 379
 NUM_DENSE_ROWS = 329
 NUM_MOE_ROWS = 50
-CV_MAPE_BOUND = 0.105
-CV_DENSE_MAPE_BOUND = 0.09
-CV_DENSE_MEDIAN_BOUND = 0.075
-CV_DENSE_WITHIN_10_MIN = 0.66
-CV_DENSE_WITHIN_20_MIN = 0.86
+CV_MAPE_BOUND = 0.10
+CV_DENSE_MAPE_BOUND = 0.085
+CV_DENSE_MEDIAN_BOUND = 0.06
+CV_DENSE_WITHIN_10_MIN = 0.70
+CV_DENSE_WITHIN_20_MIN = 0.87
 CV_SOURCE_BOUNDS = {
-    "korthikanti2022": 0.05,
+    "korthikanti2022": 0.04,
     "mcore_moe_modelzoo": 0.16,
     "megatron_dsv3_gb200": 0.21,
-    "megatron_sc21": 0.08,
-    "mosaic_mpt": 0.075,
-    "nemo_automodel": 0.175,
-    "nemo_perf": 0.12,
+    "megatron_sc21": 0.085,
+    "mosaic_mpt": 0.07,
+    "nemo_automodel": 0.165,
+    "nemo_perf": 0.11,
     "torchao_float8": 0.37,
-    "torchao_moe": 0.33,
-    "torchtitan": 0.13,
+    "torchao_moe": 0.32,
+    "torchtitan": 0.12,
     "torchtitan_nvfp4": 0.14,
 }
-KORTHIKANTI_ROW_BOUND = 0.08
+KORTHIKANTI_ROW_BOUND = 0.07
 """Back to 0.08 with the MoE routing refit (moe16c: row 40 CV -7.7%, stream overlap 0.733).
 Moved 0.08 -> 0.085 by the ZeRO-3 change (zero21): row 40 (1T PTD-P, no ZeRO) CV -7.8% ->
 -8.1%. Its physics is unchanged; with the DeepSpeed ZeRO-3 rows' gathers modelled as
 unhideable they no longer prop up the shared stream-overlap fraction (0.783 -> 0.727), and the
 fold fit raises the Ampere overhead fraction to make up for the FSDP rows' lower DP exposure."""
-CV_MOE_MAPE_BOUND = 0.185
+CV_MOE_MAPE_BOUND = 0.18
 """Tightened 0.205 -> 0.195 after merging every branch of the 2026-11-24 afternoon (MoE CV 18.7%,
 50 rows). On branch sac21 alone it had moved 0.21 -> 0.215 (torchtitan per-op SAC lowered the
 fitted Blackwell overhead fraction and made Blackwell MoE rows ~2.5% faster); with the
 sustained Blackwell BF16 GEMM rate (resid21) and the FP8 GEMM scope (moe16e) beside it, MoE
 rows gained instead."""
-CV_MOE_WITHIN_20_MIN = 30
+CV_MOE_WITHIN_20_MIN = 32
 NEMO_MIXTRAL_ROW_BOUND = 0.23
 
 
