@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import cast
 
 import numpy as np
@@ -54,6 +54,8 @@ from perfcast.schedule.stage_time import (
     extra_time,
     layer_op_seconds,
     layer_time,
+    recompute_comm_s,
+    selective_forward_s,
 )
 from perfcast.search.space import LayerKey, StrategyBlock, StrategySpace
 from perfcast.specs.hardware import SystemSpec
@@ -79,6 +81,9 @@ class LayerTables:
     moe: LayerTime
     extra: dict[tuple[bool, bool], ExtraTime]
     """(first stage, last stage) -> embedding / head op times."""
+    module_s: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """Selective recompute module -> (dense, MoE) layer seconds it re-runs per key, for the
+    blocks whose module set is not the space's (``StrategySpace.recompute_module_columns``)."""
 
 
 def _stack(cls, rows: list):
@@ -98,6 +103,10 @@ class LayerRows:
     moe: tuple[LayerTime, ...]
     extras: tuple[tuple[ExtraTime, ...], ...]
     """Per key: embedding / head times for the (first, last) roles of ``EXTRA_ROLES``."""
+    modules: tuple[tuple[tuple[float, float], ...], ...] = ()
+    """Per key: (dense, MoE) seconds each of ``module_names`` re-runs (``module_seconds``)."""
+    module_names: tuple[str, ...] = ()
+    """``StrategySpace.recompute_module_columns``."""
 
 
 EXTRA_ROLES = ((True, False), (False, True), (True, True))
@@ -141,6 +150,21 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
         return _layer_group(model, shape)
 
     op_seconds: dict[tuple[LayerShape, str, str], LayerOpSeconds] = {}
+    columns = space.recompute_module_columns
+    module_ops: dict[tuple[LayerShape, str, str], tuple[float, ...]] = {}
+
+    def module_seconds(strategy: Strategy, is_moe: bool, layer: LayerTime) -> tuple[float, ...]:
+        """Seconds each module of ``columns`` re-runs in the layer: its forward ops
+        (``selective_forward_s``, once per shape, precision and recipe) and the collectives
+        it re-runs (``recompute_comm_s``), as ``layer_time`` charges a set of them."""
+        shape = layer_shape(model, strategy, seq_length, is_moe)
+        key = (shape, strategy.precision, strategy.fp8_recipe)
+        if key not in module_ops:
+            group = group_of(shape)
+            times = [op_time(op, system, strategy, backend) for op in group.compute]
+            module_ops[key] = tuple(selective_forward_s(group, (m,), times) for m in columns)
+        return tuple(ops_s + recompute_comm_s((m,), layer.ep_forward_s, layer.cp_forward_s)
+                     for m, ops_s in zip(columns, module_ops[key], strict=True))
 
     def timed_layer(strategy: Strategy, is_moe: bool) -> LayerTime:
         """The layer's time; its op seconds once per shape and the strategy fields ``op_time``
@@ -157,37 +181,46 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
 
     @functools.cache
     def without_experts(tp, cp, mbs, sp, precision, overlap, recipe, cp_comm_type, cp_a2a,
-                        tp2d_rows, graphs):
-        """Dense layer time: experts (ep, etp) play no part."""
-        return timed_layer(_key_strategy(LayerKey(
+                        tp2d_rows, scope, graphs):
+        """Dense layer time and its modules' seconds: experts (ep, etp) play no part."""
+        strategy = _key_strategy(LayerKey(
             tp, cp, 1, tp, mbs, sp, precision, overlap, recipe, cp_comm_type=cp_comm_type,
-            hierarchical_cp_a2a_size=cp_a2a, tp2d_rows=tp2d_rows, cuda_graphs=graphs), space),
-            False)
+            hierarchical_cp_a2a_size=cp_a2a, tp2d_rows=tp2d_rows, cuda_graphs=graphs,
+            fp8_gemm_scope=scope), space)
+        layer = timed_layer(strategy, False)
+        return layer, module_seconds(strategy, False, layer) if columns else ()
 
     @functools.cache
-    def extras_of(tp, cp, mbs, sp, precision, overlap, recipe, cp_comm_type, cp_a2a, tp2d_rows):
+    def extras_of(tp, cp, mbs, sp, precision, overlap, recipe, cp_comm_type, cp_a2a, tp2d_rows,
+                  scope):
         """Embedding/head times: neither experts nor CUDA graphs (layers only) play a part."""
         strategy = _key_strategy(LayerKey(tp, cp, 1, tp, mbs, sp, precision, overlap, recipe,
                                           cp_comm_type=cp_comm_type,
-                                          hierarchical_cp_a2a_size=cp_a2a, tp2d_rows=tp2d_rows),
+                                          hierarchical_cp_a2a_size=cp_a2a, tp2d_rows=tp2d_rows,
+                                          fp8_gemm_scope=scope),
                                  space)
         shape = layer_shape(model, strategy, seq_length, False)
         emb, head = embedding_ops(model, shape), head_ops(model, shape)
         return tuple(extra_time((emb if first else []) + (head if last else []), system,
                                 strategy, backend) for first, last in EXTRA_ROLES)
 
-    dense, moe, extras = [], [], []
+    dense, moe, extras, modules = [], [], [], []
     for index in keys:
         key = space.layer_keys[index]
         sizes = (key.tp, key.cp, key.micro_batch_size, key.sequence_parallel, key.precision,
                  key.tp_comm_overlap, key.fp8_recipe, key.cp_comm_type,
-                 key.hierarchical_cp_a2a_size, key.tp2d_rows)
-        layer = without_experts(*sizes, key.cuda_graphs)
+                 key.hierarchical_cp_a2a_size, key.tp2d_rows, key.fp8_gemm_scope)
+        layer, layer_modules = without_experts(*sizes, key.cuda_graphs)
         dense.append(layer)
         extras.append(extras_of(*sizes))
-        moe.append(timed_layer(with_learned_imbalance(_key_strategy(key, space), learned), True)
-                   if model.is_moe else layer)
-    return LayerRows(tuple(dense), tuple(moe), tuple(extras))
+        moe_layer, moe_modules = layer, layer_modules
+        if model.is_moe:
+            strategy = with_learned_imbalance(_key_strategy(key, space), learned)
+            moe_layer = timed_layer(strategy, True)
+            moe_modules = module_seconds(strategy, True, moe_layer) if columns else ()
+        moe.append(moe_layer)
+        modules.append(tuple(zip(layer_modules, moe_modules, strict=True)))
+    return LayerRows(tuple(dense), tuple(moe), tuple(extras), tuple(modules), columns)
 
 
 LAYER_GROUP_CACHE_SIZE = 8192
@@ -213,7 +246,11 @@ def stack_layer_rows(parts: list[LayerRows]) -> LayerTables:
     extra = {role: _stack(ExtraTime, [e[i] for e in extras])
              for i, role in enumerate(EXTRA_ROLES)}
     extra[(False, False)] = ExtraTime(0.0, 0.0, 0.0)
-    return LayerTables(dense=_stack(LayerTime, dense), moe=_stack(LayerTime, moe), extra=extra)
+    names = parts[0].module_names if parts else ()
+    per_key = np.array([m for part in parts for m in part.modules], dtype=float)
+    module_s = {name: (per_key[:, i, 0], per_key[:, i, 1]) for i, name in enumerate(names)}
+    return LayerTables(dense=_stack(LayerTime, dense), moe=_stack(LayerTime, moe), extra=extra,
+                       module_s=module_s)
 
 
 def layer_tables(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_length: int,
@@ -240,6 +277,7 @@ def _key_strategy(key: LayerKey, space: StrategySpace) -> Strategy:
                   tp_comm_overlap=key.tp_comm_overlap, fp8_recipe=key.fp8_recipe,
                   moe_token_dispatcher=key.moe_token_dispatcher, ep_overlap=key.ep_overlap,
                   delay_wgrad_compute=key.ep_overlap, cuda_graphs=key.cuda_graphs,
+                  fp8_gemm_scope=key.fp8_gemm_scope,
                   recompute="none",
                   recompute_num_layers=None, pipeline_schedule=None, zero_stage=0, fsdp=False,
                   distributed_optimizer=False)
@@ -275,8 +313,8 @@ class BulkEvaluator:
         """Step time and peak memory per GPU of every strategy in ``block``."""
         model, system, s = self.model, self.system, self.workload.seq_length
         m = self.workload.global_batch_size // (block.micro_batch_size * block.dp)
-        dense = _gather(self.tables.dense, block.layer_key)
-        moe = _gather(self.tables.moe, block.layer_key)
+        dense = self._with_modules(_gather(self.tables.dense, block.layer_key), block, 0)
+        moe = self._with_modules(_gather(self.tables.moe, block.layer_key), block, 1)
         strategy = block.as_strategy()  # sizes as arrays: one evaluation for the block
         kinds = distinct_stages(model, strategy)
         stages, memory = [], []
@@ -308,6 +346,19 @@ class BulkEvaluator:
             step_time_s=np.broadcast_to(parts.step_time_s, shape).ravel(),
             memory_bytes=np.broadcast_to(functools.reduce(np.maximum, memory), shape).ravel(),
         )
+
+    def _with_modules(self, layers: LayerTime, block: StrategyBlock, kind: int) -> LayerTime:
+        """``layers`` with the selective recompute seconds of the block's module set where it
+        has its own (``StrategySpace.recompute_module_columns``): the sum of its modules'
+        seconds (disjoint operators, ``schedule.stage_time.selective_forward_s``); ``kind`` 0
+        for dense layers, 1 for MoE layers."""
+        if block.recompute != "selective" or not self.tables.module_s or any(
+                m not in self.tables.module_s for m in block.recompute_modules):
+            return layers
+        seconds = functools.reduce(
+            np.add, (self.tables.module_s[m][kind][block.layer_key]
+                     for m in block.recompute_modules))
+        return replace(layers, selective_recompute_s=seconds)
 
     def evaluate_all(self, space: StrategySpace,
                      progress: Callable[[int], None] | None = None) -> list[BlockMetrics]:

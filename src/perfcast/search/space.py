@@ -260,6 +260,8 @@ class LayerKey:
     """Rows of the 2D TP grid (``Strategy.tp2d_rows``)."""
     cuda_graphs: str = "none"
     """CUDA-graph scope (host issue time of the layer, ``schedule.host_time``)."""
+    fp8_gemm_scope: str = "all"
+    """GEMMs the FP8 recipe converts (``Strategy.fp8_gemm_scope``; op times and shapes)."""
 
 
 @dataclass(frozen=True)
@@ -293,7 +295,40 @@ class StrategySpace:
                    for block in self.blocks)
 
     @property
+    def recompute_module_columns(self) -> tuple[str, ...]:
+        """Modules of the selective blocks whose set is not the space's own (whose layer times
+        carry it): ``search.bulk`` times each once per layer key and sums them per block
+        (``op_sac``, used alone, is never among them)."""
+        own = self.options.recompute_modules
+        found = {m for b in self.blocks if b.recompute == "selective"
+                 and b.recompute_modules != own for m in b.recompute_modules}
+        return tuple(sorted(found))
+
+    @property
+    def recompute_module_variants(self) -> int:
+        """Strategies that differ from another only in the selective recompute module set
+        (``search.recompute_sets``): per group of blocks alike but for the set, all rows but
+        those of the largest block (sets with 'moe' drop the EP-overlap rows, a subset)."""
+        return _variants(self.blocks, lambda b: (b.recompute == "selective", b.fp8_gemm_scope))
+
+    @property
+    def fp8_scope_variants(self) -> int:
+        """Strategies that differ from another only in the FP8 GEMM scope."""
+        return _variants(self.blocks, lambda b: (b.recompute_modules,))
+
+    @property
     def offload_layer_variants(self) -> int:
         """Strategies that differ from another only in the number of offloaded layers."""
         return sum(len(block) - len(block) // block.cpu_offload_activation_layers.size
                    for block in self.blocks)
+
+
+def _variants(blocks, varied) -> int:
+    """Rows beyond the largest block of each group of ``blocks`` that agree in every scalar
+    choice and in ``varied(block)`` (the choices other than the one counted)."""
+    groups: dict[tuple, list[int]] = {}
+    for b in blocks:
+        key = (b.pp, b.schedule, b.recompute, b.sharding, b.precision, b.fp8_recipe,
+               b.sequence_parallel, *varied(b))
+        groups.setdefault(key, []).append(len(b))
+    return sum(sum(sizes) - max(sizes) for sizes in groups.values())
