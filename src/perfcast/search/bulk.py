@@ -42,7 +42,11 @@ from perfcast.kernels.backend import (
     KernelBackendName,
     get_backend,
 )
-from perfcast.memory.estimate import offloaded_activation_bytes, stage_memory
+from perfcast.memory.estimate import (
+    offloaded_activation_bytes,
+    stage_layer_activations,
+    stage_memory,
+)
 from perfcast.schedule.activation_offload import offload_exposed_s
 from perfcast.schedule.data_parallel import data_parallel_time
 from perfcast.schedule.op_time import comm_op_time_s, compute_op_time_s, group_size_and_stride
@@ -336,8 +340,10 @@ class BulkEvaluator:
             stages.append((times, data_parallel_time(params, times, system, strategy,
                                                      self.calibration.comm_overlap,
                                                      self.calibration.host_launch), params))
-            memory.append(stage_memory(model, strategy, params, s, m,
-                                       load_memory_overheads()).total_bytes)
+            memory.append(stage_memory(
+                model, strategy, params, s, m, load_memory_overheads(),
+                layer_activations=self._layer_activations(block, params.num_layers,
+                                                          params.num_moe_layers)).total_bytes)
         calib = self.calibration.training_overheads.for_generation(system.gpu.generation)
         parts = assemble_step(model, system, strategy, s, m, stages, [n for _, n in kinds],
                               self.backend, calib)
@@ -348,17 +354,31 @@ class BulkEvaluator:
         )
 
     def _with_modules(self, layers: LayerTime, block: StrategyBlock, kind: int) -> LayerTime:
-        """``layers`` with the selective recompute seconds of the block's module set where it
-        has its own (``StrategySpace.recompute_module_columns``): the sum of its modules'
-        seconds (disjoint operators, ``schedule.stage_time.selective_forward_s``); ``kind`` 0
-        for dense layers, 1 for MoE layers."""
-        if block.recompute != "selective" or not self.tables.module_s or any(
-                m not in self.tables.module_s for m in block.recompute_modules):
+        """``layers`` with the selective recompute seconds of each of the block's module sets
+        (its last axis) where they are not the space's own (``StrategySpace.
+        recompute_module_columns``): per set the sum of its modules' seconds (disjoint
+        operators, ``schedule.stage_time.selective_forward_s``); ``kind`` 0 for dense layers,
+        1 for MoE layers."""
+        table = self.tables.module_s
+        if not block.module_sets or any(m not in table for ms in block.module_sets for m in ms):
             return layers
-        seconds = functools.reduce(
-            np.add, (self.tables.module_s[m][kind][block.layer_key]
-                     for m in block.recompute_modules))
-        return replace(layers, selective_recompute_s=seconds)
+        per_set = [functools.reduce(np.add, (table[m][kind][block.layer_key] for m in ms))
+                   for ms in block.module_sets]
+        return replace(layers, selective_recompute_s=np.concatenate(per_set, axis=-1))
+
+    def _layer_activations(self, block: StrategyBlock, num_layers: int, num_moe: int):
+        """(per micro-batch, working set) activation bytes of a stage of ``block``, per module
+        set on the last axis (``memory.estimate.stage_layer_activations`` once per set: the
+        activation terms are functions of one set); None for a block of one set."""
+        if len(block.module_sets) < 2:
+            return None
+        s, b = self.workload.seq_length / block.cp, block.micro_batch_size
+        parts = [stage_layer_activations(self.model, block.with_module_set(i).as_strategy(),
+                                         num_layers, num_moe, s, b)
+                 for i in range(len(block.module_sets))]
+        shape = np.broadcast_shapes(np.shape(b), np.shape(s))
+        return tuple(np.concatenate([np.broadcast_to(p[j], shape) for p in parts], axis=-1)
+                     for j in (0, 1))
 
     def evaluate_all(self, space: StrategySpace,
                      progress: Callable[[int], None] | None = None) -> list[BlockMetrics]:

@@ -126,15 +126,20 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                   for scope in fp8_gemm_scopes(rules.fp8_gemm_scopes, model, p)
                   if p == "bf16" or c.allows("fp8_gemm_scope", scope)]
 
-    def module_sets(recompute: str, precision: str, recipe: str) -> list[tuple[str, ...] | None]:
+    def module_sets(recompute: str, precision: str, recipe: str
+                    ) -> list[tuple[tuple[str, ...], ...]]:
         """Selective recompute module sets the framework runs on the model
-        (``search.recompute_sets``) under the pins; one ``None`` for other granularities."""
+        (``search.recompute_sets``) under the pins, in one group for the block's last axis,
+        those with 'moe' in a second (no EP overlap with it, MLM:TC L3002-3046); one empty
+        group for other granularities."""
         if recompute != "selective":
-            return [None]
-        return [m for m in recompute_module_sets(rules.recompute_modules,
+            return [()]
+        sets = [m for m in recompute_module_sets(rules.recompute_modules,
                                                  options.recompute_modules, model, options,
                                                  precision, recipe)
                 if c.allows("recompute_modules", module_set_text(m))]
+        groups = [tuple(m for m in sets if ("moe" in m) == with_moe) for with_moe in (False, True)]
+        return [g for g in groups if g]
     overlaps = {False: c.allowed("tp_comm_overlap", [False]),
                 True: c.allowed("tp_comm_overlap", c.tp_comm_overlap)}
     sp_modes = [sp for sp in c.allowed("sequence_parallel", [False, True]) if overlaps[sp]]
@@ -229,7 +234,7 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
             if sharding != "none":
                 mask &= t.has_dp
             # No EP overlap with full recompute nor with 'moe' recomputed (MLM:TC L3002-3046)
-            if recompute == "full" or (modules is not None and "moe" in modules):
+            if recompute == "full" or any("moe" in m for m in modules):
                 mask &= ~t.ep_overlap.ravel()
             if not vs or not offload or not scopes or not mask.any():
                 continue
@@ -247,7 +252,10 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                 flash_attention=options.flash_attention, fp8_recipe=prec[1],
                 cuda_graphs=t.graphs[mask], cpu_offload_activation_layers=np.array(
                     offload, dtype=np.int64).reshape(1, 1, -1),
-                options=block_options(options, recompute, modules, prec[2]),
+                options=block_options(options, recompute, modules[0] if modules else None,
+                                      prec[2]),
+                module_sets=modules, module_set=np.arange(max(len(modules), 1),
+                                                          dtype=np.int64).reshape(1, 1, -1),
             ))
     return StrategySpace(num_gpus=n, blocks=tuple(blocks), layer_keys=tuple(layer_keys),
                          invalid=raw - valid_layouts, options=options)
