@@ -46,7 +46,7 @@ def activation_options(model: ModelSpec, strategy: Strategy) -> A.ActivationOpti
     )
 
 
-def stage_layer_activations(model, strategy, num_layers, num_moe, s, b):
+def _stage_layer_activations(model, strategy, num_layers, num_moe, s, b):
     """Stored activations of one micro-batch over a stage's layers (bytes), and the
     full-recompute working set.
 
@@ -82,7 +82,7 @@ def offloaded_activation_bytes(model: ModelSpec, strategy, num_layers: int,
     n = offloaded_layers(strategy, num_layers)
     if not np.any(n):
         return modules
-    per_mb, _ = stage_layer_activations(model, strategy, num_layers, num_moe, s, b)
+    per_mb, _ = _stage_layer_activations(model, strategy, num_layers, num_moe, s, b)
     return modules + per_mb * n / num_layers
 
 
@@ -142,7 +142,7 @@ def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_
     b = strategy.micro_batch_size
     opts = activation_options(model, strategy) if opts is None else opts
     states = state_bytes(params, strategy)
-    per_mb, working = layer_activations or stage_layer_activations(
+    per_mb, working = layer_activations or _stage_layer_activations(
         model, strategy, params.num_layers, params.num_moe_layers, s, b
     )
     units = inflight_layer_units(strategy.schedule, stage, strategy.pp, strategy.vpp,
@@ -239,7 +239,7 @@ def estimate_memory(
         params = stage_params(model, strategy, stage)
         mix = (params.num_layers, params.num_moe_layers)
         if mix not in per_mix:
-            per_mix[mix] = stage_layer_activations(
+            per_mix[mix] = _stage_layer_activations(
                 model, strategy, *mix, workload.seq_length / strategy.cp,
                 strategy.micro_batch_size)
         return stage_memory(model, strategy, params, workload.seq_length, m, cal, per_mix[mix],

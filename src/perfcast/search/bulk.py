@@ -42,9 +42,10 @@ from perfcast.kernels.backend import (
     KernelBackendName,
     get_backend,
 )
+from perfcast.memory.activations import layer_activation_bytes, recompute_working_bytes
 from perfcast.memory.estimate import (
+    activation_options,
     offloaded_activation_bytes,
-    stage_layer_activations,
     stage_memory,
 )
 from perfcast.schedule.activation_offload import offload_exposed_s
@@ -321,6 +322,7 @@ class BulkEvaluator:
         moe = self._with_modules(_gather(self.tables.moe, block.layer_key), block, 1)
         strategy = block.as_strategy()  # sizes as arrays: one evaluation for the block
         kinds = distinct_stages(model, strategy)
+        set_bytes = self._set_layer_bytes(block)
         stages, memory = [], []
         for stage, _ in kinds:
             params = stage_params(model, strategy, stage)
@@ -342,7 +344,7 @@ class BulkEvaluator:
                                                      self.calibration.host_launch), params))
             memory.append(stage_memory(
                 model, strategy, params, s, m, load_memory_overheads(),
-                layer_activations=self._layer_activations(block, params.num_layers,
+                layer_activations=self._layer_activations(set_bytes, params.num_layers,
                                                           params.num_moe_layers)).total_bytes)
         calib = self.calibration.training_overheads.for_generation(system.gpu.generation)
         parts = assemble_step(model, system, strategy, s, m, stages, [n for _, n in kinds],
@@ -366,19 +368,34 @@ class BulkEvaluator:
                    for ms in block.module_sets]
         return replace(layers, selective_recompute_s=np.concatenate(per_set, axis=-1))
 
-    def _layer_activations(self, block: StrategyBlock, num_layers: int, num_moe: int):
-        """(per micro-batch, working set) activation bytes of a stage of ``block``, per module
-        set on the last axis (``memory.estimate.stage_layer_activations`` once per set: the
-        activation terms are functions of one set); None for a block of one set."""
+    def _set_layer_bytes(self, block: StrategyBlock):
+        """Per module set of ``block`` on the last axis: activation bytes of one dense and one
+        MoE layer per micro-batch and the recompute working set (``memory.activations``, whose
+        terms are functions of one set); None for a block of one set."""
         if len(block.module_sets) < 2:
             return None
         s, b = self.workload.seq_length / block.cp, block.micro_batch_size
-        parts = [stage_layer_activations(self.model, block.with_module_set(i).as_strategy(),
-                                         num_layers, num_moe, s, b)
-                 for i in range(len(block.module_sets))]
         shape = np.broadcast_shapes(np.shape(b), np.shape(s))
-        return tuple(np.concatenate([np.broadcast_to(p[j], shape) for p in parts], axis=-1)
-                     for j in (0, 1))
+        opts = activation_options(self.model, block.as_strategy())
+        per_set = [replace(opts, recompute_modules=modules) for modules in block.module_sets]
+
+        def stacked(part, moe: bool) -> np.ndarray:
+            return np.concatenate([np.broadcast_to(part(self.model, s, b, o, moe), shape)
+                                   for o in per_set], axis=-1)
+
+        return (stacked(layer_activation_bytes, False), stacked(layer_activation_bytes, True),
+                {moe: stacked(recompute_working_bytes, moe) for moe in (False, True)})
+
+    @staticmethod
+    def _layer_activations(set_bytes, num_layers: int, num_moe: int):
+        """(per micro-batch, working set) activation bytes of a stage of ``num_layers`` layers,
+        ``num_moe`` of them MoE, from ``_set_layer_bytes``: selective recompute applies to
+        every layer, so the stage holds each layer's bytes (as ``memory.estimate.
+        stage_layer_activations`` sums them)."""
+        if set_bytes is None:
+            return None
+        dense, moe, working = set_bytes
+        return (num_layers - num_moe) * dense + num_moe * moe, working[num_moe > 0]
 
     def evaluate_all(self, space: StrategySpace,
                      progress: Callable[[int], None] | None = None) -> list[BlockMetrics]:
