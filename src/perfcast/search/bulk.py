@@ -366,7 +366,8 @@ class BulkEvaluator:
             return layers
         per_set = [functools.reduce(np.add, (table[m][kind][block.layer_key] for m in ms))
                    for ms in block.module_sets]
-        return replace(layers, selective_recompute_s=np.concatenate(per_set, axis=-1))
+        # rows x sets as an array, as the block's strategy seam (``StrategyBlock.as_strategy``)
+        return replace(layers, selective_recompute_s=cast(float, np.concatenate(per_set, axis=-1)))
 
     def _set_layer_bytes(self, block: StrategyBlock):
         """Per module set of ``block`` on the last axis: activation bytes of one dense and one
