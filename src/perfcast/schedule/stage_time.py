@@ -198,6 +198,9 @@ class LayerOpSeconds:
     """Backward compute seconds (sum of ``by_pass`` over the backward entries)."""
     issued_kernel_s: dict[bool, float]
     """Per pass: sum of the ``issued`` GPU seconds in issue order."""
+    compute_s: tuple[float, ...] = ()
+    """Seconds of each of the group's compute ops, in ``group.compute`` order (the bulk
+    search's per-module recompute seconds, ``selective_forward_s``)."""
     _segments: dict[tuple[bool, str, bool], list[Segment]] = field(
         default_factory=dict, compare=False, repr=False)
     """``op_segments`` per (forward?, CUDA-graph scope, sync before MoE), built on first use."""
@@ -266,7 +269,8 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
         issued={k: tuple(v) for k, v in issued.items()},
         forward_s=sum(t for (_, forward), t in by_pass.items() if forward),
         backward_s=sum(t for (_, forward), t in by_pass.items() if not forward),
-        issued_kernel_s={k: sum(t for _, _, t in v) for k, v in issued.items()})
+        issued_kernel_s={k: sum(t for _, _, t in v) for k, v in issued.items()},
+        compute_s=tuple(times))
 
 
 def selective_forward_s(group: LayerGroup, modules, op_seconds) -> float:

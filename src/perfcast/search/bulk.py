@@ -158,22 +158,24 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
     columns = space.recompute_module_columns
     module_ops: dict[tuple[LayerShape, str, str], tuple[float, ...]] = {}
 
-    def module_seconds(strategy: Strategy, is_moe: bool, layer: LayerTime) -> tuple[float, ...]:
-        """Seconds each module of ``columns`` re-runs in the layer: its forward ops
-        (``selective_forward_s``, once per shape, precision and recipe) and the collectives
-        it re-runs (``recompute_comm_s``), as ``layer_time`` charges a set of them."""
-        shape = layer_shape(model, strategy, seq_length, is_moe)
-        key = (shape, strategy.precision, strategy.fp8_recipe)
+    def module_seconds(key: tuple[LayerShape, str, str], layer: LayerTime) -> tuple[float, ...]:
+        """Seconds each module of ``columns`` re-runs in the layer of ``key`` (its shape,
+        precision and recipe, from ``timed_layer``): its forward ops (``selective_forward_s``,
+        once per key) and the collectives it re-runs (``recompute_comm_s``), as
+        ``layer_time`` charges a set of them."""
+        if not columns:
+            return ()
         if key not in module_ops:
-            group = group_of(shape)
-            times = [op_time(op, system, strategy, backend) for op in group.compute]
-            module_ops[key] = tuple(selective_forward_s(group, (m,), times) for m in columns)
+            times = op_seconds[key].compute_s
+            module_ops[key] = tuple(selective_forward_s(group_of(key[0]), (m,), times)
+                                    for m in columns)
         return tuple(ops_s + recompute_comm_s((m,), layer.ep_forward_s, layer.cp_forward_s)
                      for m, ops_s in zip(columns, module_ops[key], strict=True))
 
-    def timed_layer(strategy: Strategy, is_moe: bool) -> LayerTime:
-        """The layer's time; its op seconds once per shape and the strategy fields ``op_time``
-        reads (keys differing only in TP/EP overlap or CUDA-graph scope share them: the
+    def timed_layer(strategy: Strategy, is_moe: bool
+                    ) -> tuple[LayerTime, tuple[LayerShape, str, str]]:
+        """The layer's time and its (shape, precision, recipe); its op seconds once per
+        such key (keys differing only in TP/EP overlap or CUDA-graph scope share them: the
         collectives' group sizes follow from the shape's tp, cp, ep and expert tp, and the
         host segments of each scope are memoized in ``LayerOpSeconds``)."""
         shape = layer_shape(model, strategy, seq_length, is_moe)
@@ -182,7 +184,7 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
             op_seconds[key] = layer_op_seconds(group_of(shape), system, strategy, backend,
                                                op_time, comm_time)
         return layer_time(group_of(shape), system, strategy, backend, overlap, host, op_time,
-                          op_seconds[key])
+                          op_seconds[key]), key
 
     @functools.cache
     def without_experts(tp, cp, mbs, sp, precision, overlap, recipe, cp_comm_type, cp_a2a,
@@ -192,8 +194,8 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
             tp, cp, 1, tp, mbs, sp, precision, overlap, recipe, cp_comm_type=cp_comm_type,
             hierarchical_cp_a2a_size=cp_a2a, tp2d_rows=tp2d_rows, cuda_graphs=graphs,
             fp8_gemm_scope=scope), space)
-        layer = timed_layer(strategy, False)
-        return layer, module_seconds(strategy, False, layer) if columns else ()
+        layer, key = timed_layer(strategy, False)
+        return layer, module_seconds(key, layer)
 
     @functools.cache
     def extras_of(tp, cp, mbs, sp, precision, overlap, recipe, cp_comm_type, cp_a2a, tp2d_rows,
@@ -221,8 +223,8 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
         moe_layer, moe_modules = layer, layer_modules
         if model.is_moe:
             strategy = with_learned_imbalance(_key_strategy(key, space), learned)
-            moe_layer = timed_layer(strategy, True)
-            moe_modules = module_seconds(strategy, True, moe_layer) if columns else ()
+            moe_layer, shape_key = timed_layer(strategy, True)
+            moe_modules = module_seconds(shape_key, moe_layer)
         moe.append(moe_layer)
         modules.append(tuple(zip(layer_modules, moe_modules, strict=True)))
     return LayerRows(tuple(dense), tuple(moe), tuple(extras), tuple(modules), columns)
