@@ -312,11 +312,10 @@ class StrategySpace:
 
     @property
     def recompute_module_columns(self) -> tuple[str, ...]:
-        """Modules of the selective blocks whose set is not the space's own (whose layer times
-        carry it): ``search.bulk`` times each once per layer key and sums them per block
-        (``op_sac``, used alone, is never among them)."""
-        own = self.options.recompute_modules
-        found = {m for b in self.blocks for ms in b.module_sets if ms != own for m in ms}
+        """Modules of the selective blocks' sets: ``search.bulk`` times each once per layer key
+        and sums them per set (``op_sac``, used alone and carried by the layer times of a
+        torchtitan space, is never among them)."""
+        found = {m for b in self.blocks for ms in b.module_sets for m in ms} - {"op_sac"}
         return tuple(sorted(found))
 
     @property
