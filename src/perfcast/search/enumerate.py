@@ -42,6 +42,7 @@ from perfcast.graph.layer import NODE_DEDUP_DISPATCHERS
 from perfcast.graph.param_sharding import layers_per_stage
 from perfcast.search.framework_rules import LayoutRules, interleaved_micro_batches_ok
 from perfcast.search.pins import Pin
+from perfcast.search.recompute_prune import pruned_module_sets
 from perfcast.search.recompute_sets import (
     fp8_gemm_scopes,
     module_set_text,
@@ -130,8 +131,9 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                     ) -> list[tuple[tuple[str, ...], ...]]:
         """Selective recompute module sets the framework runs on the model
         (``search.recompute_sets``) under the pins, in one group for the block's last axis,
-        those with 'moe' in a second (no EP overlap with it, MLM:TC L3002-3046); one empty
-        group for other granularities."""
+        those with 'moe' in a second (no EP overlap with it, MLM:TC L3002-3046), each less
+        the sets another of its group dominates at a reference shape
+        (``search.recompute_prune``); one empty group for other granularities."""
         if recompute != "selective":
             return [()]
         sets = [m for m in recompute_module_sets(rules.recompute_modules,
@@ -139,7 +141,8 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                                                  precision, recipe)
                 if c.allows("recompute_modules", module_set_text(m))]
         groups = [tuple(m for m in sets if ("moe" in m) == with_moe) for with_moe in (False, True)]
-        return [g for g in groups if g]
+        return [pruned_module_sets(model, workload.seq_length, options, precision, recipe, g,
+                                   system) for g in groups if g]
     overlaps = {False: c.allowed("tp_comm_overlap", [False]),
                 True: c.allowed("tp_comm_overlap", c.tp_comm_overlap)}
     sp_modes = [sp for sp in c.allowed("sequence_parallel", [False, True]) if overlaps[sp]]
