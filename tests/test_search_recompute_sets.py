@@ -93,7 +93,9 @@ def test_module_sets_per_model(model, precision, recipe, expected):
 
 def test_space_tries_module_sets_on_selective_blocks_only():
     _, _, space = _space("llama-3.2-1b", 8, fp8=False)
-    assert len(_sets(space)) == 7
+    # 7 candidate sets less core_attn+mlp, which another set beats in both re-run seconds and
+    # stored bytes at the reference shape (search.recompute_prune)
+    assert len(_sets(space)) == 6 and ("core_attn", "mlp") not in _sets(space)
     for b in space.blocks:
         assert bool(b.module_sets) == (b.recompute == "selective")
         assert b.module_set.size == max(len(b.module_sets), 1)
@@ -104,7 +106,7 @@ def test_space_tries_module_sets_on_selective_blocks_only():
 
 def test_moe_sets_leave_out_ep_overlap_and_scopes_only_for_fp8_moe():
     _, _, space = _space("mixtral-8x7b", 16, pins=("recompute=selective",), fp8=False)
-    assert len(_sets(space)) == 11
+    assert len(_sets(space)) == 9  # 11 candidates less two dominated (search.recompute_prune)
     for b in space.blocks:
         if any("moe" in ms for ms in b.module_sets):
             assert all("moe" in ms for ms in b.module_sets)
@@ -123,7 +125,8 @@ def test_pins_select_module_sets_and_scopes():
     assert _sets(fixed) == {("core_attn", "mlp")}
     assert {b.recompute for b in fixed.blocks} == {"none", "selective", "full"}
     _, _, excluded = _space("llama-3.2-1b", 8, excluded=("modules=layernorm",), fp8=False)
-    assert len(_sets(excluded)) == 6 and ("layernorm",) not in _sets(excluded)
+    # 6 candidates left, of them core_attn+mlp dominated (search.recompute_prune)
+    assert len(_sets(excluded)) == 5 and ("layernorm",) not in _sets(excluded)
     _, _, grouped = _space("mixtral-8x7b", 16, "torchtitan", pins=("pp=1",
                                                                   "fp8_gemm_scope=grouped"))
     assert _scopes(grouped) == {"grouped"}
