@@ -20,8 +20,9 @@ modules that re-run something in the model, leaving out sets no better than anot
 What remains has additive costs: the modules' operators are disjoint, so a set re-runs the sum
 of its modules' forward seconds (``search.bulk`` times each module once per layer) and drops the
 sum of their activation terms. Each module trades its own seconds for its own bytes, in a ratio
-that moves with the layout (sequence, TP, CP, micro-batch), so no remaining set is worse than
-another at every layout; the bulk evaluation ranks them layout by layout.
+that moves with the layout (sequence, TP, CP, micro-batch); enumeration keeps only the sets on
+the (seconds, bytes) Pareto front at one reference shape (``search.recompute_prune``: DeepSeek-V3
+79 -> 22 in BF16) and the bulk evaluation ranks those layout by layout.
 
 FP8 GEMM scopes (``Strategy.fp8_gemm_scope``): a framework that converts linear layers and the
 routed experts' grouped GEMMs separately (``fp8_gemm_scopes_accepted``: torchtitan) may run
