@@ -107,6 +107,10 @@ def _cli_args(strategy) -> list[str]:
         args += ["--delay-wgrad-compute"]
     if strategy.recompute_num_layers:
         args += ["--recompute-num-layers", str(strategy.recompute_num_layers)]
+    if strategy.recompute == "selective":
+        args += ["--recompute-modules", ",".join(strategy.recompute_modules)]
+    if strategy.fp8_gemm_scope != "all":
+        args += ["--fp8-gemm-scope", strategy.fp8_gemm_scope]
     if strategy.sequence_parallel:
         args += ["--sequence-parallel"]
     if strategy.tp_comm_overlap:

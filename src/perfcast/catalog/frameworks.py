@@ -32,9 +32,11 @@ from perfcast.specs.strategy import (
     CpCommType,
     CpImplementation,
     CudaGraphScope,
+    FP8GemmScope,
     FP8Recipe,
     GradReduceDtype,
     PipelineSchedule,
+    RecomputeModule,
 )
 
 TRAINING_FRAMEWORKS_DIR = DATA_DIR / "frameworks" / "training"
@@ -197,6 +199,13 @@ class TrainingFrameworkProfile(BaseModel):
     cuda_graph_scopes_accepted: tuple[SourcedValue[tuple[CudaGraphScope, ...]], ...] = Field(
         default=(), description="CUDA-graph scopes the framework can capture in training (the "
                                 "search tries only these); empty = its cuda_graphs default only.")
+    recompute_modules_accepted: tuple[SourcedValue[tuple[RecomputeModule, ...]], ...] = Field(
+        default=(), description="Modules its selective recompute can re-run (the search tries "
+                                "every useful set of them); empty = its recompute_modules "
+                                "default only.")
+    fp8_gemm_scopes_accepted: tuple[SourcedValue[tuple[FP8GemmScope, ...]], ...] = Field(
+        default=(), description="Which GEMMs its FP8/FP4 recipes can convert (the search tries "
+                                "these on models with routed experts); empty = all only.")
     activation_offload_accepted: tuple[SourcedValue[bool], ...] = Field(
         default=(), description="Whether the framework offloads whole layers' activations to "
                                 "host memory (Megatron cpu_offloading_num_layers; the search "

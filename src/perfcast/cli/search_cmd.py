@@ -59,7 +59,7 @@ def search_command(
     max_micro_batch_size: Annotated[int, typer.Option("--max-micro-batch-size", help="Largest micro-batch.")] = 8,
     no_fp8: Annotated[bool, typer.Option("--no-fp8", help="Do not try FP8.")] = False,
     framework: Annotated[str, typer.Option("--framework", help="Training framework profile NAME[@VERSION] whose rules the layouts obey and whose defaults fill the options not searched.")] = "megatron-core",
-    fix: Annotated[list[str] | None, typer.Option("--fix", help="Pin a dimension: KEY=VALUE (tp, pp, vpp, cp, ep, etp, mbs, schedule, recompute, sharding, precision, fp8_recipe, sp, tp_comm_overlap, ep_overlap, dispatcher, cp_comm_type, cp_a2a, tp2d_rows, cuda_graphs, offload); repeatable.")] = None,
+    fix: Annotated[list[str] | None, typer.Option("--fix", help="Pin a dimension: KEY=VALUE (tp, pp, vpp, cp, ep, etp, mbs, schedule, recompute, sharding, precision, fp8_recipe, sp, tp_comm_overlap, ep_overlap, dispatcher, cp_comm_type, cp_a2a, tp2d_rows, cuda_graphs, offload, recompute_modules=core_attn,mlp, fp8_gemm_scope); repeatable.")] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Never try KEY=VALUE (same keys as --fix); repeatable.")] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Worker processes (default: every core when the space has at least 500,000 strategies, else 1); the result does not depend on it.")] = None,
     timings: Annotated[bool, typer.Option("--timings", help="Add the wall seconds of the evaluation (varies run to run).")] = False,

@@ -14,7 +14,8 @@ CSV_STRATEGY_FIELDS = ("tp", "pp", "vpp", "cp", "ep", "etp", "dp", "micro_batch_
                        "recompute", "recompute_num_layers", "precision", "fp8_recipe",
                        "tp_comm_overlap", "cp_comm_type", "hierarchical_cp_a2a_size", "tp2d_rows",
                        "pipeline_schedule",
-                       "cuda_graphs", "cpu_offload_activation_layers")
+                       "cuda_graphs", "cpu_offload_activation_layers", "recompute_modules",
+                       "fp8_gemm_scope")
 CSV_METRICS = ("tokens_per_s_per_gpu", "step_time_s", "memory_bytes", "memory_headroom_bytes",
                "mfu", "time_to_train_s", "cost_usd")
 
@@ -30,7 +31,21 @@ def _sharding(strategy) -> str:
 def _recompute(strategy) -> str:
     if strategy.recompute == "full" and strategy.recompute_num_layers:
         return f"full:{strategy.recompute_num_layers}"
+    if strategy.recompute == "selective" and strategy.recompute_modules != ("core_attn",):
+        return f"sel:{','.join(strategy.recompute_modules)}"  # Megatron's default: core_attn
     return strategy.recompute
+
+
+def _precision(strategy) -> str:
+    if strategy.precision != "fp8":
+        return strategy.precision
+    scope = f":{strategy.fp8_gemm_scope}" if strategy.fp8_gemm_scope != "all" else ""
+    return f"fp8:{strategy.fp8_recipe}{scope}"
+
+
+def _csv_value(value):
+    """A strategy field as one CSV cell (a module list comma-joined)."""
+    return ",".join(value) if isinstance(value, list | tuple) else value
 
 
 def render_search(result: SearchResult, console, timings: bool = False) -> None:
@@ -41,6 +56,10 @@ def render_search(result: SearchResult, console, timings: bool = False) -> None:
     took = f" in {result.evaluate_s:.2f} s" if timings else ""
     offload = (f", {result.offload_layer_variants:,} only in the offloaded layer count"
                if result.offload_layer_variants else "")
+    offload += (f", {result.recompute_module_variants:,} only in the recompute module set"
+                if result.recompute_module_variants else "")
+    offload += (f", {result.fp8_scope_variants:,} only in the FP8 GEMM scope"
+                if result.fp8_scope_variants else "")
     shown = result.best + result.pareto
     optional = [col for col in OPTIONAL_COLUMNS if any(_varies(col, c) for c in shown)]
     console.print(
@@ -98,7 +117,7 @@ def _cells(c: SearchCandidate, optional: list[str]) -> list[str]:
             str(s.micro_batch_size), s.schedule,
             ("y+overlap" if s.tp_comm_overlap else "y") if s.sequence_parallel else "-",
             _recompute(s), *(_optional_cell(col, s) for col in optional),
-            _sharding(s), f"fp8:{s.fp8_recipe}" if s.precision == "fp8" else s.precision,
+            _sharding(s), _precision(s),
             f"{r.tokens_per_s_per_gpu:,.0f}", f"{r.mfu:.3f}",
             f"{r.step_time_s:.3f}", f"{r.memory.peak_bytes / GiB:.1f}"]
 
@@ -110,6 +129,6 @@ def search_csv(result: SearchResult) -> str:
     writer.writerow(("rank",) + CSV_STRATEGY_FIELDS + CSV_METRICS)
     for rank, c in enumerate(result.best, 1):
         d = c.to_dict()
-        writer.writerow((rank,) + tuple(d["strategy"][f] for f in CSV_STRATEGY_FIELDS)
+        writer.writerow((rank,) + tuple(_csv_value(d["strategy"][f]) for f in CSV_STRATEGY_FIELDS)
                         + tuple(d[m] for m in CSV_METRICS))
     return out.getvalue()

@@ -198,6 +198,9 @@ class LayerOpSeconds:
     """Backward compute seconds (sum of ``by_pass`` over the backward entries)."""
     issued_kernel_s: dict[bool, float]
     """Per pass: sum of the ``issued`` GPU seconds in issue order."""
+    compute_s: tuple[float, ...] = ()
+    """Seconds of each of the group's compute ops, in ``group.compute`` order (the bulk
+    search's per-module recompute seconds, ``selective_forward_s``)."""
     _segments: dict[tuple[bool, str, bool], list[Segment]] = field(
         default_factory=dict, compare=False, repr=False)
     """``op_segments`` per (forward?, CUDA-graph scope, sync before MoE), built on first use."""
@@ -228,23 +231,21 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
     kind_s: dict[type, float] = {GemmOp: 0.0, AttentionOp: 0.0, MemoryOp: 0.0}
     by_pass: dict[tuple[type, bool], float] = {
         (kind, forward): 0.0 for kind in (GemmOp, AttentionOp, MemoryOp) for forward in (True, False)}
-    wgrad = selective = 0.0
+    wgrad = 0.0
     issued: dict[bool, list] = {True: [], False: []}
-    # Timed whatever the granularity (the bulk search times layers once per layer key);
-    # ``assemble_stage_time`` charges it only under selective recompute.
-    modules = getattr(strategy, "recompute_modules", ("core_attn",))
-    redo = recomputed_op_names(modules)
+    times = []
     for op in group.compute:
         t = op_time(op, system, strategy, backend)
+        times.append(t)
         issued[op.phase == Phase.FORWARD].append((op.name, op.count, t))
         kind_s[type(op)] += t
         by_pass[(type(op), op.phase == Phase.FORWARD)] += t
-        if op.phase == Phase.FORWARD:
-            share = forward_recompute_share(op, modules, redo, group.op_sac_shares)
-            if share:
-                selective = selective + share * t
         if op.phase == Phase.BACKWARD_WGRAD:
             wgrad = wgrad + t
+    # Timed whatever the granularity (the bulk search times layers once per layer key);
+    # ``assemble_stage_time`` charges it only under selective recompute.
+    selective = selective_forward_s(group, getattr(strategy, "recompute_modules", ("core_attn",)),
+                                    times)
     comm = {(g, forward): 0.0 for g in (Group.TP, Group.CP, Group.EP) for forward in (True, False)}
     cp_blocking = {True: 0.0, False: 0.0}
     cp_first_step = {True: 0.0, False: 0.0}
@@ -268,7 +269,33 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
         issued={k: tuple(v) for k, v in issued.items()},
         forward_s=sum(t for (_, forward), t in by_pass.items() if forward),
         backward_s=sum(t for (_, forward), t in by_pass.items() if not forward),
-        issued_kernel_s={k: sum(t for _, _, t in v) for k, v in issued.items()})
+        issued_kernel_s={k: sum(t for _, _, t in v) for k, v in issued.items()},
+        compute_s=tuple(times))
+
+
+def selective_forward_s(group: LayerGroup, modules, op_seconds) -> float:
+    """Forward seconds of ``group``'s compute ops that selective recompute of ``modules``
+    re-runs: sum of share x seconds over the forward ops (``forward_recompute_share``;
+    ``op_seconds`` aligned with ``group.compute``). For Megatron-Core modules, whose operator
+    sets are disjoint but for 'moe' (``graph.recompute_modules.MODULE_OPS``), it is additive
+    over the modules of a set (``search.bulk`` times each module once)."""
+    redo = recomputed_op_names(modules)
+    selective = 0.0
+    for op, t in zip(group.compute, op_seconds, strict=True):
+        if op.phase == Phase.FORWARD:
+            share = forward_recompute_share(op, modules, redo, group.op_sac_shares)
+            if share:
+                selective = selective + share * t
+    return selective
+
+
+def recompute_comm_s(modules, ep_forward_s, cp_forward_s):
+    """Exposed forward collectives that selective recompute of ``modules`` re-runs:
+    recomputing the whole MoE layer ('moe') re-runs its forward dispatch and combine, the
+    attention core ('core_attn') under context parallelism its K/V exchange. Additive over
+    the modules of a set."""
+    return (ep_forward_s if "moe" in modules else 0.0) + (
+        cp_forward_s if "core_attn" in modules else 0.0)
 
 
 def _first_step_exposed_s(comm_s: float, attention_s: float, strategy, slowdown: float):
@@ -327,8 +354,7 @@ def layer_time(group: LayerGroup, system, strategy, backend,
         # Recomputing the whole MoE layer re-runs its forward dispatch and combine too; the
         # attention core under context parallelism re-runs its K/V exchange; op-SAC re-runs
         # the forward TP all-gathers (exposed as the pass's TP collectives).
-        selective_recompute_s=selective + (ep_fwd if "moe" in modules else 0.0)
-        + (float(cp_forward) if "core_attn" in modules else 0.0) + (
+        selective_recompute_s=selective + recompute_comm_s(modules, ep_fwd, float(cp_forward)) + (
             tp_fwd * seconds.tp_gather_forward_s / comm[(Group.TP, True)]
             if "op_sac" in modules and comm[(Group.TP, True)] > 0 else 0.0),
         tp_forward_s=tp_fwd, tp_backward_s=tp_bwd,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import cast
 
 import numpy as np
@@ -42,7 +42,12 @@ from perfcast.kernels.backend import (
     KernelBackendName,
     get_backend,
 )
-from perfcast.memory.estimate import offloaded_activation_bytes, stage_memory
+from perfcast.memory.activations import layer_activation_bytes, recompute_working_bytes
+from perfcast.memory.estimate import (
+    activation_options,
+    offloaded_activation_bytes,
+    stage_memory,
+)
 from perfcast.schedule.activation_offload import offload_exposed_s
 from perfcast.schedule.data_parallel import data_parallel_time
 from perfcast.schedule.op_time import comm_op_time_s, compute_op_time_s, group_size_and_stride
@@ -54,6 +59,8 @@ from perfcast.schedule.stage_time import (
     extra_time,
     layer_op_seconds,
     layer_time,
+    recompute_comm_s,
+    selective_forward_s,
 )
 from perfcast.search.space import LayerKey, StrategyBlock, StrategySpace
 from perfcast.specs.hardware import SystemSpec
@@ -79,6 +86,9 @@ class LayerTables:
     moe: LayerTime
     extra: dict[tuple[bool, bool], ExtraTime]
     """(first stage, last stage) -> embedding / head op times."""
+    module_s: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """Selective recompute module -> (dense, MoE) layer seconds it re-runs per key, for the
+    blocks whose module set is not the space's (``StrategySpace.recompute_module_columns``)."""
 
 
 def _stack(cls, rows: list):
@@ -98,6 +108,10 @@ class LayerRows:
     moe: tuple[LayerTime, ...]
     extras: tuple[tuple[ExtraTime, ...], ...]
     """Per key: embedding / head times for the (first, last) roles of ``EXTRA_ROLES``."""
+    modules: tuple[tuple[tuple[float, float], ...], ...] = ()
+    """Per key: (dense, MoE) seconds each of ``module_names`` re-runs (``module_seconds``)."""
+    module_names: tuple[str, ...] = ()
+    """``StrategySpace.recompute_module_columns``."""
 
 
 EXTRA_ROLES = ((True, False), (False, True), (True, True))
@@ -141,10 +155,27 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
         return _layer_group(model, shape)
 
     op_seconds: dict[tuple[LayerShape, str, str], LayerOpSeconds] = {}
+    columns = space.recompute_module_columns
+    module_ops: dict[tuple[LayerShape, str, str], tuple[float, ...]] = {}
 
-    def timed_layer(strategy: Strategy, is_moe: bool) -> LayerTime:
-        """The layer's time; its op seconds once per shape and the strategy fields ``op_time``
-        reads (keys differing only in TP/EP overlap or CUDA-graph scope share them: the
+    def module_seconds(key: tuple[LayerShape, str, str], layer: LayerTime) -> tuple[float, ...]:
+        """Seconds each module of ``columns`` re-runs in the layer of ``key`` (its shape,
+        precision and recipe, from ``timed_layer``): its forward ops (``selective_forward_s``,
+        once per key) and the collectives it re-runs (``recompute_comm_s``), as
+        ``layer_time`` charges a set of them."""
+        if not columns:
+            return ()
+        if key not in module_ops:
+            times = op_seconds[key].compute_s
+            module_ops[key] = tuple(selective_forward_s(group_of(key[0]), (m,), times)
+                                    for m in columns)
+        return tuple(ops_s + recompute_comm_s((m,), layer.ep_forward_s, layer.cp_forward_s)
+                     for m, ops_s in zip(columns, module_ops[key], strict=True))
+
+    def timed_layer(strategy: Strategy, is_moe: bool
+                    ) -> tuple[LayerTime, tuple[LayerShape, str, str]]:
+        """The layer's time and its (shape, precision, recipe); its op seconds once per
+        such key (keys differing only in TP/EP overlap or CUDA-graph scope share them: the
         collectives' group sizes follow from the shape's tp, cp, ep and expert tp, and the
         host segments of each scope are memoized in ``LayerOpSeconds``)."""
         shape = layer_shape(model, strategy, seq_length, is_moe)
@@ -153,41 +184,50 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
             op_seconds[key] = layer_op_seconds(group_of(shape), system, strategy, backend,
                                                op_time, comm_time)
         return layer_time(group_of(shape), system, strategy, backend, overlap, host, op_time,
-                          op_seconds[key])
+                          op_seconds[key]), key
 
     @functools.cache
     def without_experts(tp, cp, mbs, sp, precision, overlap, recipe, cp_comm_type, cp_a2a,
-                        tp2d_rows, graphs):
-        """Dense layer time: experts (ep, etp) play no part."""
-        return timed_layer(_key_strategy(LayerKey(
+                        tp2d_rows, scope, graphs):
+        """Dense layer time and its modules' seconds: experts (ep, etp) play no part."""
+        strategy = _key_strategy(LayerKey(
             tp, cp, 1, tp, mbs, sp, precision, overlap, recipe, cp_comm_type=cp_comm_type,
-            hierarchical_cp_a2a_size=cp_a2a, tp2d_rows=tp2d_rows, cuda_graphs=graphs), space),
-            False)
+            hierarchical_cp_a2a_size=cp_a2a, tp2d_rows=tp2d_rows, cuda_graphs=graphs,
+            fp8_gemm_scope=scope), space)
+        layer, key = timed_layer(strategy, False)
+        return layer, module_seconds(key, layer)
 
     @functools.cache
-    def extras_of(tp, cp, mbs, sp, precision, overlap, recipe, cp_comm_type, cp_a2a, tp2d_rows):
+    def extras_of(tp, cp, mbs, sp, precision, overlap, recipe, cp_comm_type, cp_a2a, tp2d_rows,
+                  scope):
         """Embedding/head times: neither experts nor CUDA graphs (layers only) play a part."""
         strategy = _key_strategy(LayerKey(tp, cp, 1, tp, mbs, sp, precision, overlap, recipe,
                                           cp_comm_type=cp_comm_type,
-                                          hierarchical_cp_a2a_size=cp_a2a, tp2d_rows=tp2d_rows),
+                                          hierarchical_cp_a2a_size=cp_a2a, tp2d_rows=tp2d_rows,
+                                          fp8_gemm_scope=scope),
                                  space)
         shape = layer_shape(model, strategy, seq_length, False)
         emb, head = embedding_ops(model, shape), head_ops(model, shape)
         return tuple(extra_time((emb if first else []) + (head if last else []), system,
                                 strategy, backend) for first, last in EXTRA_ROLES)
 
-    dense, moe, extras = [], [], []
+    dense, moe, extras, modules = [], [], [], []
     for index in keys:
         key = space.layer_keys[index]
         sizes = (key.tp, key.cp, key.micro_batch_size, key.sequence_parallel, key.precision,
                  key.tp_comm_overlap, key.fp8_recipe, key.cp_comm_type,
-                 key.hierarchical_cp_a2a_size, key.tp2d_rows)
-        layer = without_experts(*sizes, key.cuda_graphs)
+                 key.hierarchical_cp_a2a_size, key.tp2d_rows, key.fp8_gemm_scope)
+        layer, layer_modules = without_experts(*sizes, key.cuda_graphs)
         dense.append(layer)
         extras.append(extras_of(*sizes))
-        moe.append(timed_layer(with_learned_imbalance(_key_strategy(key, space), learned), True)
-                   if model.is_moe else layer)
-    return LayerRows(tuple(dense), tuple(moe), tuple(extras))
+        moe_layer, moe_modules = layer, layer_modules
+        if model.is_moe:
+            strategy = with_learned_imbalance(_key_strategy(key, space), learned)
+            moe_layer, shape_key = timed_layer(strategy, True)
+            moe_modules = module_seconds(shape_key, moe_layer)
+        moe.append(moe_layer)
+        modules.append(tuple(zip(layer_modules, moe_modules, strict=True)))
+    return LayerRows(tuple(dense), tuple(moe), tuple(extras), tuple(modules), columns)
 
 
 LAYER_GROUP_CACHE_SIZE = 8192
@@ -213,7 +253,11 @@ def stack_layer_rows(parts: list[LayerRows]) -> LayerTables:
     extra = {role: _stack(ExtraTime, [e[i] for e in extras])
              for i, role in enumerate(EXTRA_ROLES)}
     extra[(False, False)] = ExtraTime(0.0, 0.0, 0.0)
-    return LayerTables(dense=_stack(LayerTime, dense), moe=_stack(LayerTime, moe), extra=extra)
+    names = parts[0].module_names if parts else ()
+    per_key = np.array([m for part in parts for m in part.modules], dtype=float)
+    module_s = {name: (per_key[:, i, 0], per_key[:, i, 1]) for i, name in enumerate(names)}
+    return LayerTables(dense=_stack(LayerTime, dense), moe=_stack(LayerTime, moe), extra=extra,
+                       module_s=module_s)
 
 
 def layer_tables(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_length: int,
@@ -240,6 +284,7 @@ def _key_strategy(key: LayerKey, space: StrategySpace) -> Strategy:
                   tp_comm_overlap=key.tp_comm_overlap, fp8_recipe=key.fp8_recipe,
                   moe_token_dispatcher=key.moe_token_dispatcher, ep_overlap=key.ep_overlap,
                   delay_wgrad_compute=key.ep_overlap, cuda_graphs=key.cuda_graphs,
+                  fp8_gemm_scope=key.fp8_gemm_scope,
                   recompute="none",
                   recompute_num_layers=None, pipeline_schedule=None, zero_stage=0, fsdp=False,
                   distributed_optimizer=False)
@@ -275,10 +320,11 @@ class BulkEvaluator:
         """Step time and peak memory per GPU of every strategy in ``block``."""
         model, system, s = self.model, self.system, self.workload.seq_length
         m = self.workload.global_batch_size // (block.micro_batch_size * block.dp)
-        dense = _gather(self.tables.dense, block.layer_key)
-        moe = _gather(self.tables.moe, block.layer_key)
+        dense = self._with_modules(_gather(self.tables.dense, block.layer_key), block, 0)
+        moe = self._with_modules(_gather(self.tables.moe, block.layer_key), block, 1)
         strategy = block.as_strategy()  # sizes as arrays: one evaluation for the block
         kinds = distinct_stages(model, strategy)
+        set_bytes = self._set_layer_bytes(block)
         stages, memory = [], []
         for stage, _ in kinds:
             params = stage_params(model, strategy, stage)
@@ -299,8 +345,10 @@ class BulkEvaluator:
                                                      self.calibration.comm_overlap,
                                                      self.calibration.host_launch,
                                                      num_micro_batches=m), params))
-            memory.append(stage_memory(model, strategy, params, s, m,
-                                       load_memory_overheads()).total_bytes)
+            memory.append(stage_memory(
+                model, strategy, params, s, m, load_memory_overheads(),
+                layer_activations=self._layer_activations(set_bytes, params.num_layers,
+                                                          params.num_moe_layers)).total_bytes)
         calib = self.calibration.training_overheads.for_generation(system.gpu.generation)
         parts = assemble_step(model, system, strategy, s, m, stages, [n for _, n in kinds],
                               self.backend, calib)
@@ -309,6 +357,49 @@ class BulkEvaluator:
             step_time_s=np.broadcast_to(parts.step_time_s, shape).ravel(),
             memory_bytes=np.broadcast_to(functools.reduce(np.maximum, memory), shape).ravel(),
         )
+
+    def _with_modules(self, layers: LayerTime, block: StrategyBlock, kind: int) -> LayerTime:
+        """``layers`` with the selective recompute seconds of each of the block's module sets
+        (its last axis) where they are not the space's own (``StrategySpace.
+        recompute_module_columns``): per set the sum of its modules' seconds (disjoint
+        operators, ``schedule.stage_time.selective_forward_s``); ``kind`` 0 for dense layers,
+        1 for MoE layers."""
+        table = self.tables.module_s
+        if not block.module_sets or any(m not in table for ms in block.module_sets for m in ms):
+            return layers
+        per_set = [functools.reduce(np.add, (table[m][kind][block.layer_key] for m in ms))
+                   for ms in block.module_sets]
+        # rows x sets as an array, as the block's strategy seam (``StrategyBlock.as_strategy``)
+        return replace(layers, selective_recompute_s=cast(float, np.concatenate(per_set, axis=-1)))
+
+    def _set_layer_bytes(self, block: StrategyBlock):
+        """Per module set of ``block`` on the last axis: activation bytes of one dense and one
+        MoE layer per micro-batch and the recompute working set (``memory.activations``, whose
+        terms are functions of one set); None for a block of one set."""
+        if len(block.module_sets) < 2:
+            return None
+        s, b = self.workload.seq_length / block.cp, block.micro_batch_size
+        shape = np.broadcast_shapes(np.shape(b), np.shape(s))
+        opts = activation_options(self.model, block.as_strategy())
+        per_set = [replace(opts, recompute_modules=modules) for modules in block.module_sets]
+
+        def stacked(part, moe: bool) -> np.ndarray:
+            return np.concatenate([np.broadcast_to(part(self.model, s, b, o, moe), shape)
+                                   for o in per_set], axis=-1)
+
+        return (stacked(layer_activation_bytes, False), stacked(layer_activation_bytes, True),
+                {moe: stacked(recompute_working_bytes, moe) for moe in (False, True)})
+
+    @staticmethod
+    def _layer_activations(set_bytes, num_layers: int, num_moe: int):
+        """(per micro-batch, working set) activation bytes of a stage of ``num_layers`` layers,
+        ``num_moe`` of them MoE, from ``_set_layer_bytes``: selective recompute applies to
+        every layer, so the stage holds each layer's bytes (as ``memory.estimate.
+        stage_layer_activations`` sums them)."""
+        if set_bytes is None:
+            return None
+        dense, moe, working = set_bytes
+        return (num_layers - num_moe) * dense + num_moe * moe, working[num_moe > 0]
 
     def evaluate_all(self, space: StrategySpace,
                      progress: Callable[[int], None] | None = None) -> list[BlockMetrics]:

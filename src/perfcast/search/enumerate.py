@@ -11,9 +11,11 @@ then crossed with the execution options: sequence parallelism (tp > 1) with and 
 comm overlap, for MoE rows with EP > 1 each dispatcher the framework runs on the GPU with and
 without EP all-to-all overlap (not under full recompute), bf16 and each FP8/FP4 recipe,
 ZeRO/FSDP sharding (where there is a DP group to shard over), each CUDA-graph scope the
-framework captures, recompute none / selective / full with every distinct number of
-recomputed layers per stage, and (pp = 1, no recompute, where the framework offloads) every
-distinct number of layers whose activations go to host memory. ``--fix`` /
+framework captures, recompute none / selective (each set of modules the framework re-runs,
+``search.recompute_sets``) / full with every distinct number of recomputed layers per stage,
+the FP8 GEMM scopes the framework runs (FP8 on models with routed experts), and (pp = 1, no
+recompute, where the framework offloads) every distinct number of layers whose activations go
+to host memory. ``--fix`` /
 ``--exclude`` pins (``search.pins``) narrow every dimension.
 
 The named framework's own rules (``search.framework_rules``) keep only what it runs: the layer
@@ -40,6 +42,12 @@ from perfcast.graph.layer import NODE_DEDUP_DISPATCHERS
 from perfcast.graph.param_sharding import layers_per_stage
 from perfcast.search.framework_rules import LayoutRules, interleaved_micro_batches_ok
 from perfcast.search.pins import Pin
+from perfcast.search.recompute_prune import pruned_module_sets
+from perfcast.search.recompute_sets import (
+    fp8_gemm_scopes,
+    module_set_text,
+    recompute_module_sets,
+)
 from perfcast.search.space import (
     CUDA_GRAPH_SCOPES,
     DISPATCHERS,
@@ -113,8 +121,28 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
     cps_ok = [x for x in cps if _valid(for_workload, num_gpus=x, cp=x)]
     eps_ok = [e for e in eps if _valid(for_model, num_gpus=e, ep=e, etp=1)]
     recipes = rules.low_precision_recipes(system.gpu, options.fp8_recipe) if c.fp8 else []
-    precisions = [(p, r) for p, r in [("bf16", options.fp8_recipe)] + [("fp8", r) for r in recipes]
-                  if c.allows("precision", p) and (p == "bf16" or c.allows("fp8_recipe", r))]
+    precisions = [(p, r, scope)
+                  for p, r in [("bf16", options.fp8_recipe)] + [("fp8", r) for r in recipes]
+                  if c.allows("precision", p) and (p == "bf16" or c.allows("fp8_recipe", r))
+                  for scope in fp8_gemm_scopes(rules.fp8_gemm_scopes, model, p)
+                  if p == "bf16" or c.allows("fp8_gemm_scope", scope)]
+
+    def module_sets(recompute: str, precision: str, recipe: str
+                    ) -> list[tuple[tuple[str, ...], ...]]:
+        """Selective recompute module sets the framework runs on the model
+        (``search.recompute_sets``) under the pins, in one group for the block's last axis,
+        those with 'moe' in a second (no EP overlap with it, MLM:TC L3002-3046), each less
+        the sets another of its group dominates at a reference shape
+        (``search.recompute_prune``); one empty group for other granularities."""
+        if recompute != "selective":
+            return [()]
+        sets = [m for m in recompute_module_sets(rules.recompute_modules,
+                                                 options.recompute_modules, model, options,
+                                                 precision, recipe)
+                if c.allows("recompute_modules", module_set_text(m))]
+        groups = [tuple(m for m in sets if ("moe" in m) == with_moe) for with_moe in (False, True)]
+        return [pruned_module_sets(model, workload.seq_length, options, precision, recipe, g,
+                                   system) for g in groups if g]
     overlaps = {False: c.allowed("tp_comm_overlap", [False]),
                 True: c.allowed("tp_comm_overlap", c.tp_comm_overlap)}
     sp_modes = [sp for sp in c.allowed("sequence_parallel", [False, True]) if overlaps[sp]]
@@ -200,14 +228,16 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
         tables = {sp: _RowTable.build(rows, sp, overlaps[sp], moe_options, precisions,
                                       scope_codes, pp, n, workload, layer_keys)
                   for sp in sp_modes}
-        for (schedule, vs), (recompute, sharding, prec, sp) in itertools.product(
-                schedules, categorical):
+        for (schedule, vs), (recompute, sharding, prec, sp), modules in (
+                (a, b, m) for a, b in itertools.product(schedules, categorical)
+                for m in module_sets(b[0], b[2][0], b[2][1])):
             t = tables[sp]
             offload = c.allowed("offload", rules.offload_layers(max_layers, pp, recompute))
             mask = t.interleaves.copy() if schedule == "interleaved" else np.ones(len(t), bool)
             if sharding != "none":
                 mask &= t.has_dp
-            if recompute == "full":  # no EP overlap with full recompute (MLM:TC L3002-3046)
+            # No EP overlap with full recompute nor with 'moe' recomputed (MLM:TC L3002-3046)
+            if recompute == "full" or any("moe" in m for m in modules):
                 mask &= ~t.ep_overlap.ravel()
             if not vs or not offload or not scopes or not mask.any():
                 continue
@@ -225,7 +255,10 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                 flash_attention=options.flash_attention, fp8_recipe=prec[1],
                 cuda_graphs=t.graphs[mask], cpu_offload_activation_layers=np.array(
                     offload, dtype=np.int64).reshape(1, 1, -1),
-                options=block_options(options, recompute),
+                options=block_options(options, recompute, modules[0] if modules else None,
+                                      prec[2]),
+                module_sets=modules, module_set=np.arange(max(len(modules), 1),
+                                                          dtype=np.int64).reshape(1, 1, -1),
             ))
     return StrategySpace(num_gpus=n, blocks=tuple(blocks), layer_keys=tuple(layer_keys),
                          invalid=raw - valid_layouts, options=options)
@@ -244,16 +277,23 @@ class MoeOptions:
         return self.with_ep if ep > 1 else self.without_ep
 
 
-def block_options(options: Strategy, recompute: str) -> Strategy:
-    """The shared options of a block with ``recompute``: the framework's selective recompute
-    modules (``framework_rules.framework_options``: torchtitan's per-op SAC, not Megatron's
-    ``core_attn``) only on selective blocks; other blocks keep ``Strategy``'s default modules,
-    which mean nothing without selective recompute (and ``op_sac`` needs it)."""
-    if recompute == "selective" or options.recompute != "selective":
-        return options
-    return options.model_copy(update={
-        "recompute": "none",
-        "recompute_modules": Strategy.model_fields["recompute_modules"].default})
+def block_options(options: Strategy, recompute: str, modules: tuple[str, ...] | None = None,
+                  fp8_gemm_scope: str = "all") -> Strategy:
+    """The shared options of a block with ``recompute``, selective recompute ``modules`` and
+    ``fp8_gemm_scope``: a selective block re-runs ``modules`` (``search.recompute_sets``; None:
+    the framework's selective modules, ``framework_rules.framework_options``: torchtitan's
+    per-op SAC, not Megatron's ``core_attn``); other blocks keep ``Strategy``'s default
+    modules, which mean nothing without selective recompute (and ``op_sac`` needs it)."""
+    update: dict[str, object] = {}
+    if fp8_gemm_scope != options.fp8_gemm_scope:
+        update["fp8_gemm_scope"] = fp8_gemm_scope
+    if recompute == "selective":
+        if modules is not None and modules != options.recompute_modules:
+            update["recompute_modules"] = modules
+    elif options.recompute == "selective":
+        update |= {"recompute": "none",
+                   "recompute_modules": Strategy.model_fields["recompute_modules"].default}
+    return options.model_copy(update=update) if update else options
 
 
 def _no_moe_options(c: SearchConstraints, options: Strategy) -> MoeOptions:
@@ -313,7 +353,7 @@ class _RowTable:
     graphs: np.ndarray
     """CUDA-graph scope per row, an index into ``CUDA_GRAPH_SCOPES``."""
     keys: dict[tuple[str, str], np.ndarray]
-    """(precision, FP8 recipe) -> layer key index per row."""
+    """(precision, FP8 recipe, FP8 GEMM scope) -> layer key index per row."""
     interleaves: np.ndarray
     has_dp: np.ndarray
 
@@ -344,10 +384,11 @@ class _RowTable:
 
 
 
-def _layer_key(row: tuple[int, ...], sp: bool, precision: str, fp8_recipe: str) -> LayerKey:
+def _layer_key(row: tuple[int, ...], sp: bool, precision: str, fp8_recipe: str,
+               fp8_gemm_scope: str = "all") -> LayerKey:
     """The ``LayerKey`` of a ``_RowTable`` row (tp, cp, ep, etp, micro-batch, CP exchange code,
     2D TP rows, CP all-to-all ranks, TP overlap, dispatcher index, EP overlap, CUDA-graph scope
-    code) under ``precision`` and ``fp8_recipe``."""
+    code) under ``precision``, ``fp8_recipe`` and ``fp8_gemm_scope``."""
     (tp, cp, ep, etp, mbs, cp_comm, tp2d_rows, cp_a2a, overlap, dispatcher, ep_overlap,
      graphs) = (int(v) for v in row)
     hierarchical = CP_COMM_TYPES[cp_comm] == "a2a+p2p" and cp > 1
@@ -356,7 +397,8 @@ def _layer_key(row: tuple[int, ...], sp: bool, precision: str, fp8_recipe: str) 
                     moe_token_dispatcher=DISPATCHERS[dispatcher], ep_overlap=bool(ep_overlap),
                     cp_comm_type=CP_COMM_TYPES[cp_comm],
                     hierarchical_cp_a2a_size=cp_a2a if hierarchical else None,
-                    tp2d_rows=tp2d_rows, cuda_graphs=CUDA_GRAPH_SCOPES[graphs])
+                    tp2d_rows=tp2d_rows, cuda_graphs=CUDA_GRAPH_SCOPES[graphs],
+                    fp8_gemm_scope=fp8_gemm_scope)
 
 
 def default_rules() -> LayoutRules:

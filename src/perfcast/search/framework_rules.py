@@ -37,6 +37,10 @@ adds its own rules, read from its profile (``catalog/data/frameworks/training/*.
   models (it captures nothing else);
 * whether it offloads whole layers' activations to host memory (``activation_offload_accepted``:
   Megatron-Core ``cpu_offloading``; needs pp = 1 and no recompute, MLM:TC L1884-1899);
+* which modules its selective recompute re-runs (``recompute_modules_accepted``: Megatron-Core
+  ``--recompute-modules`` from core_v0.12.0, core attention only before; torchtitan's per-op
+  SAC alone) and which GEMMs its FP8 recipes convert (``fp8_gemm_scopes_accepted``: torchtitan
+  linear and grouped separately, Transformer Engine all); ``search.recompute_sets``;
 * the interleaved 1F1B schedule runs micro-batches in groups of pp (Megatron-Core
   ``microbatch_group_size_per_vp_stage`` defaults to the pipeline size, MLM:MPC L431,
   L567-568; ``schedule.orders.schedule_plan`` refuses any other count), so the micro-batches
@@ -112,6 +116,10 @@ class LayoutRules:
     """CUDA-graph scopes it captures in training; empty = its default only."""
     activation_offload: bool = False
     """Whether it offloads whole layers' activations to host memory (pp = 1, no recompute)."""
+    recompute_modules: tuple[str, ...] = ()
+    """Modules its selective recompute can re-run; empty = its default set only."""
+    fp8_gemm_scopes: tuple[str, ...] = ()
+    """FP8 GEMM scopes it runs on models with routed experts; empty = ``all`` only."""
 
     @classmethod
     def of(cls, framework: ResolvedFramework, generation: str | None = None) -> LayoutRules:
@@ -126,6 +134,8 @@ class LayoutRules:
         tp2d = pick(profile.tensor_parallel_2d_accepted, version, generation)
         scopes = pick(profile.cuda_graph_scopes_accepted, version, generation)
         offload = pick(profile.activation_offload_accepted, version, generation)
+        modules = pick(profile.recompute_modules_accepted, version, generation)
+        fp8_scopes = pick(profile.fp8_gemm_scopes_accepted, version, generation)
         return cls(framework=framework.label, pipeline_splits=splits.value if splits else (),
                    shardings=shardings.value if shardings else None,
                    fp8_recipes=recipes.value if recipes else (),
@@ -135,7 +145,9 @@ class LayoutRules:
                    cp_comm_types=cp_comm.value if cp_comm else DEFAULT_CP_COMM_TYPES,
                    tensor_parallel_2d=bool(tp2d and tp2d.value),
                    cuda_graph_scopes=scopes.value if scopes else (),
-                   activation_offload=bool(offload and offload.value))
+                   activation_offload=bool(offload and offload.value),
+                   recompute_modules=modules.value if modules else (),
+                   fp8_gemm_scopes=fp8_scopes.value if fp8_scopes else ())
 
     def pipeline_schedules(self, pp: int, vpps: list[int]) -> list[tuple[str, list[int]]]:
         """(schedule, the ``vpps`` it runs with) for each schedule the framework runs on ``pp``

@@ -76,6 +76,12 @@ class SearchResult:
     """Evaluated strategies that differ from another only in the recompute layer count."""
     offload_layer_variants: int = 0
     """Evaluated strategies that differ from another only in the offloaded layer count."""
+    recompute_module_variants: int = 0
+    """Evaluated strategies that differ from another only in the selective recompute module
+    set (counted in ``distinct``)."""
+    fp8_scope_variants: int = 0
+    """Evaluated strategies that differ from another only in the FP8 GEMM scope (counted in
+    ``distinct``)."""
 
     @property
     def infeasible(self) -> int:
@@ -101,6 +107,8 @@ class SearchResult:
             "distinct": self.distinct,
             "recompute_layer_variants": self.recompute_layer_variants,
             "offload_layer_variants": self.offload_layer_variants,
+            "recompute_module_variants": self.recompute_module_variants,
+            "fp8_scope_variants": self.fp8_scope_variants,
             "best": [c.to_dict() for c in self.best],
             "pareto": [c.to_dict() for c in self.pareto],
         }

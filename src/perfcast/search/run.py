@@ -166,6 +166,8 @@ def search_strategies(
         distinct=space.distinct_without_recompute_layers,
         recompute_layer_variants=space.recompute_layer_variants,
         offload_layer_variants=space.offload_layer_variants,
+        recompute_module_variants=space.recompute_module_variants,
+        fp8_scope_variants=space.fp8_scope_variants,
         best=best,
         pareto=tuple(candidate(b, i) for b, i in affordable(pareto, cost)), evaluate_s=evaluate_s,
     )

@@ -11,7 +11,7 @@ as numpy arrays. It reads like a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, cast, get_args
 
 import numpy as np
@@ -138,6 +138,12 @@ class StrategyBlock:
     options: Strategy = _DEFAULT_OPTIONS
     """Execution options the search does not enumerate (MoE, MTP, vocabulary padding,
     placement, overlap): read from here, so every ``Strategy`` field has a value."""
+    module_sets: tuple[tuple[str, ...], ...] = ()
+    """Selective recompute module sets of the block (``search.recompute_sets``), indexed by
+    ``module_set``; empty = ``options.recompute_modules`` alone (other granularities)."""
+    module_set: np.ndarray = field(default_factory=lambda: np.zeros((1, 1, 1), dtype=np.int64))
+    """Index into ``module_sets`` per strategy, on the last axis (selective blocks have one
+    recompute layer count and no offload, so the axis is theirs)."""
     dp: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
@@ -153,7 +159,8 @@ class StrategyBlock:
     @property
     def shape(self) -> tuple[int, ...]:
         return np.broadcast_shapes(self.tp.shape, self.vpp.shape, self.recompute_num_layers.shape,
-                                   self.cpu_offload_activation_layers.shape)
+                                   self.cpu_offload_activation_layers.shape,
+                                   self.module_set.shape)
 
     def __len__(self) -> int:
         return int(np.prod(self.shape))
@@ -190,6 +197,13 @@ class StrategyBlock:
             return 0
         rnl = self.recompute_num_layers
         return np.where(rnl == 0, num_layers, np.minimum(rnl, num_layers))
+
+    def with_module_set(self, index: int) -> StrategyBlock:
+        """This block with module set ``index`` of ``module_sets`` alone, as its options'
+        ``recompute_modules`` (what the scalar-set memory functions read)."""
+        return replace(self, options=self.options.model_copy(
+            update={"recompute_modules": self.module_sets[index]}), module_sets=(),
+            module_set=np.zeros((1, 1, 1), dtype=np.int64))
 
     def as_strategy(self) -> Strategy:
         """This block where the array-friendly estimator functions (``distinct_stages``,
@@ -232,6 +246,8 @@ class StrategyBlock:
             flash_attention=self.flash_attention, cuda_graphs=CUDA_GRAPH_SCOPES[at("cuda_graphs")],
             cpu_offload_activation_layers=offload,
         )
+        if self.module_sets:
+            enumerated["recompute_modules"] = self.module_sets[at("module_set")]
         return Strategy(**(self.options.model_dump() | enumerated))
 
 
@@ -260,6 +276,8 @@ class LayerKey:
     """Rows of the 2D TP grid (``Strategy.tp2d_rows``)."""
     cuda_graphs: str = "none"
     """CUDA-graph scope (host issue time of the layer, ``schedule.host_time``)."""
+    fp8_gemm_scope: str = "all"
+    """GEMMs the FP8 recipe converts (``Strategy.fp8_gemm_scope``; op times and shapes)."""
 
 
 @dataclass(frozen=True)
@@ -293,7 +311,41 @@ class StrategySpace:
                    for block in self.blocks)
 
     @property
+    def recompute_module_columns(self) -> tuple[str, ...]:
+        """Modules of the selective blocks' sets: ``search.bulk`` times each once per layer key
+        and sums them per set (``op_sac``, used alone and carried by the layer times of a
+        torchtitan space, is never among them)."""
+        found = {m for b in self.blocks for ms in b.module_sets for m in ms} - {"op_sac"}
+        return tuple(sorted(found))
+
+    @property
+    def recompute_module_variants(self) -> int:
+        """Strategies that differ from another only in the selective recompute module set
+        (``search.recompute_sets``): per group of blocks alike but for their sets, all rows
+        but one per layout (the block without 'moe' sets has every layout of its group; the
+        one with them drops the EP-overlap rows)."""
+        return _variants(self.blocks, lambda b: (b.fp8_gemm_scope,),
+                         lambda b: len(b) // b.module_set.size)
+
+    @property
+    def fp8_scope_variants(self) -> int:
+        """Strategies that differ from another only in the FP8 GEMM scope."""
+        return _variants(self.blocks, lambda b: (b.module_sets,), len)
+
+    @property
     def offload_layer_variants(self) -> int:
         """Strategies that differ from another only in the number of offloaded layers."""
         return sum(len(block) - len(block) // block.cpu_offload_activation_layers.size
                    for block in self.blocks)
+
+
+def _variants(blocks, kept, layouts) -> int:
+    """Rows of ``blocks`` beyond one per layout, over groups of blocks that agree in every
+    scalar choice and in ``kept(block)`` (the choices other than the one counted);
+    ``layouts(block)`` is the number of layouts of a block (the group's largest counts)."""
+    groups: dict[tuple, list[tuple[int, int]]] = {}
+    for b in blocks:
+        key = (b.pp, b.schedule, b.recompute, b.sharding, b.precision, b.fp8_recipe,
+               b.sequence_parallel, *kept(b))
+        groups.setdefault(key, []).append((len(b), layouts(b)))
+    return sum(sum(n for n, _ in sizes) - max(k for _, k in sizes) for sizes in groups.values())
