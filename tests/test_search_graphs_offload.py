@@ -30,6 +30,7 @@ from perfcast.search.pins import Pin
 from perfcast.search.run import search_space
 from perfcast.search.space import CUDA_GRAPH_SCOPES, SearchConstraints
 from perfcast.specs import Strategy, Workload
+from small_search import small_search
 
 WORKLOAD = Workload(seq_length=2048, global_batch_size=16)
 SMALL = dict(max_vpp=2, max_micro_batch_size=2, max_cp=1, sharding=("none",), fp8=False)
@@ -179,17 +180,11 @@ def test_reported_best_with_graphs_and_offload_equals_perfcast_train():
 
 
 def test_search_text_shows_schedule_and_the_dimensions_in_use():
-    out = CliRunner().invoke(app, ["search", "-m", "llama-3.2-1b", "-g", "8", "--seq-length",
-                                   "2048", "--global-batch-size", "16", "--max-cp", "1",
-                                   "--top", "2", "--fix", "cuda_graphs=full", "--fix",
-                                   "offload=3"], env={"COLUMNS": "200"})
+    out = small_search("--top", "2", "--fix", "cuda_graphs=full", "--fix", "offload=3")
     assert out.exit_code == 0, out.output
     header = next(line for line in out.output.splitlines() if "schedule" in line)
     assert "graphs" in header and "offload" in header
     assert "only in the offloaded layer count" not in out.output  # one count pinned
-    plain = CliRunner().invoke(app, ["search", "-m", "llama-3.2-1b", "-g", "8", "--seq-length",
-                                     "2048", "--global-batch-size", "16", "--max-cp", "1",
-                                     "--top", "2", "--fix", "cuda_graphs=none", "--fix",
-                                     "offload=0"], env={"COLUMNS": "200"})
+    plain = small_search("--top", "2", "--fix", "cuda_graphs=none", "--fix", "offload=0")
     header = next(line for line in plain.output.splitlines() if "schedule" in line)
     assert "graphs" not in header and "offload" not in header

@@ -29,6 +29,7 @@ from perfcast.search.recompute_sets import recompute_module_sets
 from perfcast.search.run import search_space
 from perfcast.search.space import SearchConstraints
 from perfcast.specs import Strategy, Workload
+from small_search import small_search
 
 WORKLOAD = Workload(seq_length=2048, global_batch_size=16)
 SMALL = dict(max_vpp=2, max_micro_batch_size=2, max_cp=1, sharding=("none",))
@@ -243,15 +244,10 @@ def test_reported_best_with_modules_or_scope_runs_in_train(model, gpus, framewor
 
 
 def test_search_text_counts_module_and_scope_variants():
-    out = CliRunner().invoke(app, ["search", "-m", "llama-3.2-1b", "-g", "8", "--seq-length",
-                                   "2048", "--global-batch-size", "16", "--max-cp", "1",
-                                   "--top", "1", "--fix", "recompute=selective", "--fix",
-                                   "recompute_modules=mlp"], env={"COLUMNS": "200"})
+    out = small_search("--top", "1", "--fix", "recompute=selective", "--fix",
+                       "recompute_modules=mlp")
     assert out.exit_code == 0, out.output
     assert "only in the recompute module set" not in " ".join(out.output.split())  # one set
     assert "sel:mlp" in out.output
-    out = CliRunner().invoke(app, ["search", "-m", "llama-3.2-1b", "-g", "8", "--seq-length",
-                                   "2048", "--global-batch-size", "16", "--max-cp", "1",
-                                   "--top", "1", "--fix", "recompute=selective"],
-                             env={"COLUMNS": "200"})
+    out = small_search("--top", "1", "--fix", "recompute=selective")
     assert "only in the recompute module set" in " ".join(out.output.split())

@@ -201,8 +201,9 @@ class TrainingFrameworkProfile(BaseModel):
                                 "search tries only these); empty = its cuda_graphs default only.")
     recompute_modules_accepted: tuple[SourcedValue[tuple[RecomputeModule, ...]], ...] = Field(
         default=(), description="Modules its selective recompute can re-run (the search tries "
-                                "every useful set of them); empty = its recompute_modules "
-                                "default only.")
+                                "the useful sets of them on the Pareto front of recompute "
+                                "seconds and bytes freed, search.recompute_prune); empty = its "
+                                "recompute_modules default only.")
     fp8_gemm_scopes_accepted: tuple[SourcedValue[tuple[FP8GemmScope, ...]], ...] = Field(
         default=(), description="Which GEMMs its FP8/FP4 recipes can convert (the search tries "
                                 "these on models with routed experts); empty = all only.")
