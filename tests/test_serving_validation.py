@@ -40,7 +40,13 @@ all-reduce, ~40 us a call: dstack DeepSeek-R1 MI300X rows, dstack 405B MI300X ro
 Triton MLA decode kernel of vLLM V0 / SGLang 0.4 reads the latent once per 16 query heads
 (8 reads under SGLang 0.4.3's DP attention): TTFT 44.2 -> 43.7%, TPOT 24.4 -> 23.9%,
 throughput 56.7 -> 51.1% (without the 15 DeepSeek-R1 configurations 38.0/16.2/19.5 ->
-37.5/16.2/19.4%); static/batch-1 CV 14.57% unchanged.
+37.5/16.2/19.4%); static/batch-1 CV 14.57% unchanged. Branch ttft17 (no refit; CV = in-sample):
+rows whose notes say the statistic is not stated (NIM) take the steady-state mean, the c prompts
+sent at t = 0 left out (``serving_rows.statistic_unstated``: the start-up burst's floor under a
+mean over all requests exceeds the published TTFT): concurrency CV TTFT 42.05 -> 39.79% (65 rows
+without the DeepSeek-R1 configurations 35.43 -> 32.65%), TPOT 23.84 and throughput 51.08%
+unchanged; NIM TTFT in-sample 43.3 -> 17.5% on its 7 concurrency rows (bounds tightened: overall
+TTFT 0.43 -> 0.41, NIM TTFT 0.45 -> 0.19); static/batch-1 CV 14.57% unchanged.
 """
 
 from __future__ import annotations
@@ -57,11 +63,11 @@ from conftest import shared_path
 METRIC_GROUPS = {"ttft": "ttft", "tpot": "tpot", "itl": "tpot",
                  "output_throughput_per_gpu": "throughput", "output_throughput_total": "throughput",
                  "request_throughput": "throughput"}
-MAPE_BOUNDS = {"ttft": 0.43, "tpot": 0.245, "throughput": 0.53}
+MAPE_BOUNDS = {"ttft": 0.41, "tpot": 0.245, "throughput": 0.53}
 """Concurrency/request-rate rows, MAPE per metric (in-sample; see the module docstring)."""
 
 SOURCE_BOUNDS = {
-    ("ttft", "nim-llm-benchmarking-docs-performance-page"): 0.45,
+    ("ttft", "nim-llm-benchmarking-docs-performance-page"): 0.19,
     ("tpot", "nim-llm-benchmarking-docs-performance-page"): 0.09,
     ("throughput", "nim-llm-benchmarking-docs-performance-page"): 0.08,
     ("ttft", "semianalysis-inferencex"): 0.46,

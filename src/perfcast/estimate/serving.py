@@ -45,11 +45,12 @@ from perfcast.specs.strategy import Strategy
 
 
 def replica_workload(w: ServingWorkload, replicas: int) -> ServingWorkload:
-    """The share of the stream one of ``replicas`` engines sees (concurrency, rate and request
-    count divided evenly, rounded up)."""
+    """The share of the stream one of ``replicas`` engines sees (concurrency, rate, request
+    and warm-up counts divided evenly, rounded up)."""
     if replicas == 1:
         return w
-    update: dict[str, object] = {"num_requests": math.ceil(w.num_requests / replicas)}
+    update: dict[str, object] = {"num_requests": math.ceil(w.num_requests / replicas),
+                                 "warmup_requests": math.ceil(w.warmup_requests / replicas)}
     if w.concurrency is not None:
         update["concurrency"] = math.ceil(w.concurrency / replicas)
     if w.request_rate_per_s is not None:
@@ -212,4 +213,4 @@ def estimate_serving(
     running = min(max_seqs, share.concurrency or share.num_requests)
     cost = build_step_cost(ctx, config, running, workload.context_tokens)
     run = simulate(share, cost, config, memory.kv_pool_tokens, memory.kv_block_tokens)
-    return report(**run_statistics(run).field_values())
+    return report(**run_statistics(run, share.warmup_requests).field_values())

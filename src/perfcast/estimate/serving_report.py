@@ -142,12 +142,17 @@ class ServingReport(RunStatistics):
         }
 
 
-def run_statistics(run: SimulatedRun) -> RunStatistics:
-    """Latency statistics and token counts of a simulated run (module docstring definitions)."""
-    ttft = run.first_token_s - run.arrival_s
-    e2e = run.finish_s - run.arrival_s
-    many = run.output_len > 1
-    tpot = (e2e[many] - ttft[many]) / (run.output_len[many] - 1)
+def run_statistics(run: SimulatedRun, warmup_requests: int = 0) -> RunStatistics:
+    """Latency statistics and token counts of a simulated run (module docstring definitions).
+    TTFT, TPOT and e2e leave out the first ``warmup_requests`` requests sent
+    (``ServingWorkload.warmup_requests``: the start-up queue of a closed loop); the pooled ITL,
+    the token counts and the duration cover the whole run."""
+    kept = slice(warmup_requests, None)
+    ttft = (run.first_token_s - run.arrival_s)[kept]
+    e2e = (run.finish_s - run.arrival_s)[kept]
+    out = run.output_len[kept]
+    many = out > 1
+    tpot = (e2e[many] - ttft[many]) / (out[many] - 1)
     duration = float(run.finish_s.max() - run.arrival_s.min())
     return RunStatistics(
         ttft=LatencyStats.of(ttft), tpot=LatencyStats.of(tpot),

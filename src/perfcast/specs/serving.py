@@ -12,6 +12,10 @@ SGLang ``bench_serving``, InferenceX ``benchmark_lib.sh``):
 
 Lengths are fixed, or sampled uniformly in [ratio·L, L] (vLLM ``RandomDataset``
 ``--random-range-ratio``, ≤ 0.8 semantics; InferenceX uses 0.8).
+
+A closed-loop run starts with every client's prompt at t = 0, a queue the steady state never
+sees; ``warmup_requests`` leaves the first requests sent out of the latency statistics (a
+client measuring the steady state; benchmark_serving and bench_serving leave none out).
 """
 
 from __future__ import annotations
@@ -39,6 +43,10 @@ class ServingWorkload(BaseModel):
         default=1.0, gt=0.0, le=1.0,
         description="Lengths uniform in [ratio·L, L]; 1 = fixed lengths.")
     seed: int = Field(default=0, description="Seed of sampled lengths and arrivals.")
+    warmup_requests: int = Field(
+        default=0, ge=0,
+        description="First requests sent whose latencies the statistics leave out (the start-up "
+                    "transient); they still load the engine and count in throughput.")
 
     @model_validator(mode="after")
     def _check(self) -> ServingWorkload:
@@ -46,6 +54,9 @@ class ServingWorkload(BaseModel):
             raise ValueError("mode='concurrency' needs concurrency")
         if self.mode == "request_rate" and self.request_rate_per_s is None:
             raise ValueError("mode='request_rate' needs request_rate_per_s")
+        if self.warmup_requests >= self.num_requests:
+            raise ValueError(f"warmup_requests={self.warmup_requests} leaves none of the "
+                             f"num_requests={self.num_requests} measured")
         return self
 
     @property
