@@ -74,3 +74,18 @@ def test_pipeline_parallel_serving_runs():
                     "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["tpot_s"] > 0
+
+
+def test_warmup_requests_leave_the_start_up_burst_out():
+    args = ("--concurrency", "32", "--num-requests", "320", "--input-len", "4096", "--json")
+    everything = json.loads(_infer(*args).stdout)
+    steady = json.loads(_infer(*args, "--warmup-requests", "32").stdout)
+    assert steady["workload"]["warmup_requests"] == 32
+    assert steady["ttft_s"] < everything["ttft_s"]
+    assert steady["output_tokens_per_s"] == everything["output_tokens_per_s"]
+
+
+def test_warmup_of_every_request_is_a_one_line_error():
+    result = _infer("--concurrency", "8", "--num-requests", "8", "--warmup-requests", "8")
+    assert result.exit_code == 2
+    assert "warmup_requests=8" in result.output and "Traceback" not in result.output

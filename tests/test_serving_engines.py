@@ -197,6 +197,8 @@ def test_chunked_prefill_stated_in_the_notes_switches_vllm_v0_to_its_chunked_sch
     assert found == {"token_budget_per_step": 512, "chunked_prefill": True}
     assert engine_overrides("TP8, chunked prefill off, --num-scheduler-steps 15") == {
         "chunked_prefill": False, "scheduler_steps": 15}
+    assert engine_overrides("--scheduler-recv-interval 30, --stream-interval 10") == {
+        "scheduler_steps": 30}
     v0 = engine_config("vllm", 80 * GiB, "0.6.3")
     assert (v0.scheduler_policy, v0.chunked_prefill) == ("prefill_first", False)
     chunked = override_engine(v0, found)

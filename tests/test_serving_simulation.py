@@ -137,3 +137,22 @@ def test_multi_step_scheduling_admits_prompts_only_at_the_end_of_a_run():
     assert multi.ttft.mean_s > one.ttft.mean_s + 2 * step_s
     assert multi.ttft.mean_s < one.ttft.mean_s + 15 * step_s
     assert multi.num_steps > 0 and one.num_steps > 0
+
+
+def test_sglang_recv_interval_holds_new_requests_for_decode_steps():
+    """SGLang --scheduler-recv-interval N (engine override ``scheduler_steps``): new requests
+    are read only after N decode steps since the last read, or right after a prefill step
+    (SGL@0.5.12 scheduler_recv_skipper.py). With the overlap scheduler the read after a prefill
+    happens when that step is launched, so a request arriving while it runs waits a full
+    interval: at concurrency the TTFT rises by up to about N decode steps, never more than
+    N + 2 (the interval and the batch the overlap scheduler had already formed)."""
+    n = 10
+    workload = ServingWorkload(mode="concurrency", concurrency=32, num_requests=320,
+                               input_len=1024, output_len=256, length_range_ratio=0.8)
+    args = (load_model("llama-3.1-8b"), load_system("dgx-h100", num_gpus=1),
+            Strategy(num_gpus=1), workload)
+    every = estimate_serving(*args, engine="sglang", engine_version="0.5.12")
+    held = estimate_serving(*args, engine="sglang", engine_version="0.5.12",
+                            engine_overrides={"scheduler_steps": n})
+    extra_steps = (held.ttft.mean_s - every.ttft.mean_s) / held.itl.median_s
+    assert n / 4 < extra_steps < n + 2

@@ -104,7 +104,10 @@ class EngineConfig:
     quantization); ``fp8`` = the checkpoint declares an FP8 KV cache (NIM's ModelOpt FP8)."""
     scheduler_steps: int
     """Decode steps per scheduler call (vLLM V0 ``--num-scheduler-steps``, multi-step
-    scheduling): a decode batch runs this many steps before new requests are admitted."""
+    scheduling): a decode batch runs this many steps before new requests are admitted. SGLang's
+    ``--scheduler-recv-interval N`` gates admission the same way: the scheduler takes new
+    requests from its socket only after N decode steps since it last took them, or right after
+    a prefill step (SGL@0.5.12 scheduler_recv_skipper.py, weights in environ.py L229-232)."""
     attention_dp_rank_budget: RankTokenBudget
     """Step token budget of each rank's scheduler under attention DP: ``full`` = the whole
     budget per rank (TensorRT-LLM max_num_tokens per rank), ``half`` = half of it (SGLang

@@ -125,6 +125,9 @@ def infer_command(
         "--num-requests", help="Requests in the simulated run (default 10 x concurrency, min 100).")] = None,
     length_range_ratio: Annotated[float, _opt(
         "--length-range-ratio", help="Sample lengths uniformly in [ratio*L, L]; 1 = fixed.")] = 1.0,
+    warmup_requests: Annotated[int, _opt(
+        "--warmup-requests", help="First requests left out of the latency statistics (e.g. the "
+        "concurrency: the closed loop's start-up burst).")] = 0,
     engine: Annotated[EngineOpt, _opt(
         "--engine", help="Serving engine profile of the simulation.")] = EngineOpt.vllm,
     engine_version: Annotated[str | None, _opt(
@@ -189,7 +192,8 @@ def infer_command(
         run_serving(spec, hardware, strategy, options, concurrency=concurrency,
                     request_rate=request_rate, offline=offline, num_requests=num_requests,
                     input_len=input_len, output_len=output_len,
-                    length_range_ratio=length_range_ratio, engine=engine.value,
+                    length_range_ratio=length_range_ratio, warmup_requests=warmup_requests,
+                    engine=engine.value,
                     engine_version=engine_version, json=json)
         return
     if curve or plot is not None:

@@ -20,8 +20,9 @@ if TYPE_CHECKING:  # imported lazily at run time (``perfcast --help`` stays ligh
 def run_serving(model: ModelSpec, system: SystemSpec, strategy: Strategy,
                 options: InferenceOptions, *, concurrency: int | None,
                 request_rate: float | None, offline: bool, num_requests: int | None,
-                input_len: int, output_len: int, length_range_ratio: float, engine: str,
-                engine_version: str | None, json: bool) -> None:
+                input_len: int, output_len: int, length_range_ratio: float,
+                warmup_requests: int, engine: str, engine_version: str | None,
+                json: bool) -> None:
     from perfcast.estimate.serving import estimate_serving
     from perfcast.specs.serving import serving_workload
 
@@ -39,7 +40,8 @@ def run_serving(model: ModelSpec, system: SystemSpec, strategy: Strategy,
         raise InputError("offload", True, "offloading is not simulated with --concurrency/--request-rate")
     workload = serving_workload(concurrency=concurrency, request_rate=request_rate,
                                 num_requests=num_requests, input_len=input_len,
-                                output_len=output_len, length_range_ratio=length_range_ratio)
+                                output_len=output_len, length_range_ratio=length_range_ratio,
+                                warmup_requests=warmup_requests)
     report = estimate_serving(
         model, system, strategy, workload, engine=engine, engine_version=engine_version,
         precision=options["precision"], kv_precision=options["kv_precision"],

@@ -29,7 +29,11 @@ remaining steps in the seq groups. This ensures that the scheduler is only calle
 the current batch has completed", vLLM@0.6.3.post1 engine/llm_engine.py L1335-1342), so a
 waiting prompt is admitted at the next multiple of N decode steps since the last scheduling;
 a prompt step is a single step. A request that finishes inside the run gets its last token
-then (outputs streamed per step, ``multi_step_stream_outputs``).
+then (outputs streamed per step, ``multi_step_stream_outputs``). SGLang's
+``--scheduler-recv-interval N`` admits the same way: its scheduler reads new requests only
+after N decode steps since the last read, or right after a prefill step (SGL@0.5.12
+managers/scheduler_recv_skipper.py: a decode step weighs 1, a prefill step 1000 against the
+threshold N).
 
 KV admission: a request enters while fewer than ``max_running_seqs`` run and the KV pool has room:
 ``reserve_full`` engines (TensorRT-LLM GUARANTEED_NO_EVICT) hold the pages of every admitted

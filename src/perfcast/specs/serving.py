@@ -67,7 +67,7 @@ class ServingWorkload(BaseModel):
 
 def serving_workload(*, concurrency: int | None, request_rate: float | None,
                      num_requests: int | None, input_len: int, output_len: int,
-                     length_range_ratio: float = 1.0) -> ServingWorkload:
+                     length_range_ratio: float = 1.0, warmup_requests: int = 0) -> ServingWorkload:
     """The ``ServingWorkload`` the flags describe (offline when neither concurrency nor rate is
     given); ``--num-requests`` defaults to 10 × concurrency, at least 100. ``infer-search``
     builds its workloads here too, so its numbers are those of ``infer``."""
@@ -78,4 +78,5 @@ def serving_workload(*, concurrency: int | None, request_rate: float | None,
     return ServingWorkload(
         mode=mode, concurrency=concurrency, request_rate_per_s=request_rate,
         num_requests=num_requests or default_requests, input_len=input_len,
-        output_len=output_len, length_range_ratio=length_range_ratio)
+        output_len=output_len, length_range_ratio=length_range_ratio,
+        warmup_requests=warmup_requests)

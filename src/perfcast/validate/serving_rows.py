@@ -78,7 +78,8 @@ _ENGINE_OVERRIDES = (
                 re.I), "gpu_memory_fraction", float),
     (re.compile(r"(?:kv_cache_free_gpu_mem_fraction|free_gpu_memory_fraction)[\s=:]+([\d.]+)",
                 re.I), "gpu_memory_fraction", float),
-    (re.compile(r"num[-_]scheduler[-_]steps[\s=:]+(\d+)", re.I), "scheduler_steps", int),
+    (re.compile(r"(?:num[-_]scheduler[-_]steps|scheduler[-_]recv[-_]interval)[\s=:]+(\d+)",
+                re.I), "scheduler_steps", int),
 )
 """Engine settings a row's notes state (``--max-num-batched-tokens 512``, ``max_num_tokens
 2048``, ...): they replace the profile's defaults for that row. The values are per scheduler:
