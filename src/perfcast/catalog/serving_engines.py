@@ -42,6 +42,7 @@ CheckpointKV = Literal["model", "fp8"]
 AttentionKind = Literal["mla", "mha"]
 RankTokenBudget = Literal["full", "half", "split"]
 TPAllReduce = Literal["custom", "nccl"]
+MLADecodeWeights = Literal["split", "absorbed"]
 
 _SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
              "token_budget_per_step", "max_running_seqs",
@@ -50,7 +51,7 @@ _SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
              "decode_attention_kernel",
              "overlap_scheduler", "moe_dispatch", "kv_admission", "fp8_checkpoint_kv_cache",
              "scheduler_steps", "attention_dp_rank_budget", "tp_all_reduce",
-             "mla_decode_head_block")
+             "mla_decode_head_block", "mla_decode_weights")
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,12 @@ class EngineConfig:
     latent is read ⌈heads on the GPU / block⌉ times a step; None = once for all heads (FlashMLA,
     FlashInfer MLA, FA3 MLA). Matters where one GPU holds more than a block of heads (attention
     DP: all 128 heads of DeepSeek-V3 on each rank, 8 reads)."""
+    mla_decode_weights: MLADecodeWeights
+    """MLA decode projections: ``split`` = W_UK applied to the query and W_UV to the attention
+    output per step (bmm over the heads; kv_b_proj's bytes); ``absorbed`` = the products
+    W_UQ·W_UK and W_UV·W_O precomputed and read instead (vLLM ≤ 0.7.3: heads·kv_lora_rank-wide
+    matrices, ~3.5× the bytes of the split ones for DeepSeek-V3;
+    ``inference_ops.absorbed_mla_decode_ops``)."""
     sources: tuple[tuple[str, str], ...]
     """(setting, source) of every resolved value."""
     max_chunk_tokens: int | None = None
