@@ -146,3 +146,30 @@ def test_absorbed_mla_weights_slow_only_the_decode_step():
     prefill = (AttentionPass(1.0, 2048.0, 2048.0, causal=True),)
     assert float(step_time(ctx, 2048.0, prefill, 1.0, prefill=True).gemm_s) == pytest.approx(
         float(step_time(split_ctx, 2048.0, prefill, 1.0, prefill=True).gemm_s), rel=1e-12)
+
+
+@pytest.mark.parametrize("engine, version, gather", [
+    ("sglang", "0.4.3", "nccl_all_gather"), ("sglang", "0.4.4", "nccl_all_gather"),
+    ("sglang", "0.4.5", "in_tp_all_reduce"), ("sglang", "0.5.12", "in_tp_all_reduce"),
+    ("vllm", "0.7.3", "in_tp_all_reduce"), ("tensorrt-llm", "0.17", "in_tp_all_reduce")])
+def test_attention_dp_gather_by_release(engine, version, gather):
+    assert engine_config(engine, 141 * GiB, version).attention_dp_gather == gather
+
+
+def test_sglang_0_4_3_attention_dp_gathers_with_an_nccl_all_gather_every_layer():
+    """SGLang 0.4.3 under DP attention: an NCCL all-gather of the hidden states before every
+    layer's MLP (61 on DeepSeek-V3), each at NCCL's launch-bound latency at 4 tokens; 0.4.5
+    gathers inside an all-reduce (none charged). Without attention DP nothing changes."""
+    from dataclasses import replace
+
+    ctx, gathered = _decode_step("sglang", "0.4.3", "dgx-h200", attention_dp=True)
+    assert ctx.attention_dp_gather == "nccl_all_gather"
+    plain_ctx = replace(ctx, attention_dp_gather="in_tp_all_reduce")
+    passes = (AttentionPass(4.0, 1, 3600.0, causal=False),)
+    plain = step_time(plain_ctx, 4.0, passes, 4.0)
+    extra = float(gathered.tp_comm_s) - float(plain.tp_comm_s)
+    assert 61 * 5e-6 < extra < 61 * 80e-6
+    assert float(gathered.gemm_s) == float(plain.gemm_s)
+    no_dp_ctx, no_dp = _decode_step("sglang", "0.4.3", "dgx-h200")
+    assert float(step_time(replace(no_dp_ctx, attention_dp_gather="in_tp_all_reduce"), 4.0,
+                           passes, 4.0).tp_comm_s) == float(no_dp.tp_comm_s)

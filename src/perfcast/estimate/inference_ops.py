@@ -36,13 +36,14 @@ import numpy as np
 
 from perfcast.arrays import Floats
 from perfcast.graph.layer import (
+    ACT_BYTES,
     LayerShape,
     attention_forward_ops,
     layer_comm_ops,
     layer_memory_bound_ops,
     mlp_forward_ops,
 )
-from perfcast.graph.ops import AttentionOp, CommOp, GemmOp, Group, MemoryOp, Phase
+from perfcast.graph.ops import AttentionOp, Collective, CommOp, GemmOp, Group, MemoryOp, Phase
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.strategy import Strategy
 
@@ -158,13 +159,17 @@ def step_layer_ops(
     moe: bool,
     attention_dp: bool = False,
     mla_absorbed: bool = False,
+    dp_all_gather: bool = False,
 ) -> StepOps:
     """Forward ops of one layer for a step of ``tokens`` tokens with attention ``passes``.
 
     ``attention_dp`` (DeepSeek-V3 §3.4 serving: attention data-parallel inside the TP group)
     runs attention unsplit on 1/tp of the sequences and keeps TP for the MLP/experts only.
     ``mla_absorbed``: an MLA model's attention GEMMs in the absorbed form
-    (``absorbed_mla_decode_ops``; decode steps of engines that absorb).
+    (``absorbed_mla_decode_ops``; decode steps of engines that absorb). ``dp_all_gather``:
+    under attention DP the ranks' hidden states are gathered for the MLP by a collective
+    all-gather of the step's tokens every layer (SGLang 0.4.3-0.4.4,
+    ``EngineConfig.attention_dp_gather``), besides the MLP's all-reduce.
     """
     tp = strategy.tp
     shape = LayerShape(micro_batch=1, seq_length=tokens, tp=tp, ep=strategy.ep,
@@ -187,6 +192,9 @@ def step_layer_ops(
                 replace(op, size_bytes=op.size_bytes / tp) if op.group == Group.EP else op
                 for op in comm]
         passes = tuple(replace(p, num_seqs=p.num_seqs / tp) for p in passes)
+        if dp_all_gather and tp > 1:
+            comm.append(CommOp("dp_all_gather", Phase.FORWARD, Group.TP, Collective.ALL_GATHER,
+                               ACT_BYTES * tokens * model.hidden_size))
     compute = tuple(op for op in attention + mlp + memory if isinstance(op, GemmOp | MemoryOp))
     return StepOps(compute=compute, comm=tuple(comm), attention=passes)
 

@@ -67,6 +67,9 @@ class ServingContext:
     """MLA decode projections: ``split`` (W_UK, W_UV per query) or ``absorbed`` into the query
     and output projections (``EngineConfig.mla_decode_weights``,
     ``inference_ops.absorbed_mla_decode_ops``); prefill steps always run the split form."""
+    attention_dp_gather: str = "in_tp_all_reduce"
+    """How attention-DP ranks gather their tokens for the MLP (``EngineConfig``):
+    ``nccl_all_gather`` adds a TP all-gather a layer; ``in_tp_all_reduce`` charges none."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,8 @@ def _layer_parts(ctx: ServingContext, tokens: Floats, passes: tuple[AttentionPas
     """Seconds of one layer by category."""
     absorbed = ctx.mla_decode_weights == "absorbed" and not prefill
     ops = step_layer_ops(ctx.model, ctx.strategy, tokens, passes, moe, ctx.attention_dp,
-                         mla_absorbed=absorbed)
+                         mla_absorbed=absorbed,
+                         dp_all_gather=ctx.attention_dp_gather == "nccl_all_gather")
     gpu, params, bw = ctx.system.gpu, ctx.params, ctx.overhead.bandwidth_efficiency
     gemm = sum(K.gemm_time_s(op, gpu, params, ctx.precision, bw, ctx.dequant_efficiency)
                for op in ops.compute if isinstance(op, GemmOp))
