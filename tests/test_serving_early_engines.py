@@ -101,3 +101,75 @@ def test_attention_dp_on_sglang_0_4_3_reads_the_latent_8_times():
     _, tp_old = _decode_step("sglang", "0.4.3", "dgx-h200", seqs=64.0)
     _, tp_new = _decode_step("sglang", "0.4.6", "dgx-h200", seqs=64.0)
     assert float(tp_old.attention_s) == pytest.approx(float(tp_new.attention_s), rel=1e-9)
+
+
+@pytest.mark.parametrize("engine, version, form", [
+    ("vllm", "0.6.4", "absorbed"), ("vllm", "0.7.3", "absorbed"), ("vllm", "0.7.4", "split"),
+    ("vllm", "0.8.5", "split"), ("sglang", "0.4.3", "split"), ("sglang", "0.5.12", "split"),
+    ("tensorrt-llm", "0.17", "split"), ("nim", None, "split"), ("atom", None, "split")])
+def test_mla_decode_weights_by_release(engine, version, form):
+    assert engine_config(engine, 192 * GiB, version).mla_decode_weights == form
+
+
+def test_absorbed_mla_projections_read_heads_times_the_latent_width():
+    """vLLM 0.7.3's absorbed W_UQ·W_UK and W_UV·W_O for DeepSeek-V3 at 16 heads a GPU:
+    1536 × 16·512 FP8 + 1536 × 16·64 BF16 + 16·512 × 7168 FP8 = 74.4 MB a layer, against the
+    split q_up (1536 × 16·192), kv_up (512 × 16·256) and out (16·128 × 7168) FP8 = 21.5 MB."""
+    from perfcast.estimate.inference_ops import step_layer_ops
+
+    model = load_model("deepseek-v3")
+    strategy = Strategy(num_gpus=8, tp=8)
+    passes = (AttentionPass(4.0, 1, 3600.0, causal=False),)
+
+    def weight_bytes(absorbed: bool) -> float:
+        ops = step_layer_ops(model, strategy, 4.0, passes, True, mla_absorbed=absorbed)
+        names = {"q_up_proj", "kv_up_proj", "out_proj", "q_absorbed_proj", "q_rope_proj",
+                 "out_absorbed_proj"}
+        return sum(float(op.n * op.k) * (1.0 if op.fp8_eligible else 2.0)
+                   for op in ops.compute if op.name in names)
+
+    assert weight_bytes(False) == pytest.approx(21.5e6, rel=0.01)
+    assert weight_bytes(True) == pytest.approx(74.4e6, rel=0.01)
+
+
+def test_absorbed_mla_weights_slow_only_the_decode_step():
+    """The absorbed matrices add ~53 MB × 61 layers ≈ 3.2 GB of weight reads to a vLLM 0.7.3
+    decode step on MI300X (~0.6 ms at its 5.3 TB/s); prefill runs the split form."""
+    from dataclasses import replace
+
+    ctx, absorbed = _decode_step("vllm", "0.7.3", "mi300x-8")
+    split_ctx = replace(ctx, mla_decode_weights="split")
+    passes = (AttentionPass(4.0, 1, 3600.0, causal=False),)
+    split = step_time(split_ctx, 4.0, passes, 4.0)
+    extra = float(absorbed.gemm_s) - float(split.gemm_s)
+    assert 0.4e-3 < extra < 1.0e-3
+    prefill = (AttentionPass(1.0, 2048.0, 2048.0, causal=True),)
+    assert float(step_time(ctx, 2048.0, prefill, 1.0, prefill=True).gemm_s) == pytest.approx(
+        float(step_time(split_ctx, 2048.0, prefill, 1.0, prefill=True).gemm_s), rel=1e-12)
+
+
+@pytest.mark.parametrize("engine, version, gather", [
+    ("sglang", "0.4.3", "nccl_all_gather"), ("sglang", "0.4.4", "nccl_all_gather"),
+    ("sglang", "0.4.5", "in_tp_all_reduce"), ("sglang", "0.5.12", "in_tp_all_reduce"),
+    ("vllm", "0.7.3", "in_tp_all_reduce"), ("tensorrt-llm", "0.17", "in_tp_all_reduce")])
+def test_attention_dp_gather_by_release(engine, version, gather):
+    assert engine_config(engine, 141 * GiB, version).attention_dp_gather == gather
+
+
+def test_sglang_0_4_3_attention_dp_gathers_with_an_nccl_all_gather_every_layer():
+    """SGLang 0.4.3 under DP attention: an NCCL all-gather of the hidden states before every
+    layer's MLP (61 on DeepSeek-V3), each at NCCL's launch-bound latency at 4 tokens; 0.4.5
+    gathers inside an all-reduce (none charged). Without attention DP nothing changes."""
+    from dataclasses import replace
+
+    ctx, gathered = _decode_step("sglang", "0.4.3", "dgx-h200", attention_dp=True)
+    assert ctx.attention_dp_gather == "nccl_all_gather"
+    plain_ctx = replace(ctx, attention_dp_gather="in_tp_all_reduce")
+    passes = (AttentionPass(4.0, 1, 3600.0, causal=False),)
+    plain = step_time(plain_ctx, 4.0, passes, 4.0)
+    extra = float(gathered.tp_comm_s) - float(plain.tp_comm_s)
+    assert 61 * 5e-6 < extra < 61 * 80e-6
+    assert float(gathered.gemm_s) == float(plain.gemm_s)
+    no_dp_ctx, no_dp = _decode_step("sglang", "0.4.3", "dgx-h200")
+    assert float(step_time(replace(no_dp_ctx, attention_dp_gather="in_tp_all_reduce"), 4.0,
+                           passes, 4.0).tp_comm_s) == float(no_dp.tp_comm_s)

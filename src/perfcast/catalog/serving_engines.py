@@ -42,6 +42,8 @@ CheckpointKV = Literal["model", "fp8"]
 AttentionKind = Literal["mla", "mha"]
 RankTokenBudget = Literal["full", "half", "split"]
 TPAllReduce = Literal["custom", "nccl"]
+MLADecodeWeights = Literal["split", "absorbed"]
+AttentionDPGather = Literal["nccl_all_gather", "in_tp_all_reduce"]
 
 _SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
              "token_budget_per_step", "max_running_seqs",
@@ -50,7 +52,7 @@ _SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
              "decode_attention_kernel",
              "overlap_scheduler", "moe_dispatch", "kv_admission", "fp8_checkpoint_kv_cache",
              "scheduler_steps", "attention_dp_rank_budget", "tp_all_reduce",
-             "mla_decode_head_block")
+             "mla_decode_head_block", "mla_decode_weights", "attention_dp_gather")
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,17 @@ class EngineConfig:
     latent is read ⌈heads on the GPU / block⌉ times a step; None = once for all heads (FlashMLA,
     FlashInfer MLA, FA3 MLA). Matters where one GPU holds more than a block of heads (attention
     DP: all 128 heads of DeepSeek-V3 on each rank, 8 reads)."""
+    mla_decode_weights: MLADecodeWeights
+    """MLA decode projections: ``split`` = W_UK applied to the query and W_UV to the attention
+    output per step (bmm over the heads; kv_b_proj's bytes); ``absorbed`` = the products
+    W_UQ·W_UK and W_UV·W_O precomputed and read instead (vLLM ≤ 0.7.3: heads·kv_lora_rank-wide
+    matrices, ~3.5× the bytes of the split ones for DeepSeek-V3;
+    ``inference_ops.absorbed_mla_decode_ops``)."""
+    attention_dp_gather: AttentionDPGather
+    """Under attention DP, how the ranks' tokens meet for the MLP: ``nccl_all_gather`` = a
+    collective all-gather of the hidden states every layer before the MLP, then its TP
+    all-reduce (SGLang 0.4.3-0.4.4); ``in_tp_all_reduce`` = no gather collective charged
+    beyond the layer's one TP all-reduce of all ranks' tokens (the model's default form)."""
     sources: tuple[tuple[str, str], ...]
     """(setting, source) of every resolved value."""
     max_chunk_tokens: int | None = None

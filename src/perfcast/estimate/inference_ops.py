@@ -17,6 +17,14 @@ all-reduce or the all-to-all combine), so a GPU's expert GEMMs cover the expecte
 number of distinct experts hit on any one of the ep ranks, not the mean: E[max] of ep
 binomial counts (``busiest_rank_experts_hit``). At a few decode tokens this is ~1.5× the mean
 for DeepSeek-V3 at EP 8; at hundreds of tokens every expert is hit and it equals the mean.
+
+MLA decode reads the compressed latent (DeepSeek-V2 §2.1.2) and applies the key and value
+up-projections per query instead of to the cache: W_UK to the query's no-rope part, W_UV to the
+attention output (the split matrices, ``kv_up_proj``'s bytes). Engines that multiply them into
+the neighbouring projections ahead of time ("absorbed": W_UQ·W_UK and W_UV·W_O, DeepSeek-V2
+§2.1.2 "we can absorb W_UK into W_UQ, and W_UV into W_O") read bigger matrices every decode
+step: heads·kv_lora_rank columns instead of heads·(nope + rope) and heads·v_head_dim
+(``absorbed_mla_decode_ops``; vLLM ≤ 0.7.3, ``EngineConfig.mla_decode_weights``).
 """
 
 from __future__ import annotations
@@ -28,13 +36,14 @@ import numpy as np
 
 from perfcast.arrays import Floats
 from perfcast.graph.layer import (
+    ACT_BYTES,
     LayerShape,
     attention_forward_ops,
     layer_comm_ops,
     layer_memory_bound_ops,
     mlp_forward_ops,
 )
-from perfcast.graph.ops import AttentionOp, CommOp, GemmOp, Group, MemoryOp, Phase
+from perfcast.graph.ops import AttentionOp, Collective, CommOp, GemmOp, Group, MemoryOp, Phase
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.strategy import Strategy
 
@@ -109,6 +118,29 @@ def _moe_read_only_hit(model: ModelSpec, strategy: Strategy, ops: list, tokens: 
     return out
 
 
+def absorbed_mla_decode_ops(model: ModelSpec, ops: list, heads: float) -> list:
+    """The attention GEMMs of an MLA decode step with the up-projections absorbed (module
+    docstring), as vLLM@0.7.3 attention/backends/mla/utils.py runs them by default
+    (VLLM_MLA_PERFORM_MATRIX_ABSORPTION=1, envs.py L546-547; process_weights_after_loading
+    L329-387): W_Q_UK = W_UQ·W_UK (q_lora_rank × heads·kv_lora_rank, requantized to FP8) and
+    W_QR (q_lora_rank × heads·rope, kept in 16 bit: "W_QR is small so for simplicity we dont
+    bother requantizing it", L326-327) replace ``q_up_proj``; W_UV_O = W_UV·W_O (heads·kv_lora_rank
+    × hidden, FP8) replaces ``out_proj``; no ``kv_up_proj`` runs. ``heads`` = query heads on
+    the GPU. For DeepSeek-V3 at 16 heads a GPU the three read 74 MB a layer instead of 21 MB."""
+    r_kv, rope = float(model.kv_lora_rank or 0), float(model.qk_rope_head_dim or 0)
+    out = []
+    for op in ops:
+        if not isinstance(op, GemmOp) or op.name not in ("q_up_proj", "q_proj", "kv_up_proj",
+                                                         "out_proj"):
+            out.append(op)
+        elif op.name == "out_proj":
+            out.append(replace(op, name="out_absorbed_proj", k=heads * r_kv))
+        elif op.name != "kv_up_proj":  # q_up_proj / q_proj: its input width k stays
+            out.append(replace(op, name="q_absorbed_proj", n=heads * r_kv))
+            out.append(replace(op, name="q_rope_proj", n=heads * rope, fp8_eligible=False))
+    return out
+
+
 def step_dispatcher(strategy: Strategy, passes: tuple[AttentionPass, ...]) -> str:
     """The MoE dispatcher of one step: with 'deepep-low-latency', decode-only steps use DeepEP's
     low-latency kernels and steps with prefill tokens its normal kernels (DeepEP README: normal
@@ -126,11 +158,18 @@ def step_layer_ops(
     passes: tuple[AttentionPass, ...],
     moe: bool,
     attention_dp: bool = False,
+    mla_absorbed: bool = False,
+    dp_all_gather: bool = False,
 ) -> StepOps:
     """Forward ops of one layer for a step of ``tokens`` tokens with attention ``passes``.
 
     ``attention_dp`` (DeepSeek-V3 §3.4 serving: attention data-parallel inside the TP group)
     runs attention unsplit on 1/tp of the sequences and keeps TP for the MLP/experts only.
+    ``mla_absorbed``: an MLA model's attention GEMMs in the absorbed form
+    (``absorbed_mla_decode_ops``; decode steps of engines that absorb). ``dp_all_gather``:
+    under attention DP the ranks' hidden states are gathered for the MLP by a collective
+    all-gather of the step's tokens every layer (SGLang 0.4.3-0.4.4,
+    ``EngineConfig.attention_dp_gather``), besides the MLP's all-reduce.
     """
     tp = strategy.tp
     shape = LayerShape(micro_batch=1, seq_length=tokens, tp=tp, ep=strategy.ep,
@@ -139,6 +178,9 @@ def step_layer_ops(
     attn_shape = replace(shape, seq_length=tokens / tp, tp=1) if attention_dp else shape
     attention = [op for op in attention_forward_ops(model, attn_shape)
                  if not isinstance(op, AttentionOp)]
+    if mla_absorbed and model.is_mla:
+        attention = absorbed_mla_decode_ops(model, attention,
+                                            model.num_attention_heads / attn_shape.tp)
     mlp = mlp_forward_ops(model, shape)
     if moe:
         mlp = _moe_read_only_hit(model, strategy, mlp, tokens)
@@ -150,6 +192,9 @@ def step_layer_ops(
                 replace(op, size_bytes=op.size_bytes / tp) if op.group == Group.EP else op
                 for op in comm]
         passes = tuple(replace(p, num_seqs=p.num_seqs / tp) for p in passes)
+        if dp_all_gather and tp > 1:
+            comm.append(CommOp("dp_all_gather", Phase.FORWARD, Group.TP, Collective.ALL_GATHER,
+                               ACT_BYTES * tokens * model.hidden_size))
     compute = tuple(op for op in attention + mlp + memory if isinstance(op, GemmOp | MemoryOp))
     return StepOps(compute=compute, comm=tuple(comm), attention=passes)
 

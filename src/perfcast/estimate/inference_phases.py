@@ -63,6 +63,13 @@ class ServingContext:
     all-reduce only (engine profile, ``catalog.inference_engines``)."""
     mla_decode_head_block: int | None = None
     """Query heads per read of the MLA latent in decode (``EngineConfig``; None = one read)."""
+    mla_decode_weights: str = "split"
+    """MLA decode projections: ``split`` (W_UK, W_UV per query) or ``absorbed`` into the query
+    and output projections (``EngineConfig.mla_decode_weights``,
+    ``inference_ops.absorbed_mla_decode_ops``); prefill steps always run the split form."""
+    attention_dp_gather: str = "in_tp_all_reduce"
+    """How attention-DP ranks gather their tokens for the MLP (``EngineConfig``):
+    ``nccl_all_gather`` adds a TP all-gather a layer; ``in_tp_all_reduce`` charges none."""
 
 
 @dataclass(frozen=True)
@@ -100,9 +107,12 @@ class StepTime:
 
 
 def _layer_parts(ctx: ServingContext, tokens: Floats, passes: tuple[AttentionPass, ...],
-                 moe: bool) -> dict[str, Floats]:
+                 moe: bool, prefill: bool = False) -> dict[str, Floats]:
     """Seconds of one layer by category."""
-    ops = step_layer_ops(ctx.model, ctx.strategy, tokens, passes, moe, ctx.attention_dp)
+    absorbed = ctx.mla_decode_weights == "absorbed" and not prefill
+    ops = step_layer_ops(ctx.model, ctx.strategy, tokens, passes, moe, ctx.attention_dp,
+                         mla_absorbed=absorbed,
+                         dp_all_gather=ctx.attention_dp_gather == "nccl_all_gather")
     gpu, params, bw = ctx.system.gpu, ctx.params, ctx.overhead.bandwidth_efficiency
     gemm = sum(K.gemm_time_s(op, gpu, params, ctx.precision, bw, ctx.dequant_efficiency)
                for op in ops.compute if isinstance(op, GemmOp))
@@ -173,7 +183,7 @@ def stage_step_times(ctx: ServingContext, tokens: Floats, passes: tuple[Attentio
         for layer in layers:
             moe = is_moe_layer(model, layer)
             if moe not in cache:
-                cache[moe] = _layer_parts(ctx, tokens, passes, moe)
+                cache[moe] = _layer_parts(ctx, tokens, passes, moe, prefill)
             parts = {k: parts[k] + cache[moe][k] for k in parts}
         if index == strategy.pp - 1:
             for op in head_step_ops(model, strategy, logits_tokens):

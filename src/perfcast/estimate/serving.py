@@ -169,7 +169,9 @@ def serving_setup(
                    get_backend(kernel_backend), cal, memory.weights_bytes)
     ctx = replace(ctx, gqa_kv_read_exponent=gqa_exponent(config, cal),
                   tp_all_reduce=config.tp_all_reduce,
-                  mla_decode_head_block=config.mla_decode_head_block)
+                  mla_decode_head_block=config.mla_decode_head_block,
+                  mla_decode_weights=config.mla_decode_weights,
+                  attention_dp_gather=config.attention_dp_gather)
     if config.overlap_scheduler:  # host scheduling/sampling hidden behind the GPU step
         ctx = replace(ctx, overhead=ctx.overhead.model_copy(update={"step_overhead_s": 0.0}))
     return ServingSetup(config=config, memory=memory, ctx=ctx)
