@@ -96,10 +96,12 @@ def test_casts_add_time_and_fusion_removes_some(recipe):
     assert _step_s(fp8_recipe=recipe) < _step_s(fp8_recipe=recipe, fp8_weight_cache=False)
 
 
-def test_bf16_wgrad_is_slower_than_rowwise_at_llama_8b_shapes():
-    # Skipped casts of X and dY (3 B/element each) cost less than doubling the wgrad's GEMM time
-    # at h = 4096 on H100 (989 vs 1979 TFLOP/s dense against 3.35 TB/s).
-    assert _step_s(fp8_recipe="rowwise-hp-wgrad") > _step_s(fp8_recipe="rowwise")
+def test_bf16_wgrad_beats_the_rowwise_fp8_wgrad_at_llama_8b_shapes():
+    # The rowwise scaled-matmul kernel takes its fitted ratio over the tensorwise FP8 GEMM
+    # (kernels.scaled_gemm, 1.6x), so an FP8 wgrad saves little over a BF16 one and its extra
+    # casts (X's strided layout, dY's second layout) outweigh it, as torchao's README measures
+    # on MI300X (Llama-3-8B, 8 GPUs: rowwise_with_gw_hp 6100, rowwise 5891 tokens/s/GPU).
+    assert _step_s(fp8_recipe="rowwise-hp-wgrad") < _step_s(fp8_recipe="rowwise")
     assert _step_s(fp8_recipe="delayed") < _step_s(fp8_recipe="tensorwise")  # one pass fewer
 
 

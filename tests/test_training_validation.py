@@ -172,6 +172,19 @@ attention carried by its own Triton ratio the Ampere overhead fraction of the sc
 The Triton/FA2 ratio prior (1.9, the middle of the FA2 paper's 1.3-2.5 range; it is the value
 mosaic_mpt's own fold uses) was set after the CV with the former 2.0 (middle of an unsourced
 [1, 3] grid) had been seen: with 2.0 the overall CV would be about 0.7 point higher.
+Branch lowp21 (issue 21, low-precision gains over-forecast): torchao's rowwise recipes run
+``torch._scaled_mm`` with per-row scales on a different kernel (CUTLASS f8f8bf16_rowwise on SM90,
+hipBLASLt vector scales on ROCm), timed as the calibrated FP8 GEMM x a ratio fitted end to end
+(``scaled_gemm_time_ratio[rowwise]`` = 1.647, leave-one-source-out 1.61-1.67; kernels/
+scaled_gemm.py), and a grid parameter no fold row depends on is held at its centre. Refit: all
+9.40 -> 8.86% (median 5.6%, 69.7% within 10%, 87.6% within 20%), dense 8.1 -> 7.4%, MoE 17.67 ->
+17.72%; torchao_float8 36.2 -> 24.9% (520 +23 -> +1%, 523 +43 -> +21%, 524 +60 -> +25%),
+torchtitan 11.0 -> 9.2% (103/104 +20/+23 -> -6/-5%, 109/110 +37/+40 -> +16/+17%), mosaic_mpt
+6.39 -> 6.15%. Bounds tightened: all 0.10 -> 0.09, dense 0.085 -> 0.08, dense median 0.06 ->
+0.055, within 10% 0.70 -> 0.73, within 20% 0.87 -> 0.89, mosaic_mpt 0.07 -> 0.065,
+torchao_float8 0.37 -> 0.255, torchtitan 0.12 -> 0.095. **Moved the wrong way** (within their
+bounds; no row of theirs moved by 2 points): nemo_automodel 15.87 -> 16.18%, nemo_perf 10.33 ->
+10.40%, mcore_moe_modelzoo 15.38 -> 15.40%.
 """
 
 from __future__ import annotations
@@ -185,22 +198,22 @@ from cv_data import training_cv
 NUM_ROWS = 379
 NUM_DENSE_ROWS = 329
 NUM_MOE_ROWS = 50
-CV_MAPE_BOUND = 0.10
-CV_DENSE_MAPE_BOUND = 0.085
-CV_DENSE_MEDIAN_BOUND = 0.06
-CV_DENSE_WITHIN_10_MIN = 0.70
-CV_DENSE_WITHIN_20_MIN = 0.87
+CV_MAPE_BOUND = 0.09
+CV_DENSE_MAPE_BOUND = 0.08
+CV_DENSE_MEDIAN_BOUND = 0.055
+CV_DENSE_WITHIN_10_MIN = 0.73
+CV_DENSE_WITHIN_20_MIN = 0.89
 CV_SOURCE_BOUNDS = {
     "korthikanti2022": 0.04,
     "mcore_moe_modelzoo": 0.16,
     "megatron_dsv3_gb200": 0.21,
     "megatron_sc21": 0.085,
-    "mosaic_mpt": 0.07,
+    "mosaic_mpt": 0.065,
     "nemo_automodel": 0.165,
     "nemo_perf": 0.11,
-    "torchao_float8": 0.37,
+    "torchao_float8": 0.255,
     "torchao_moe": 0.32,
-    "torchtitan": 0.12,
+    "torchtitan": 0.095,
     "torchtitan_nvfp4": 0.14,
 }
 KORTHIKANTI_ROW_BOUND = 0.07

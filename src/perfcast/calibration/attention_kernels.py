@@ -5,6 +5,10 @@ measured, FlashAttention-2 (``fa2``). A kernel class without kernel measurements
 timed as a calibrated class times a sourced or fitted slowdown (``derived``), one per GPU
 generation where the kernel pair's relative speed differs by architecture
 (``time_ratio_by_generation``).
+
+The same file holds the derived FP8 GEMM kernels (``scaled_gemm``): a scaled-matmul kernel
+class timed as the calibrated FP8 GEMM (the tensorwise-scaled one the kernel efficiencies
+describe) times a fitted slowdown, ``kernels.scaled_gemm``.
 """
 
 from __future__ import annotations
@@ -46,13 +50,27 @@ class DerivedKernel(BaseModel):
         return self.time_ratio_by_generation.get(generation, self.time_ratio)
 
 
+class DerivedScaledGemm(BaseModel):
+    """An FP8 scaled-matmul kernel class timed as the calibrated FP8 GEMM × ``time_ratio``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    time_ratio: float = Field(ge=1.0, description="Its time over the calibrated (tensorwise-"
+                              "scaled) FP8 GEMM's time at the same shape.")
+    method: Literal["fitted", "sourced"] = Field(description="How time_ratio was obtained.")
+    source: str = Field(description="The kernel it stands for, and where the ratio comes from.")
+
+
 class AttentionKernelCalibration(BaseModel):
-    """Kernel classes derived from a calibrated one (``Strategy.attention_kernel``)."""
+    """Kernel classes derived from a calibrated one: fused attention
+    (``Strategy.attention_kernel``) and FP8 scaled-matmul kernels (``kernels.scaled_gemm``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     reference: str
     derived: dict[str, DerivedKernel]
+    scaled_gemm: dict[str, DerivedScaledGemm] = Field(default_factory=dict)
+    """Scaled-matmul kernel class (``kernels.scaled_gemm.SCALED_GEMM_KERNEL``) -> its ratio."""
     fit: FitRecord | None = None
     """How the fitted values were obtained (``perfcast calibrate``)."""
 

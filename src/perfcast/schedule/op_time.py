@@ -25,6 +25,7 @@ from perfcast.graph.ops import (
     MemoryOp,
 )
 from perfcast.kernels.backend import KernelBackend
+from perfcast.kernels.scaled_gemm import scaled_gemm_time_ratio
 from perfcast.kernels.unfused_attention import unfused_attention_time_s
 from perfcast.specs.hardware import Precision, SystemSpec
 from perfcast.specs.strategy import Strategy
@@ -35,9 +36,10 @@ def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
     """Seconds for ``op`` (all its ``count`` repetitions) on one GPU."""
     gpu = system.gpu
     if isinstance(op, GemmOp):
-        return op.count * backend.gemm_time_s(gpu, op.m, op.n, op.k, op.batch,
-                                              gemm_precision(op, strategy),
-                                              gemm_pass=op.phase.value)
+        precision = gemm_precision(op, strategy)
+        ratio = scaled_gemm_time_ratio(backend, strategy.fp8_recipe, precision)
+        return ratio * op.count * backend.gemm_time_s(gpu, op.m, op.n, op.k, op.batch,
+                                                      precision, gemm_pass=op.phase.value)
     if isinstance(op, AttentionOp):
         precision = attention_precision(strategy)
         backward = op.phase.value != "forward"

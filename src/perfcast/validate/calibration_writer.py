@@ -17,7 +17,7 @@ import yaml
 
 from perfcast.calibration.bundle import FILE_NAMES, Calibration
 from perfcast.calibration.fit_record import FitRecord, ParameterRecord
-from perfcast.validate.fit_training import ratio_name
+from perfcast.validate.fit_training import ratio_name, scaled_gemm_name
 from perfcast.validate.least_squares_fit import LOSS_TEXT, ParameterEstimate
 
 DIGITS = 4
@@ -57,6 +57,15 @@ def _dump(model: Any, fit: FitRecord) -> str:
     return yaml.safe_dump(ordered, sort_keys=False, width=100, allow_unicode=True)
 
 
+SCALED_GEMM_SOURCE = (
+    "torch._scaled_mm with per-row scale vectors (torchao float8 rowwise recipes): the "
+    "CUTLASS f8f8bf16_rowwise kernel on SM90 (aten native/cuda/RowwiseScaledMM.cu), "
+    "hipBLASLt's vector-scale path on ROCm, over the tensorwise cuBLASLt/hipBLASLt GEMM the "
+    "kernel efficiencies describe (kernels/scaled_gemm.py). No kernel measurement of the pair "
+    "in shared/reference; torchao's README e2e table (Llama-3-8B, 8 H100): tensorwise +25% "
+    "over BF16, rowwise +10%.")
+
+
 def write_training_files(calibration: Calibration, parameters: Sequence[ParameterEstimate],
                          out_dir: Path, data_sha256: dict[str, str], num_rows: int,
                          kernel_backend: str, cv_ranges: dict[str, tuple[float, float]]
@@ -68,7 +77,8 @@ def write_training_files(calibration: Calibration, parameters: Sequence[Paramete
     by_file: dict[str, list[ParameterEstimate]] = {k: [] for k in FILE_NAMES}
     for p in parameters:
         key = ("training_overheads" if p.name.startswith("compute_overhead_fraction")
-               else "attention_kernels" if p.name.startswith("attention_time_ratio")
+               else "attention_kernels" if p.name.startswith(("attention_time_ratio",
+                                                                "scaled_gemm_time_ratio"))
                else "comm_overlap")
         by_file[key].append(p)
 
@@ -111,7 +121,13 @@ def write_training_files(calibration: Calibration, parameters: Sequence[Paramete
                     "A100; on H100 the Triton tutorial kernel is at or above FA2's speed "
                     "(kernel_efficiency.csv lines 336, 161-166).")})
         derived[name] = d
-    kernels = kernels.model_copy(update={"derived": derived})
+    scaled = {name: g.model_copy(update={
+        "time_ratio": _round(g.time_ratio),
+        "source": (SCALED_GEMM_SOURCE + f" Fitted jointly with the per-generation overheads on "
+                   f"{num_rows} measured rows (its rows: those whose FP8 recipe runs the {name} "
+                   "kernel)." + cv_note(scaled_gemm_name(name)))})
+        if g.method == "fitted" else g for name, g in kernels.scaled_gemm.items()}
+    kernels = kernels.model_copy(update={"derived": derived, "scaled_gemm": scaled})
     texts = {
         "training_overheads": _header("training_overheads", "Training overhead per GPU generation"
                                       ": critical-path kernels take (1 + f) x the kernel model's "

@@ -16,7 +16,11 @@ Parameters, each shared by every row of its scope (no row, model or source singl
   ``attention_kernels.yaml`` (FlashAttention Triton over FA2), and one more for each generation
   listed in its ``time_ratio_by_generation`` (``attention_time_ratio[triton|hopper]``: the
   relative speed of two kernels differs by architecture); bounds [1, 2.8], start (and the value
-  where no fit row runs the kernel) ``RATIO_PRIOR`` = 1.9, the middle of the FA2 paper's range.
+  where no fit row runs the kernel) ``RATIO_PRIOR`` = 1.9, the middle of the FA2 paper's range;
+* the ``time_ratio`` of each derived FP8 scaled-matmul kernel marked ``method: fitted``
+  (``attention_kernels.yaml`` ``scaled_gemm``; ``scaled_gemm_time_ratio[rowwise]``: the
+  per-row-scaled ``torch._scaled_mm`` kernel over the tensorwise one, ``kernels.scaled_gemm``);
+  bounds [1, 2.2] on ``SCALED_GEMM_GRID``.
 
 Rows: quality A and B (``FIT_QUALITIES``), dense and MoE, of a training.csv-schema file.
 Residual: log(predicted/measured tokens/s/GPU) (``least_squares_fit``). Per-row forecasts come
@@ -60,6 +64,11 @@ RATIO_STEP = 0.225
 RATIO_GRID = tuple(round(RATIO_PRIOR + RATIO_STEP * (i - 4), 3) for i in range(9))
 """1.0 ... 2.8: nine points centred on ``RATIO_PRIOR``; the ends are the fit's bounds."""
 OVERLAP_KEY = "stream_overlap_exposed_fraction"
+SCALED_GEMM_GRID = tuple(round(1.0 + 0.15 * i, 2) for i in range(9))
+"""1.0 ... 2.2: time ratio of a derived FP8 scaled-matmul kernel. 1 = as fast as the calibrated
+FP8 GEMM; 2.2 = slower than a BF16 GEMM at twice the FP8 rate (at 2x the MI300X rowwise runs
+of torchao's README are still faster than the same recipe with BF16 weight-gradient GEMMs, not
+slower as measured). The centre (1.6) is the start and the value in a fit without its rows."""
 
 
 def fraction_name(generation: str) -> str:
@@ -95,9 +104,22 @@ def _set_ratio(kernel: str, generation: str | None, cal: Calibration, value: flo
         update={"derived": kernels.derived | {kernel: derived}}))
 
 
+def scaled_gemm_name(kernel: str) -> str:
+    return f"scaled_gemm_time_ratio[{kernel}]"
+
+
+def _set_scaled_gemm(kernel: str, cal: Calibration, value: float) -> Calibration:
+    """``cal`` with the FP8 scaled-matmul ``kernel``'s time ratio set to ``value``."""
+    kernels = cal.attention_kernels
+    entry = kernels.scaled_gemm[kernel].model_copy(update={"time_ratio": float(value)})
+    return cal.replace(attention_kernels=kernels.model_copy(
+        update={"scaled_gemm": kernels.scaled_gemm | {kernel: entry}}))
+
+
 def grid_parameters(calibration: Calibration) -> tuple[GridParameter, ...]:
-    """The non-linear parameters this calibration fits: the stream-overlap share and every
-    ``method: fitted`` derived attention kernel's time ratios (shared, and per generation)."""
+    """The non-linear parameters this calibration fits: the stream-overlap share, every
+    ``method: fitted`` derived attention kernel's time ratios (shared, and per generation) and
+    every ``method: fitted`` FP8 scaled-matmul kernel's time ratio."""
     out = [GridParameter(OVERLAP_KEY, 0.0, 1.0, OVERLAP_GRID, _set_overlap)]
     for name, derived in sorted(calibration.attention_kernels.derived.items()):
         if derived.method == "fitted":
@@ -105,6 +127,11 @@ def grid_parameters(calibration: Calibration) -> tuple[GridParameter, ...]:
                 out.append(GridParameter(ratio_name(name, generation), RATIO_GRID[0],
                                          RATIO_GRID[-1], RATIO_GRID,
                                          partial(_set_ratio, name, generation)))
+    for name, gemm in sorted(calibration.attention_kernels.scaled_gemm.items()):
+        if gemm.method == "fitted":
+            out.append(GridParameter(scaled_gemm_name(name), SCALED_GEMM_GRID[0],
+                                     SCALED_GEMM_GRID[-1], SCALED_GEMM_GRID,
+                                     partial(_set_scaled_gemm, name)))
     return tuple(out)
 
 
@@ -188,20 +215,31 @@ def fit_training(data: TrainingData, mask: np.ndarray | None = None) -> Training
     base = table.calibration
     grid = table.parameters
     joint = mask & np.isin(gens, fitted)
+    # a grid parameter no joint row depends on stays at its centre (a solver step along a
+    # direction without gradient is numerical drift, not a fit)
+    free = [bool(np.any(table.depends_on(j)[joint])) for j in range(len(grid))]
     bounded = [Bounded(fraction_name(g), FRACTION_START, *FRACTION_BOUNDS) for g in fitted]
-    bounded += [Bounded(p.name, p.centre, p.low, p.high) for p in grid]
+    bounded += [Bounded(p.name, p.centre, p.low, p.high) for p, f in zip(grid, free, strict=True)
+                if f]
     index = np.array([fitted.index(g) if g in fitted else 0 for g in gens])
     log_measured = np.log(table.data.measured)
 
+    def grid_values(x_free: np.ndarray) -> list[float]:
+        values = iter(x_free)
+        return [float(next(values)) if f else p.centre for p, f in zip(grid, free, strict=True)]
+
     def residuals(x: np.ndarray) -> np.ndarray:
-        predicted = table.predicted(x[len(fitted):], x[:len(fitted)][index])
+        predicted = table.predicted(grid_values(x[len(fitted):]), x[:len(fitted)][index])
         return (np.log(predicted) - log_measured)[joint]
 
+    held = {p.name: ParameterEstimate(p.name, p.centre, None, False, p.low, p.high)
+            for p in grid}
     if joint.any():
-        estimates, _ = solve(residuals, bounded)
+        solved, _ = solve(residuals, bounded)
+        held |= {e.name: e for e in solved[len(fitted):]}
+        estimates = tuple(solved[:len(fitted)]) + tuple(held[p.name] for p in grid)
     else:  # no generation has enough rows: the shared parameters stay at their start
-        estimates = tuple(ParameterEstimate(p.name, p.centre, None, False, p.low, p.high)
-                          for p in grid)
+        estimates = tuple(held[p.name] for p in grid)
     theta = [e.value for e in estimates[len(fitted):]]
 
     def pooled_residuals(x: np.ndarray) -> np.ndarray:

@@ -201,6 +201,10 @@ class ResponseTable:
             (i, theirs[k]) for i, k in index if k in theirs]
         return out
 
+    def depends_on(self, j: int) -> np.ndarray:
+        """Rows (bool over the table's rows) whose step moves with grid parameter ``j``."""
+        return np.any(self._deltas[j] != 0, axis=(1, 2))
+
     def response(self, theta: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(a, k) arrays over the rows at grid-parameter values ``theta``."""
         total = self._centre.copy()
