@@ -37,7 +37,8 @@ def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
     if isinstance(op, GemmOp):
         return op.count * backend.gemm_time_s(gpu, op.m, op.n, op.k, op.batch,
                                               gemm_precision(op, strategy),
-                                              gemm_pass=op.phase.value)
+                                              gemm_pass=op.phase.value,
+                                              grouped=op.grouped_kernel)
     if isinstance(op, AttentionOp):
         precision = attention_precision(strategy)
         backward = op.phase.value != "forward"
