@@ -35,11 +35,12 @@ def _with_ratio(gen: str, ratio: float) -> AnalyticalBackend:
 
 def test_dense_gemms_unchanged_and_grouped_slower_by_the_ratio_only_in_16_bit():
     gpu = load_gpu("b200")
-    shipped, slowed = AnalyticalBackend(), _with_ratio("blackwell", 0.7)
+    shipped, as_dense, slowed = (AnalyticalBackend(), _with_ratio("blackwell", 1.0),
+                                 _with_ratio("blackwell", 0.7))
     args = (gpu, 2048.0, 4096.0, 7168.0, 8.0)
     dense = shipped.gemm_time_s(*args)
     assert slowed.gemm_time_s(*args) == dense
-    assert shipped.gemm_time_s(*args, grouped=True) == dense  # shipped ratio 1.0
+    assert as_dense.gemm_time_s(*args, grouped=True) == dense  # ratio 1.0: timed as dense
     grouped = slowed.gemm_time_s(*args, grouped=True)
     assert dense < grouped <= dense / 0.7 * 1.001
     assert slowed.gemm_time_s(*args, "fp8", grouped=True) == shipped.gemm_time_s(*args, "fp8")
@@ -76,7 +77,8 @@ def test_fit_reproduces_the_measured_grouped_rows_within_its_rms(gen, count):
     assert prov is not None and prov.fit_rms_log_error is not None
     gpu_of, rows = _grouped_rows(gen)
     assert len(rows) == count and sorted({o.line for o in rows}) == list(prov.source_rows)
-    ratio = float(re.search(r"grouped_bf16_ratio ([0-9.]+)", prov.note).group(1))
+    ratio = gemm.grouped_bf16_ratio
+    assert prov.method == "fitted"
     match = re.search(r"main-loop efficiency ([0-9.]+),.*same machine ([0-9.]+);", prov.note)
     grouped_eff, dense_eff = float(match.group(1)), float(match.group(2))
     assert ratio == pytest.approx(grouped_eff / dense_eff, abs=1e-4)
@@ -89,15 +91,35 @@ def test_fit_reproduces_the_measured_grouped_rows_within_its_rms(gen, count):
 
 
 def test_blackwell_grouped_path_applies_the_ratio_to_its_sustained_dense_rate():
-    """On B200 (dense efficiency fitted on the same SimuMax machine), timing the grouped rows
-    through ``grouped=True`` with the fitted ratio reproduces the grouped fit's RMS; as
-    dense GEMMs (the shipped ratio 1.0) they are timed worse."""
+    """On B200 (dense efficiency fitted on the same SimuMax machine), the shipped backend times
+    the grouped rows through ``grouped=True`` with the fitted ratio and reproduces the grouped
+    fit's RMS; as dense GEMMs (ratio 1.0, main before issue 16) they are timed worse."""
     prov = CAL.generations["blackwell"].gemm.grouped_provenance
-    ratio = float(re.search(r"grouped_bf16_ratio ([0-9.]+)", prov.note).group(1))
     gpu_of, rows = _grouped_rows("blackwell")
-    rms = _rms_log_error(_with_ratio("blackwell", ratio), rows, gpu_of, True)
+    rms = _rms_log_error(AnalyticalBackend(), rows, gpu_of, True)
     assert rms <= prov.fit_rms_log_error + 0.002
-    assert _rms_log_error(AnalyticalBackend(), rows, gpu_of, True) > rms + 0.05
+    assert _rms_log_error(_with_ratio("blackwell", 1.0), rows, gpu_of, True) > rms + 0.05
+
+
+@pytest.mark.parametrize(("gen", "method", "ratio"), [
+    ("ampere", "fitted", 0.9457), ("blackwell", "fitted", 0.7129),
+    ("blackwell-ultra", "transferred", 0.7129)])
+def test_generations_with_measured_grouped_gemms_ship_their_ratio(gen, method, ratio):
+    """GROUPED_APPLIED (tools/fit_kernel_analytical.py): the measured generations ship their
+    fitted ratio, Blackwell Ultra Blackwell's (flagged); each slows a 16-bit grouped GEMM."""
+    gemm = CAL.generations[gen].gemm
+    assert gemm.grouped_bf16_ratio == pytest.approx(ratio)
+    assert gemm.grouped_provenance is not None and gemm.grouped_provenance.method == method
+
+
+@pytest.mark.parametrize("gpu_name", ["h100-sxm", "mi300x"])
+def test_generations_without_measured_grouped_gemms_time_them_as_dense(gpu_name):
+    """Hopper and CDNA have no measured grouped GEMM: grouped timed as dense (transferring
+    Blackwell's ratio there broke mcore_moe_modelzoo on ggemm16)."""
+    gpu = load_gpu(gpu_name)
+    backend = AnalyticalBackend()
+    args = (gpu, 2048.0, 4096.0, 7168.0, 8.0)
+    assert backend.gemm_time_s(*args, grouped=True) == backend.gemm_time_s(*args)
 
 
 def test_routed_expert_gemms_are_grouped_kernels_only_when_grouped():
