@@ -185,6 +185,13 @@ torchtitan 11.0 -> 9.2% (103/104 +20/+23 -> -6/-5%, 109/110 +37/+40 -> +16/+17%)
 torchao_float8 0.37 -> 0.255, torchtitan 0.12 -> 0.095. **Moved the wrong way** (within their
 bounds; no row of theirs moved by 2 points): nemo_automodel 15.87 -> 16.18%, nemo_perf 10.33 ->
 10.40%, mcore_moe_modelzoo 15.38 -> 15.40%.
+Grouped-GEMM efficiency of its own (issue 16, branch moebw; GemmTileModel.grouped_bf16_ratio
+fitted on SimuMax's TE grouped GEMMs: Ampere 0.9457, Blackwell 0.7129, Blackwell Ultra
+transferred; Hopper/CDNA timed as dense) with a refit: all 9.40 -> 9.37%, MoE 17.67 -> 17.46%,
+torchao_moe 30.96 -> 26.21% (532 +41 -> +32%, 533 +48 -> +38%; the MXFP8 grouped rows 534/535
+unchanged). Bounds tightened: MoE 0.18 -> 0.175, torchao_moe 0.32 -> 0.27. **Moved the wrong
+way** (within its bound 0.16): mcore_moe_modelzoo 15.38 -> 15.74% (row 573, a Blackwell BF16
+row already too slow, -25.5 -> -33.6%).
 """
 
 from __future__ import annotations
@@ -212,7 +219,7 @@ CV_SOURCE_BOUNDS = {
     "nemo_automodel": 0.165,
     "nemo_perf": 0.11,
     "torchao_float8": 0.255,
-    "torchao_moe": 0.32,
+    "torchao_moe": 0.27,
     "torchtitan": 0.095,
     "torchtitan_nvfp4": 0.14,
 }
@@ -222,7 +229,7 @@ Moved 0.08 -> 0.085 by the ZeRO-3 change (zero21): row 40 (1T PTD-P, no ZeRO) CV
 -8.1%. Its physics is unchanged; with the DeepSpeed ZeRO-3 rows' gathers modelled as
 unhideable they no longer prop up the shared stream-overlap fraction (0.783 -> 0.727), and the
 fold fit raises the Ampere overhead fraction to make up for the FSDP rows' lower DP exposure."""
-CV_MOE_MAPE_BOUND = 0.18
+CV_MOE_MAPE_BOUND = 0.175
 """Tightened 0.205 -> 0.195 after merging every branch of the 2026-11-24 afternoon (MoE CV 18.7%,
 50 rows). On branch sac21 alone it had moved 0.21 -> 0.215 (torchtitan per-op SAC lowered the
 fitted Blackwell overhead fraction and made Blackwell MoE rows ~2.5% faster); with the

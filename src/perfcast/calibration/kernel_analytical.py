@@ -72,6 +72,24 @@ class GemmTileModel(BaseModel):
     tile_overhead_cycles: float = Field(
         ge=0, description="Fixed cycles per tile: pipeline fill, epilogue, tile scheduling.")
     provenance: Provenance
+    grouped_bf16_ratio: float = Field(
+        default=1.0, gt=0, le=1.5,
+        description="Main-loop efficiency of a 16-bit grouped (MoE routed-expert) GEMM kernel "
+        "over the dense one of the same generation (Transformer Engine general_grouped_gemm vs "
+        "general_gemm on one machine): per-group tile scheduling, ragged group edges and "
+        "per-group pointer setup run inside the main loop. 1.0 = timed as dense.")
+    grouped_provenance: Provenance | None = Field(
+        default=None, description="Where grouped_bf16_ratio comes from (None: not fitted, "
+        "grouped GEMMs timed as dense).")
+
+    @property
+    def mma_efficiency_grouped_bf16(self) -> float:
+        """Main-loop efficiency of a 16-bit grouped GEMM: dense × ``grouped_bf16_ratio``."""
+        return self.mma_efficiency_bf16 * self.grouped_bf16_ratio
+
+    def as_grouped(self) -> GemmTileModel:
+        """This model with the 16-bit main-loop efficiency of a grouped GEMM kernel."""
+        return self.model_copy(update={"mma_efficiency_bf16": self.mma_efficiency_grouped_bf16})
 
 
 class AttentionTileModel(BaseModel):

@@ -219,10 +219,12 @@ def _mlp_ops(model: ModelSpec, tokens, width, prefix: str, batch=1, split=1,
     group, count = (batch, 1) if grouped else (1, batch)
     return [
         GemmOp(f"{prefix}_in_proj", fwd, tokens, in_width, h, batch=group, count=count,
-               cast_fusable=input_from_norm, routed_expert=routed, tp_gathered=gathered[0]),
+               cast_fusable=input_from_norm, routed_expert=routed, tp_gathered=gathered[0],
+               grouped_kernel=routed and grouped),
         MemoryOp(f"{prefix}_activation", fwd, act_bytes),
         GemmOp(f"{prefix}_out_proj", fwd, tokens, h, width / split, batch=group, count=count,
-               cast_fusable=True, routed_expert=routed, tp_gathered=gathered[1]),
+               cast_fusable=True, routed_expert=routed, tp_gathered=gathered[1],
+               grouped_kernel=routed and grouped),
     ]
 
 
@@ -392,10 +394,12 @@ def backward_ops(forward: Sequence[Op]) -> list[ComputeOp]:
         if isinstance(op, GemmOp):
             ops.append(GemmOp(op.name + "_dgrad", Phase.BACKWARD_DGRAD, op.m, op.k, op.n,
                               op.batch, op.count, op.fp8_eligible,
-                              routed_expert=op.routed_expert))
+                              routed_expert=op.routed_expert,
+                              grouped_kernel=op.grouped_kernel))
             ops.append(GemmOp(op.name + "_wgrad", Phase.BACKWARD_WGRAD, op.k, op.n, op.m,
                               op.batch, op.count, op.fp8_eligible,
-                              routed_expert=op.routed_expert))
+                              routed_expert=op.routed_expert,
+                              grouped_kernel=op.grouped_kernel))
         elif isinstance(op, AttentionOp):
             ops.append(AttentionOp(
                 op.name + "_backward", Phase.BACKWARD_DGRAD, op.batch, op.heads, op.seq_q,

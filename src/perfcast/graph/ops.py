@@ -89,6 +89,10 @@ class GemmOp:
     column-parallel X: QKV, MLP-in) or 'grad' (the row-parallel dY: out-projection, MLP-out;
     Korthikanti et al. 2022 §4.2.2); '' = none. With FP8 TP gathers it is cast on the
     sequence shard (``graph.fp8_casts.gathered_quantize_bytes``)."""
+    grouped_kernel: bool = False
+    """The ``batch`` GEMMs run as one grouped kernel (the routed experts under
+    ``Strategy.moe_grouped_gemm``), timed at the generation's grouped-GEMM efficiency
+    (``calibration.kernel_analytical.GemmTileModel.grouped_bf16_ratio``)."""
 
     kind = OpKind.GEMM
 

@@ -58,7 +58,7 @@ class AnalyticalBackend:
                                                              compare=False)
 
     def __post_init__(self) -> None:
-        # Per-instance memo of scalar GEMM calls (key: GPU, m, n, k, batch, precision).
+        # Per-instance memo of scalar GEMM calls (key: GPU, m, n, k, batch, precision, grouped).
         memo = lru_cache(maxsize=analytical_gemm.GEMM_MEMO_SIZE)(self._gemm_time_s)
         object.__setattr__(self, "_gemm_memo", memo)
         # And of scalar memory-bound calls (key: GPU, bytes): numpy on scalars is slow.
@@ -97,19 +97,26 @@ class AnalyticalBackend:
         return plan_gemm(gpu, m, n, k, batch, precision, self.params(gpu).gemm, hbm_eff, launch)
 
     def gemm_time_s(self, gpu: GPUSpec, m: Floats, n: Floats, k: Floats, batch: Floats = 1,
-                    precision: Precision = "bf16", *, gemm_pass: str | None = None) -> Floats:
+                    precision: Precision = "bf16", *, gemm_pass: str | None = None,
+                    grouped: bool = False) -> Floats:
         """``batch`` GEMMs C[m,n] = A[m,k]·B[k,n], seconds (``analytical_gemm``); the model
-        times every pass's layout alike (``gemm_pass`` is accepted and not used)."""
+        times every pass's layout alike (``gemm_pass`` is accepted and not used). ``grouped``:
+        one grouped (MoE routed-expert) kernel over the ``batch`` GEMMs, whose 16-bit main
+        loop runs at ``GemmTileModel.mma_efficiency_grouped_bf16`` (fitted on measured
+        grouped GEMMs, ``tools/fit_kernel_analytical.py``)."""
         if self.uses_roofline(gpu):
             return self.roofline.gemm_time_s(gpu, m, n, k, batch, precision)
         if all_scalars(m, n, k, batch):
-            return self._gemm_memo(gpu, float(m), float(n), float(k), float(batch), precision)
-        return self._gemm_time_s(gpu, m, n, k, batch, precision)
+            return self._gemm_memo(gpu, float(m), float(n), float(k), float(batch), precision,
+                                   grouped)
+        return self._gemm_time_s(gpu, m, n, k, batch, precision, grouped)
 
     def _gemm_time_s(self, gpu: GPUSpec, m: Floats, n: Floats, k: Floats, batch: Floats,
-                     precision: Precision) -> Floats:
+                     precision: Precision, grouped: bool = False) -> Floats:
         hbm_eff, launch = self._hbm_and_launch(gpu)
-        return analytical_gemm.gemm_time_s(gpu, m, n, k, batch, precision, self.params(gpu).gemm,
+        model = self.params(gpu).gemm
+        return analytical_gemm.gemm_time_s(gpu, m, n, k, batch, precision,
+                                           model.as_grouped() if grouped else model,
                                            hbm_eff, launch)
 
     def grouped_gemm_time_s(self, gpu: GPUSpec, tokens_per_expert: Floats, n: Floats,

@@ -53,11 +53,14 @@ class KernelBackend(Protocol):
         precision: Precision = "bf16",
         *,
         gemm_pass: str | None = None,
+        grouped: bool = False,
     ) -> Floats:
         """``batch`` GEMMs C[m,n] = A[m,k]·B[k,n] (2·m·n·k·batch FLOPs), seconds.
 
         ``gemm_pass`` (a ``graph.ops.Phase`` value: forward, backward_dgrad, backward_wgrad;
-        None = unknown) lets a measured table pick points of the pass's layout."""
+        None = unknown) lets a measured table pick points of the pass's layout. ``grouped``:
+        the ``batch`` GEMMs run as one grouped (MoE routed-expert) kernel, which a backend
+        with a grouped-GEMM efficiency of its own times at that efficiency."""
         ...
 
     def attention_time_s(

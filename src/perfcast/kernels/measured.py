@@ -131,14 +131,16 @@ class MeasuredBackend:
 
     def gemm_time_s(self, gpu: GPUSpec, m: Floats, n: Floats, k: Floats, batch: Floats = 1,
                     precision: Precision = "bf16", *, gemm_pass: str | None = None,
-                    main_grad: str = DEFAULT_MAIN_GRAD) -> Floats:
+                    main_grad: str = DEFAULT_MAIN_GRAD, grouped: bool = False) -> Floats:
         """Analytical GEMM time × interpolated measured/analytical ratio, seconds.
         ``gemm_pass`` (a ``graph.ops.Phase`` value) restricts the points to rows measured
-        for that pass (plus untagged rows) when the table has any; None uses every pass."""
+        for that pass (plus untagged rows) when the table has any; None uses every pass.
+        ``grouped`` goes to the analytical model (its grouped-GEMM efficiency)."""
         query = _Query("gemm", GEMM_CLASS[precision], (), gemm_pass, main_grad)
         ratio, _ = self._ratio(self._points(gpu, query), "gemm",
                                {"m": m, "n": n, "k": k, "batch": batch})
-        return self.analytical.gemm_time_s(gpu, m, n, k, batch, precision) * ratio
+        return self.analytical.gemm_time_s(gpu, m, n, k, batch, precision,
+                                           grouped=grouped) * ratio
 
     def attention_time_s(
         self, gpu: GPUSpec, batch: Floats, num_heads: Floats, seq_q: Floats, seq_kv: Floats,

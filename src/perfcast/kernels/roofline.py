@@ -99,9 +99,11 @@ class RooflineBackend:
         precision: Precision = "bf16",
         *,
         gemm_pass: str | None = None,
+        grouped: bool = False,
     ) -> Floats:
         """``batch`` GEMMs C[m,n] = A[m,k]·B[k,n], seconds (every pass alike: ``gemm_pass``
-        is accepted and not used).
+        is accepted and not used; so is ``grouped``: the roofline curves have no grouped-GEMM
+        efficiency, a grouped kernel is timed as ``batch`` dense GEMMs).
 
         t = max(2mnk·batch / (P_prec·eff_gemm(F)), bytes/(BW·eff_hbm)) + t_launch, with
         eff_gemm(F) = eff_max·F/(F + F_half) for the precision's class (``GEMM_CLASS``: 16-bit

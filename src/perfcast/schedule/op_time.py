@@ -39,7 +39,8 @@ def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
         precision = gemm_precision(op, strategy)
         ratio = scaled_gemm_time_ratio(backend, strategy.fp8_recipe, precision)
         return ratio * op.count * backend.gemm_time_s(gpu, op.m, op.n, op.k, op.batch,
-                                                      precision, gemm_pass=op.phase.value)
+                                                      precision, gemm_pass=op.phase.value,
+                                                      grouped=op.grouped_kernel)
     if isinstance(op, AttentionOp):
         precision = attention_precision(strategy)
         backward = op.phase.value != "forward"
