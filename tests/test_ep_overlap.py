@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from perfcast.catalog.models import load_model
 from perfcast.catalog.systems import load_system
 from perfcast.estimate.training import estimate_training
-from perfcast.schedule.stage_time import ep_overlap_window_s
+from perfcast.schedule.ep_overlap import ExpertSeconds, paired_ep_exposed_s
 from perfcast.specs.strategy import Strategy
 from perfcast.specs.workload import Workload
 from perfcast.validate.row_strategy import ep_overlap
@@ -31,11 +31,29 @@ def test_overlap_hides_and_deferred_wgrad_hides_more():
     assert overlapped > 0  # the SM share of overlapped communication still costs time
 
 
-def test_window_rule():
-    one_f_one_b = Strategy(num_gpus=8, ep=8, ep_overlap=True)
-    delayed = Strategy(num_gpus=8, ep=8, ep_overlap=True, delay_wgrad_compute=True)
-    assert ep_overlap_window_s(1.0, 2.0, 0.8, one_f_one_b) == pytest.approx(2.2)
-    assert ep_overlap_window_s(1.0, 2.0, 0.8, delayed) == pytest.approx(3.0)
+def test_each_all_to_all_hides_only_behind_its_paired_node():
+    """Combined 1F1B pairs: backward combine | forward attention side, forward dispatch |
+    expert backward, backward dispatch | forward experts, forward combine | backward attention
+    side. 1 s of all-to-all per pass (0.5 s per collective) beside a layer whose forward is
+    all experts (attention side 0): the backward combine is exposed in full, though the
+    pooled compute (1 + 2 s) would have covered all 2 s of communication."""
+    experts = ExpertSeconds(forward_s=1.0, dgrad_s=0.6, wgrad_s=0.4)
+    exposed = paired_ep_exposed_s(1.0, 1.0, 1.0, 2.0, experts, slowdown=0.0,
+                                  deferred_wgrad=False)
+    assert exposed == pytest.approx(0.5)
+    # every node at least as long as its collective: only the SM share s of each pair is paid
+    wide = ExpertSeconds(forward_s=1.0, dgrad_s=0.5, wgrad_s=0.5)
+    assert paired_ep_exposed_s(1.0, 1.0, 2.0, 3.0, wide, 0.1, False) == pytest.approx(0.2)
+
+
+def test_deferred_wgrad_moves_expert_wgrad_beside_the_dispatch_backward():
+    """--delay-wgrad-compute: the expert wgrad leaves the node beside the forward dispatch
+    and joins the forward experts beside the dispatch backward (Megatron-Core backward_dw)."""
+    experts = ExpertSeconds(forward_s=0.2, dgrad_s=0.5, wgrad_s=0.5)
+    kept = paired_ep_exposed_s(1.0, 1.0, 1.2, 3.0, experts, 0.0, deferred_wgrad=False)
+    deferred = paired_ep_exposed_s(1.0, 1.0, 1.2, 3.0, experts, 0.0, deferred_wgrad=True)
+    assert kept == pytest.approx(0.3)  # dispatch backward 0.5 beside 0.2 s of experts
+    assert deferred == pytest.approx(0.0)  # 0.5 beside 0.7; dispatch 0.5 beside dgrad 0.5
 
 
 def test_dualpipe_overlaps_ep_by_itself():

@@ -20,10 +20,10 @@ s·min(comm, window)), s the cost of overlapping):
   (``graph.torch_context_parallel``);
 - EP all-to-all dispatch/combine sits between router and experts: fully exposed; with
   ``ep_overlap`` (Megatron-Core ``--overlap-moe-expert-parallel-comm``) or the DualPipe
-  schedule (DeepSeek-V3 §3.2.1) one micro-batch's all-to-all runs under another's forward +
-  input-gradient compute of the layer, the window (``ep_overlap_window_s``; the weight
-  gradients too with ``--delay-wgrad-compute`` or DualPipe's separate W pass), at the same
-  SM-contention cost as TP/DP overlap (``schedule.overlap.exposed_comm_s``);
+  schedule (DeepSeek-V3 §3.2.1) each all-to-all of one micro-batch runs beside one compute
+  node of the paired micro-batch's layer (attention side or experts, ``schedule.ep_overlap``),
+  each pair at the same SM-contention cost as TP/DP overlap
+  (``schedule.overlap.exposed_comm_s``);
 - recompute: full = re-run the forward of the recomputed layers (with its TP, CP and EP
   collectives: the checkpointed layer calls its attention, exchange included, again);
   selective = re-run the forward ops of ``recompute_modules`` (``graph.recompute_modules``;
@@ -45,10 +45,12 @@ import numpy as np
 
 from perfcast.calibration.comm_overlap import CommOverlapCalibration
 from perfcast.calibration.host_launch import HostLaunchCalibration, load_host_launch
+from perfcast.graph.layer import ROUTED_EXPERT_ACTIVATION
 from perfcast.graph.ops import AttentionOp, GemmOp, Group, MemoryOp, Phase
 from perfcast.graph.recompute_modules import forward_recompute_share, recomputed_op_names
 from perfcast.graph.stage import LayerGroup, StageGraph
 from perfcast.kernels.backend import KernelBackend
+from perfcast.schedule.ep_overlap import ExpertSeconds, paired_ep_exposed_s
 from perfcast.schedule.host_time import (
     HostScope,
     Segment,
@@ -154,15 +156,18 @@ def _overlaps_ep(strategy) -> bool:
     return bool(getattr(strategy, "overlaps_ep", getattr(strategy, "ep_overlap", False)))
 
 
-def ep_overlap_window_s(forward_s, backward_s, wgrad_s, strategy):
-    """Compute of the other micro-batch under which one micro-batch's EP all-to-all runs:
-    forward + input-gradient backward; the weight-gradient GEMMs join it when they are
-    deferred (``--delay-wgrad-compute``) or split off by the schedule (DualPipe's W pass),
-    otherwise they wait for the dispatch backward that precedes them (Megatron-Core
-    ``combined_1f1b``)."""
-    deferred = (getattr(strategy, "delay_wgrad_compute", False)
+def _defers_wgrad(strategy) -> bool:
+    """Weight gradients leave the backward node (``--delay-wgrad-compute``, DualPipe's W pass)."""
+    return bool(getattr(strategy, "delay_wgrad_compute", False)
                 or getattr(strategy, "schedule", None) == "dualpipe")
-    return forward_s + backward_s - (0.0 if deferred else wgrad_s)
+
+
+def routed_expert_op(op) -> bool:
+    """An op of the routed experts' MLP (between dispatch and combine): their GEMMs
+    (``GemmOp.routed_expert``) and the activation kernel ``graph.layer._mlp_ops`` names
+    ``expert_activation`` (and its backward)."""
+    return bool(getattr(op, "routed_expert", False)) or (
+        isinstance(op, MemoryOp) and op.name.startswith(ROUTED_EXPERT_ACTIVATION))
 
 
 @dataclass(frozen=True)
@@ -201,6 +206,9 @@ class LayerOpSeconds:
     compute_s: tuple[float, ...] = ()
     """Seconds of each of the group's compute ops, in ``group.compute`` order (the bulk
     search's per-module recompute seconds, ``selective_forward_s``)."""
+    experts: ExpertSeconds = ExpertSeconds(0.0, 0.0, 0.0)
+    """Seconds of the routed experts' ops (``routed_expert_op``), the compute between
+    dispatch and combine that paired EP overlap hides behind (``schedule.ep_overlap``)."""
     _segments: dict[tuple[bool, str, bool], list[Segment]] = field(
         default_factory=dict, compare=False, repr=False)
     """``op_segments`` per (forward?, CUDA-graph scope, sync before MoE), built on first use."""
@@ -232,11 +240,14 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
     by_pass: dict[tuple[type, bool], float] = {
         (kind, forward): 0.0 for kind in (GemmOp, AttentionOp, MemoryOp) for forward in (True, False)}
     wgrad = 0.0
+    expert = {phase: 0.0 for phase in Phase}
     issued: dict[bool, list] = {True: [], False: []}
     times = []
     for op in group.compute:
         t = op_time(op, system, strategy, backend)
         times.append(t)
+        if routed_expert_op(op):
+            expert[op.phase] = expert[op.phase] + t
         issued[op.phase == Phase.FORWARD].append((op.name, op.count, t))
         kind_s[type(op)] += t
         by_pass[(type(op), op.phase == Phase.FORWARD)] += t
@@ -270,7 +281,9 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
         forward_s=sum(t for (_, forward), t in by_pass.items() if forward),
         backward_s=sum(t for (_, forward), t in by_pass.items() if not forward),
         issued_kernel_s={k: sum(t for _, _, t in v) for k, v in issued.items()},
-        compute_s=tuple(times))
+        compute_s=tuple(times),
+        experts=ExpertSeconds(expert[Phase.FORWARD], expert[Phase.BACKWARD_DGRAD],
+                              expert[Phase.BACKWARD_WGRAD]))
 
 
 def selective_forward_s(group: LayerGroup, modules, op_seconds) -> float:
@@ -331,8 +344,8 @@ def layer_time(group: LayerGroup, system, strategy, backend,
         tp_bwd = float(exposed_comm_s(tp_bwd, by_pass[(GemmOp, False)], slow, hideable))
     ep_fwd, ep_bwd = comm[(Group.EP, True)], comm[(Group.EP, False)]
     if _overlaps_ep(strategy) and ep_fwd + ep_bwd > 0:
-        share = float(exposed_comm_s(ep_fwd + ep_bwd, ep_overlap_window_s(fwd, bwd, wgrad, strategy),
-                                     slow)) / (ep_fwd + ep_bwd)
+        share = float(paired_ep_exposed_s(ep_fwd, ep_bwd, fwd, bwd, seconds.experts, slow,
+                                          _defers_wgrad(strategy))) / (ep_fwd + ep_bwd)
         ep_fwd, ep_bwd = ep_fwd * share, ep_bwd * share
     cp_slow = stream_overlap_slowdown(overlap)
     cp_exposed = {

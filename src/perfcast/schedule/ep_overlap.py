@@ -1,0 +1,64 @@
+"""Exposed EP all-to-all of one MoE layer when another micro-batch's compute hides it.
+
+Megatron-Core's ``--overlap-moe-expert-parallel-comm`` (the ``combined_1f1b`` schedule) and
+DeepSeek-V3's DualPipe (§3.2.1, Figure 4) pair the forward of one micro-batch's layer with the
+backward of another's and split each layer into attention (with router and permute), dispatch,
+experts (MLP) and combine. The communication of one micro-batch runs beside one named compute
+node of the other (Megatron-Core ``TransformerLayerSchedulePlan.run``, per layer pair):
+
+==========================  ========================================================
+collective (c = EP / 4)     compute node of the paired micro-batch beside it
+==========================  ========================================================
+backward of the combine     forward attention side (attention, router, permute)
+forward dispatch            backward of the experts (dgrad; their wgrad too unless deferred)
+backward of the dispatch    forward experts (plus the experts' deferred wgrad)
+forward combine             backward attention side (dgrad and wgrad)
+==========================  ========================================================
+
+The next node waits for both streams, so each pair exposes ``max(c − w, s·min(c, w))``
+(``schedule.overlap.exposed_comm_s``) on its own: compute of one node cannot hide the
+communication beside another (a pooled window, Σc against Σw, would). With
+``--delay-wgrad-compute`` (or DualPipe's separate W pass) the experts' weight gradients leave
+the expert backward node and run beside the dispatch backward instead (Megatron-Core
+``backward_dw``), which is what deferring them is for.
+
+Array-friendly in every seconds argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfcast.arrays import Floats
+from perfcast.schedule.overlap import exposed_comm_s
+
+
+@dataclass(frozen=True)
+class ExpertSeconds:
+    """GPU seconds of the routed experts' ops of one layer for one micro-batch (the compute
+    between dispatch and combine), by pass."""
+
+    forward_s: Floats
+    dgrad_s: Floats
+    """Backward ops of the experts but their weight-gradient GEMMs."""
+    wgrad_s: Floats
+
+
+def paired_ep_exposed_s(ep_forward_s: Floats, ep_backward_s: Floats, forward_s: Floats,
+                        backward_s: Floats, experts: ExpertSeconds, slowdown: float,
+                        deferred_wgrad: bool) -> Floats:
+    """Exposed EP seconds of one layer whose all-to-alls run beside the paired micro-batch's
+    compute nodes (module docstring). ``ep_forward_s`` / ``ep_backward_s`` hold dispatch and
+    combine in equal halves (the same bytes each way); ``forward_s`` / ``backward_s`` are the
+    layer's whole forward / backward compute (wgrad included), ``experts`` their expert part."""
+    attention_forward = np.subtract(forward_s, experts.forward_s)
+    expert_backward = np.add(experts.dgrad_s, 0.0 if deferred_wgrad else experts.wgrad_s)
+    attention_backward = np.subtract(np.subtract(backward_s, experts.dgrad_s), experts.wgrad_s)
+    expert_forward = np.add(experts.forward_s, experts.wgrad_s if deferred_wgrad else 0.0)
+    half_forward, half_backward = np.multiply(ep_forward_s, 0.5), np.multiply(ep_backward_s, 0.5)
+    return (exposed_comm_s(half_backward, attention_forward, slowdown)
+            + exposed_comm_s(half_forward, expert_backward, slowdown)
+            + exposed_comm_s(half_backward, expert_forward, slowdown)
+            + exposed_comm_s(half_forward, attention_backward, slowdown))
