@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from perfcast.catalog.models import load_model
 from perfcast.catalog.systems import load_system
 from perfcast.estimate.training import estimate_training
-from perfcast.schedule.ep_overlap import ExpertSeconds, paired_ep_exposed_s
+from perfcast.schedule.ep_overlap import ExpertSeconds, paired_ep_exposed_s, unpaired_pass_share
 from perfcast.specs.strategy import Strategy
 from perfcast.specs.workload import Workload
 from perfcast.validate.row_strategy import ep_overlap
@@ -77,3 +77,25 @@ def test_delay_wgrad_needs_ep_overlap():
 def test_row_text(framework, notes, expected):
     assert ep_overlap({"framework": framework, "notes": notes}, 8, []) is expected
     assert ep_overlap({"framework": framework, "notes": notes}, 1, []) is False
+
+
+def test_unpaired_share_of_warm_up_and_cool_down_passes():
+    """Mean warm-up forwards per rank over its m·v forwards: v·p/(m·v) interleaved, (p + 1)/2
+    per m for 1F1B (the pairing's extra warm-up forward included), capped at every pass."""
+    assert unpaired_pass_share("interleaved", 8, 4, 128) == pytest.approx(8 / 128)
+    assert unpaired_pass_share("1f1b", 1, 1, 128) == pytest.approx(1 / 128)
+    assert unpaired_pass_share("1f1b", 4, 1, 10) == pytest.approx(0.25)
+    assert unpaired_pass_share("interleaved", 8, 4, 2) == 1.0
+    assert unpaired_pass_share("dualpipe", 8, 1, 16) == 0.0
+
+
+def test_a_lone_micro_batch_has_nothing_to_pair_with():
+    """One micro-batch per step (global batch = DP × micro-batch): every forward and backward
+    runs alone, so EP overlap exposes the whole all-to-all, as without overlap."""
+    system, workload = load_system("dgx-h100", num_gpus=8), Workload(seq_length=4096,
+                                                                      global_batch_size=8)
+    plain, overlapped = (estimate_training(MODEL, system, Strategy(
+        num_gpus=8, ep=8, distributed_optimizer=True, ep_overlap=overlap), workload)
+        for overlap in (False, True))
+    assert overlapped.num_micro_batches == 1
+    assert overlapped.breakdown.ep_comm_s == pytest.approx(plain.breakdown.ep_comm_s)

@@ -172,6 +172,14 @@ attention carried by its own Triton ratio the Ampere overhead fraction of the sc
 The Triton/FA2 ratio prior (1.9, the middle of the FA2 paper's 1.3-2.5 range; it is the value
 mosaic_mpt's own fold uses) was set after the CV with the former 2.0 (middle of an unsourced
 [1, 3] grid) had been seen: with 2.0 the overall CV would be about 0.7 point higher.
+moehop (EP all-to-all overlap, ``schedule.ep_overlap``: each all-to-all hides only behind the
+paired micro-batch's compute node beside it, and the warm-up / cool-down passes of combined
+1F1B have no partner), with one refit: all 9.40 -> 9.31%, MoE 17.67 -> 17.44% (within 20% 34
+rows), dense 8.14 -> 8.08%; mcore_moe_modelzoo 15.38 -> 14.84% (560 +0.195 -> +0.136, 574
++0.066 -> +0.011, 578 +0.030 -> -0.022), nemo_perf 10.33 -> 10.09%. Bounds tightened: all
+0.10 -> 0.095, MoE 0.18 -> 0.175, mcore_moe_modelzoo 0.16 -> 0.15. Moved the wrong way (within
+their bounds; fold refits only, none of their rows moves 0.4 point): torchao_moe 30.96 -> 31.14%,
+torchtitan_nvfp4 13.29 -> 13.35%, megatron_dsv3_gb200 19.96 -> 20.03%.
 """
 
 from __future__ import annotations
@@ -185,14 +193,14 @@ from cv_data import training_cv
 NUM_ROWS = 379
 NUM_DENSE_ROWS = 329
 NUM_MOE_ROWS = 50
-CV_MAPE_BOUND = 0.10
+CV_MAPE_BOUND = 0.095
 CV_DENSE_MAPE_BOUND = 0.085
 CV_DENSE_MEDIAN_BOUND = 0.06
 CV_DENSE_WITHIN_10_MIN = 0.70
 CV_DENSE_WITHIN_20_MIN = 0.87
 CV_SOURCE_BOUNDS = {
     "korthikanti2022": 0.04,
-    "mcore_moe_modelzoo": 0.16,
+    "mcore_moe_modelzoo": 0.15,
     "megatron_dsv3_gb200": 0.21,
     "megatron_sc21": 0.085,
     "mosaic_mpt": 0.07,
@@ -209,7 +217,7 @@ Moved 0.08 -> 0.085 by the ZeRO-3 change (zero21): row 40 (1T PTD-P, no ZeRO) CV
 -8.1%. Its physics is unchanged; with the DeepSpeed ZeRO-3 rows' gathers modelled as
 unhideable they no longer prop up the shared stream-overlap fraction (0.783 -> 0.727), and the
 fold fit raises the Ampere overhead fraction to make up for the FSDP rows' lower DP exposure."""
-CV_MOE_MAPE_BOUND = 0.18
+CV_MOE_MAPE_BOUND = 0.175
 """Tightened 0.205 -> 0.195 after merging every branch of the 2026-11-24 afternoon (MoE CV 18.7%,
 50 rows). On branch sac21 alone it had moved 0.21 -> 0.215 (torchtitan per-op SAC lowered the
 fitted Blackwell overhead fraction and made Blackwell MoE rows ~2.5% faster); with the

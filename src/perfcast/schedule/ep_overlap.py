@@ -62,3 +62,25 @@ def paired_ep_exposed_s(ep_forward_s: Floats, ep_backward_s: Floats, forward_s: 
             + exposed_comm_s(half_forward, expert_backward, slowdown)
             + exposed_comm_s(half_backward, expert_forward, slowdown)
             + exposed_comm_s(half_forward, attention_backward, slowdown))
+
+
+def unpaired_pass_share(schedule: str, pp, vpp, num_micro_batches):
+    """Share of a pipeline rank's forward (and backward) chunk passes that no pass of another
+    micro-batch pairs with under EP overlap: their all-to-alls are exposed in full.
+
+    Megatron-Core's combined 1F1B pairs forwards and backwards only in the steady state. Its
+    interleaved schedule runs W_r = 2·(p − r − 1) + (v − 1)·p warm-up forwards on rank r
+    (``get_pipeline_parallel_order`` / ``forward_backward_pipelining_with_interleaving``;
+    Narayanan et al. 2021 §2.2.2), plain 1F1B W_r = p − r − 1, and a forward can pair only
+    with the backward of an earlier micro-batch, which costs one warm-up forward more
+    (``overlap_moe_expert_parallel_comm``: the last rank's first backward needs its own first
+    forward); the cool-down runs as many lone backwards. Over the m·v forward passes of a
+    rank, averaged over the p ranks: (v·p)/(m·v) = p/m interleaved, ((p + 1)/2)/m for 1F1B
+    (m = 1 micro-batch: every pass alone). DualPipe (its own pairing, DeepSeek-V3 §3.2.1): 0.
+    Strategies without EP overlap have no unpaired seconds to scale
+    (``LayerTime.ep_unpaired_forward_s`` = 0). Array-friendly."""
+    if schedule not in ("1f1b", "interleaved"):
+        return 0.0
+    chunks = vpp if schedule == "interleaved" else 1
+    warmup = pp * chunks if schedule == "interleaved" else (pp + 1) / 2
+    return np.minimum(np.divide(warmup, np.multiply(num_micro_batches, chunks)), 1.0)

@@ -39,7 +39,7 @@ forward pays again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -97,6 +97,11 @@ class LayerTime:
     stream (``schedule.host_time``)."""
     host_backward_s: float = 0.0
     """Exposed host seconds of the backward."""
+    ep_unpaired_forward_s: float = 0.0
+    """EP seconds a forward with no paired micro-batch exposes beyond ``ep_forward_s``
+    (warm-up passes under EP overlap, ``schedule.ep_overlap.unpaired_pass_share``)."""
+    ep_unpaired_backward_s: float = 0.0
+    """EP seconds a backward with no paired micro-batch exposes beyond ``ep_backward_s``."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,20 @@ class StageTime:
     ``total_s``, not of ``compute_s``)."""
     offload_s: float = 0.0
     """Exposed host copies of offloaded activations (``schedule.activation_offload``)."""
+    ep_unpaired_forward_s: float = 0.0
+    """EP seconds the stage's forward exposes beyond ``ep_comm_s``'s share when no other
+    micro-batch pairs with it (``LayerTime.ep_unpaired_forward_s`` summed)."""
+    ep_unpaired_backward_s: float = 0.0
+    """The same for the backward."""
+
+    def with_unpaired_ep(self, share):
+        """This stage time with ``share`` of its passes unpaired under EP overlap (their
+        all-to-alls exposed in full; ``schedule.ep_overlap.unpaired_pass_share``), spread
+        over every micro-batch as the closed-form pipeline takes one time per micro-batch."""
+        forward = share * self.ep_unpaired_forward_s
+        extra = forward + share * self.ep_unpaired_backward_s
+        return replace(self, ep_comm_s=self.ep_comm_s + extra, forward_s=self.forward_s + forward,
+                       ep_unpaired_forward_s=0.0, ep_unpaired_backward_s=0.0)
 
     def passes(self, extra_input_grad_s: float = 0.0) -> PassTimes:
         """F, B (input gradient: the rest of the backward, with recompute and
@@ -343,9 +362,11 @@ def layer_time(group: LayerGroup, system, strategy, backend,
         tp_fwd = float(exposed_comm_s(tp_fwd, by_pass[(GemmOp, True)], slow, hideable))
         tp_bwd = float(exposed_comm_s(tp_bwd, by_pass[(GemmOp, False)], slow, hideable))
     ep_fwd, ep_bwd = comm[(Group.EP, True)], comm[(Group.EP, False)]
+    unpaired_fwd = unpaired_bwd = 0.0
     if _overlaps_ep(strategy) and ep_fwd + ep_bwd > 0:
         share = float(paired_ep_exposed_s(ep_fwd, ep_bwd, fwd, bwd, seconds.experts, slow,
                                           _defers_wgrad(strategy))) / (ep_fwd + ep_bwd)
+        unpaired_fwd, unpaired_bwd = ep_fwd * (1.0 - share), ep_bwd * (1.0 - share)
         ep_fwd, ep_bwd = ep_fwd * share, ep_bwd * share
     cp_slow = stream_overlap_slowdown(overlap)
     cp_exposed = {
@@ -375,6 +396,7 @@ def layer_time(group: LayerGroup, system, strategy, backend,
         ep_forward_s=ep_fwd, ep_backward_s=ep_bwd,
         wgrad_s=wgrad, cp_forward_s=float(cp_forward),
         host_forward_s=host_fwd, host_backward_s=host_bwd,
+        ep_unpaired_forward_s=unpaired_fwd, ep_unpaired_backward_s=unpaired_bwd,
     )
 
 
@@ -442,6 +464,7 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
     numpy arrays (the bulk search evaluates many strategies at once); counts are integers.
     """
     gemm = attention = memory_bound = recompute = tp = cp = ep = host = 0.0
+    unpaired_fwd = unpaired_bwd = 0.0
     layer_fwd = layer_bwd = 0.0
     forward, wgrad = extra.forward_s, extra.wgrad_s
     num_layers = sum(n for n, _ in layers)
@@ -453,6 +476,8 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
         tp += n * (lt.tp_forward_s + lt.tp_backward_s)
         cp += n * lt.cp_s
         ep += n * (lt.ep_forward_s + lt.ep_backward_s)
+        unpaired_fwd = unpaired_fwd + n * lt.ep_unpaired_forward_s
+        unpaired_bwd = unpaired_bwd + n * lt.ep_unpaired_backward_s
         layer_fwd += n * lt.forward_compute_s
         layer_bwd += n * lt.backward_compute_s
         forward += n * (lt.forward_compute_s + lt.tp_forward_s + lt.cp_forward_s + lt.ep_forward_s
@@ -473,7 +498,7 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
         tp_comm_s=tp, cp_comm_s=cp, ep_comm_s=ep,
         layer_forward_s=layer_fwd / layers_or_one, layer_backward_s=layer_bwd / layers_or_one,
         backward_compute_s=layer_bwd + extra.backward_s, forward_s=forward, wgrad_s=wgrad,
-        host_s=host,
+        host_s=host, ep_unpaired_forward_s=unpaired_fwd, ep_unpaired_backward_s=unpaired_bwd,
     )
 
 
