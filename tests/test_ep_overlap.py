@@ -9,7 +9,12 @@ from pydantic import ValidationError
 from perfcast.catalog.models import load_model
 from perfcast.catalog.systems import load_system
 from perfcast.estimate.training import estimate_training
-from perfcast.schedule.ep_overlap import ExpertSeconds, paired_ep_exposed_s, unpaired_pass_share
+from perfcast.schedule.ep_overlap import (
+    ExpertSeconds,
+    ep_overlap_exposed_s,
+    paired_ep_exposed_s,
+    unpaired_pass_share,
+)
 from perfcast.specs.strategy import Strategy
 from perfcast.specs.workload import Workload
 from perfcast.validate.row_strategy import ep_overlap
@@ -44,6 +49,15 @@ def test_each_all_to_all_hides_only_behind_its_paired_node():
     # every node at least as long as its collective: only the SM share s of each pair is paid
     wide = ExpertSeconds(forward_s=1.0, dgrad_s=0.5, wgrad_s=0.5)
     assert paired_ep_exposed_s(1.0, 1.0, 2.0, 3.0, wide, 0.1, False) == pytest.approx(0.2)
+
+
+def test_dualpipe_rearranges_its_components_under_the_whole_layer():
+    """DualPipe (DeepSeek-V3 §3.2.1) is not bound to the node order: the example above, all
+    2 s of communication under 3 s of compute, is hidden in full (SM share aside)."""
+    experts = ExpertSeconds(forward_s=1.0, dgrad_s=0.6, wgrad_s=0.4)
+    args = (1.0, 1.0, 1.0, 2.0, experts, 0.0, True)
+    assert ep_overlap_exposed_s(*args, pooled=True) == pytest.approx(0.0)
+    assert ep_overlap_exposed_s(*args, pooled=False) == pytest.approx(0.5)
 
 
 def test_deferred_wgrad_moves_expert_wgrad_beside_the_dispatch_backward():

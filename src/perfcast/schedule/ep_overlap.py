@@ -22,6 +22,11 @@ communication beside another (a pooled window, Σc against Σw, would). With
 the expert backward node and run beside the dispatch backward instead (Megatron-Core
 ``backward_dw``), which is what deferring them is for.
 
+DualPipe is not bound to that order: DeepSeek-V3 "rearrange[s] these components and manually
+adjust[s] the ratio of GPU SMs devoted to communication versus computation" with the weight
+gradients in a pass of their own (§3.2.1, Figure 4), and reports both all-to-alls fully hidden;
+its window is the pair's whole layer compute, forward + backward (``pooled``).
+
 Array-friendly in every seconds argument.
 """
 
@@ -44,6 +49,19 @@ class ExpertSeconds:
     dgrad_s: Floats
     """Backward ops of the experts but their weight-gradient GEMMs."""
     wgrad_s: Floats
+
+
+def ep_overlap_exposed_s(ep_forward_s: Floats, ep_backward_s: Floats, forward_s: Floats,
+                         backward_s: Floats, experts: ExpertSeconds, slowdown: float,
+                         deferred_wgrad: bool, pooled: bool) -> Floats:
+    """Exposed EP seconds of one layer under EP overlap: node by node (combined 1F1B,
+    ``paired_ep_exposed_s``) or, ``pooled`` (DualPipe), all of the layer's all-to-all against
+    all of the paired layer's compute (module docstring)."""
+    if pooled:
+        return exposed_comm_s(np.add(ep_forward_s, ep_backward_s), np.add(forward_s, backward_s),
+                              slowdown)
+    return paired_ep_exposed_s(ep_forward_s, ep_backward_s, forward_s, backward_s, experts,
+                               slowdown, deferred_wgrad)
 
 
 def paired_ep_exposed_s(ep_forward_s: Floats, ep_backward_s: Floats, forward_s: Floats,

@@ -20,9 +20,9 @@ s·min(comm, window)), s the cost of overlapping):
   (``graph.torch_context_parallel``);
 - EP all-to-all dispatch/combine sits between router and experts: fully exposed; with
   ``ep_overlap`` (Megatron-Core ``--overlap-moe-expert-parallel-comm``) or the DualPipe
-  schedule (DeepSeek-V3 §3.2.1) each all-to-all of one micro-batch runs beside one compute
-  node of the paired micro-batch's layer (attention side or experts, ``schedule.ep_overlap``),
-  each pair at the same SM-contention cost as TP/DP overlap
+  schedule (DeepSeek-V3 §3.2.1) the all-to-alls of one micro-batch run beside the paired
+  micro-batch's compute (``schedule.ep_overlap``: combined 1F1B node by node, DualPipe under
+  the whole layer), at the same SM-contention cost as TP/DP overlap
   (``schedule.overlap.exposed_comm_s``);
 - recompute: full = re-run the forward of the recomputed layers (with its TP, CP and EP
   collectives: the checkpointed layer calls its attention, exchange included, again);
@@ -50,7 +50,7 @@ from perfcast.graph.ops import AttentionOp, GemmOp, Group, MemoryOp, Phase
 from perfcast.graph.recompute_modules import forward_recompute_share, recomputed_op_names
 from perfcast.graph.stage import LayerGroup, StageGraph
 from perfcast.kernels.backend import KernelBackend
-from perfcast.schedule.ep_overlap import ExpertSeconds, paired_ep_exposed_s
+from perfcast.schedule.ep_overlap import ExpertSeconds, ep_overlap_exposed_s
 from perfcast.schedule.host_time import (
     HostScope,
     Segment,
@@ -364,8 +364,9 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     ep_fwd, ep_bwd = comm[(Group.EP, True)], comm[(Group.EP, False)]
     unpaired_fwd = unpaired_bwd = 0.0
     if _overlaps_ep(strategy) and ep_fwd + ep_bwd > 0:
-        share = float(paired_ep_exposed_s(ep_fwd, ep_bwd, fwd, bwd, seconds.experts, slow,
-                                          _defers_wgrad(strategy))) / (ep_fwd + ep_bwd)
+        share = float(ep_overlap_exposed_s(ep_fwd, ep_bwd, fwd, bwd, seconds.experts, slow,
+                                           _defers_wgrad(strategy),
+                                           strategy.schedule == "dualpipe")) / (ep_fwd + ep_bwd)
         unpaired_fwd, unpaired_bwd = ep_fwd * (1.0 - share), ep_bwd * (1.0 - share)
         ep_fwd, ep_bwd = ep_fwd * share, ep_bwd * share
     cp_slow = stream_overlap_slowdown(overlap)
