@@ -113,3 +113,24 @@ def test_a_lone_micro_batch_has_nothing_to_pair_with():
         for overlap in (False, True))
     assert overlapped.num_micro_batches == 1
     assert overlapped.breakdown.ep_comm_s == pytest.approx(plain.breakdown.ep_comm_s)
+
+
+def test_expert_seconds_are_the_routed_mlp_of_moe_layers_only():
+    """``LayerOpSeconds.experts``: the routed experts' GEMMs and activation (between dispatch
+    and combine) of a MoE layer, a part of each pass; none in a dense layer."""
+    from perfcast.calibration.bundle import load_calibration
+    from perfcast.graph.stage import stage_graph
+    from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, get_backend
+    from perfcast.schedule.stage_time import layer_op_seconds
+
+    strategy = Strategy(num_gpus=8, ep=8, ep_overlap=True)
+    backend = load_calibration().with_kernels(get_backend(DEFAULT_KERNEL_BACKEND))
+    for group in stage_graph(MODEL, strategy, 4096, 0).layers:
+        seconds = layer_op_seconds(group, SYSTEM, strategy, backend)
+        experts = seconds.experts
+        if not group.moe:
+            assert (experts.forward_s, experts.dgrad_s, experts.wgrad_s) == (0.0, 0.0, 0.0)
+            continue
+        assert 0 < experts.forward_s < seconds.forward_s
+        assert 0 < experts.dgrad_s + experts.wgrad_s < seconds.backward_s
+        assert experts.wgrad_s < seconds.wgrad_s

@@ -37,7 +37,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfcast.arrays import Floats
+from perfcast.graph.layer import ROUTED_EXPERT_ACTIVATION
+from perfcast.graph.ops import MemoryOp
 from perfcast.schedule.overlap import exposed_comm_s
+
+
+def defers_wgrad(strategy) -> bool:
+    """Weight gradients leave the backward node (``--delay-wgrad-compute``, DualPipe's W pass)."""
+    return bool(getattr(strategy, "delay_wgrad_compute", False)
+                or getattr(strategy, "schedule", None) == "dualpipe")
+
+
+def routed_expert_op(op) -> bool:
+    """An op of the routed experts' MLP (between dispatch and combine): their GEMMs
+    (``GemmOp.routed_expert``) and the activation kernel ``graph.layer._mlp_ops`` names
+    ``expert_activation`` (and its backward)."""
+    return bool(getattr(op, "routed_expert", False)) or (
+        isinstance(op, MemoryOp) and op.name.startswith(ROUTED_EXPERT_ACTIVATION))
 
 
 @dataclass(frozen=True)

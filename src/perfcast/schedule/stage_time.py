@@ -45,12 +45,16 @@ import numpy as np
 
 from perfcast.calibration.comm_overlap import CommOverlapCalibration
 from perfcast.calibration.host_launch import HostLaunchCalibration, load_host_launch
-from perfcast.graph.layer import ROUTED_EXPERT_ACTIVATION
 from perfcast.graph.ops import AttentionOp, GemmOp, Group, MemoryOp, Phase
 from perfcast.graph.recompute_modules import forward_recompute_share, recomputed_op_names
 from perfcast.graph.stage import LayerGroup, StageGraph
 from perfcast.kernels.backend import KernelBackend
-from perfcast.schedule.ep_overlap import ExpertSeconds, ep_overlap_exposed_s
+from perfcast.schedule.ep_overlap import (
+    ExpertSeconds,
+    defers_wgrad,
+    ep_overlap_exposed_s,
+    routed_expert_op,
+)
 from perfcast.schedule.host_time import (
     HostScope,
     Segment,
@@ -173,20 +177,6 @@ TP_GROUPS = {Group.TP_ROW: Group.TP, Group.TP_COL: Group.TP}
 
 def _overlaps_ep(strategy) -> bool:
     return bool(getattr(strategy, "overlaps_ep", getattr(strategy, "ep_overlap", False)))
-
-
-def _defers_wgrad(strategy) -> bool:
-    """Weight gradients leave the backward node (``--delay-wgrad-compute``, DualPipe's W pass)."""
-    return bool(getattr(strategy, "delay_wgrad_compute", False)
-                or getattr(strategy, "schedule", None) == "dualpipe")
-
-
-def routed_expert_op(op) -> bool:
-    """An op of the routed experts' MLP (between dispatch and combine): their GEMMs
-    (``GemmOp.routed_expert``) and the activation kernel ``graph.layer._mlp_ops`` names
-    ``expert_activation`` (and its backward)."""
-    return bool(getattr(op, "routed_expert", False)) or (
-        isinstance(op, MemoryOp) and op.name.startswith(ROUTED_EXPERT_ACTIVATION))
 
 
 @dataclass(frozen=True)
@@ -365,7 +355,7 @@ def layer_time(group: LayerGroup, system, strategy, backend,
     unpaired_fwd = unpaired_bwd = 0.0
     if _overlaps_ep(strategy) and ep_fwd + ep_bwd > 0:
         share = float(ep_overlap_exposed_s(ep_fwd, ep_bwd, fwd, bwd, seconds.experts, slow,
-                                           _defers_wgrad(strategy),
+                                           defers_wgrad(strategy),
                                            strategy.schedule == "dualpipe")) / (ep_fwd + ep_bwd)
         unpaired_fwd, unpaired_bwd = ep_fwd * (1.0 - share), ep_bwd * (1.0 - share)
         ep_fwd, ep_bwd = ep_fwd * share, ep_bwd * share
