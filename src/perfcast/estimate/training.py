@@ -36,6 +36,7 @@ from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, KernelBackend, Kern
 from perfcast.memory.estimate import estimate_memory, offloaded_activation_bytes
 from perfcast.schedule.activation_offload import offload_exposed_s
 from perfcast.schedule.data_parallel import data_parallel_time
+from perfcast.schedule.ep_overlap import unpaired_pass_share
 from perfcast.schedule.kernel_coverage import table_fallback_ops
 from perfcast.schedule.op_time import comm_op_time_s
 from perfcast.schedule.optimizer import optimizer_time_s
@@ -202,7 +203,9 @@ def estimate_training(
     for stage, _ in kinds:
         params = stage_params(model, strategy, stage)
         graphs.append(stage_graph(model, routed, s, stage))
-        times = stage_time(graphs[-1], system, strategy, backend, comm_overlap, cal.host_launch)
+        times = stage_time(graphs[-1], system, strategy, backend, comm_overlap,
+                           cal.host_launch).with_unpaired_ep(
+            unpaired_pass_share(strategy.schedule, strategy.pp, strategy.vpp, m))
         if strategy.cpu_offload_activation_layers or strategy.offload_modules:
             offloaded = offloaded_activation_bytes(model, strategy, params.num_layers,
                                                    params.num_moe_layers, s)

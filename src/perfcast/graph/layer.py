@@ -256,12 +256,18 @@ def mlp_forward_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
         ops.append(unfused_permute_op(routed, h, T, E))
     if shape.moe_regroup_by_expert and shape.ep > 1 and local_experts > 1:
         ops.append(moe_regroup_op(routed, h))
-    ops += _mlp_ops(model, tokens_per_expert, model.expert_intermediate_size, "expert",
+    ops += _mlp_ops(model, tokens_per_expert, model.expert_intermediate_size, ROUTED_EXPERT,
                     batch=local_experts, split=shape.expert_tp, grouped=shape.moe_grouped_gemm,
                     input_from_norm=False, routed=True)
     if model.shared_intermediate_size:
         ops += _mlp_ops(model, T, model.shared_intermediate_size, "shared_expert", split=t)
     return ops
+
+
+ROUTED_EXPERT = "expert"
+"""Name prefix of the routed experts' MLP ops (``_mlp_ops``)."""
+ROUTED_EXPERT_ACTIVATION = f"{ROUTED_EXPERT}_activation"
+"""Name of the routed experts' activation kernel (its backward adds ``_backward``)."""
 
 
 UNFUSED_ROUTER_PASSES = 4

@@ -20,10 +20,10 @@ s·min(comm, window)), s the cost of overlapping):
   (``graph.torch_context_parallel``);
 - EP all-to-all dispatch/combine sits between router and experts: fully exposed; with
   ``ep_overlap`` (Megatron-Core ``--overlap-moe-expert-parallel-comm``) or the DualPipe
-  schedule (DeepSeek-V3 §3.2.1) one micro-batch's all-to-all runs under another's forward +
-  input-gradient compute of the layer, the window (``ep_overlap_window_s``; the weight
-  gradients too with ``--delay-wgrad-compute`` or DualPipe's separate W pass), at the same
-  SM-contention cost as TP/DP overlap (``schedule.overlap.exposed_comm_s``);
+  schedule (DeepSeek-V3 §3.2.1) the all-to-alls of one micro-batch run beside the paired
+  micro-batch's compute (``schedule.ep_overlap``: combined 1F1B node by node, DualPipe under
+  the whole layer), at the same SM-contention cost as TP/DP overlap
+  (``schedule.overlap.exposed_comm_s``);
 - recompute: full = re-run the forward of the recomputed layers (with its TP, CP and EP
   collectives: the checkpointed layer calls its attention, exchange included, again);
   selective = re-run the forward ops of ``recompute_modules`` (``graph.recompute_modules``;
@@ -39,7 +39,7 @@ forward pays again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -49,6 +49,12 @@ from perfcast.graph.ops import AttentionOp, GemmOp, Group, MemoryOp, Phase
 from perfcast.graph.recompute_modules import forward_recompute_share, recomputed_op_names
 from perfcast.graph.stage import LayerGroup, StageGraph
 from perfcast.kernels.backend import KernelBackend
+from perfcast.schedule.ep_overlap import (
+    ExpertSeconds,
+    defers_wgrad,
+    ep_overlap_exposed_s,
+    routed_expert_op,
+)
 from perfcast.schedule.host_time import (
     HostScope,
     Segment,
@@ -95,6 +101,11 @@ class LayerTime:
     stream (``schedule.host_time``)."""
     host_backward_s: float = 0.0
     """Exposed host seconds of the backward."""
+    ep_unpaired_forward_s: float = 0.0
+    """EP seconds a forward with no paired micro-batch exposes beyond ``ep_forward_s``
+    (warm-up passes under EP overlap, ``schedule.ep_overlap.unpaired_pass_share``)."""
+    ep_unpaired_backward_s: float = 0.0
+    """EP seconds a backward with no paired micro-batch exposes beyond ``ep_backward_s``."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +136,20 @@ class StageTime:
     ``total_s``, not of ``compute_s``)."""
     offload_s: float = 0.0
     """Exposed host copies of offloaded activations (``schedule.activation_offload``)."""
+    ep_unpaired_forward_s: float = 0.0
+    """EP seconds the stage's forward exposes beyond ``ep_comm_s``'s share when no other
+    micro-batch pairs with it (``LayerTime.ep_unpaired_forward_s`` summed)."""
+    ep_unpaired_backward_s: float = 0.0
+    """The same for the backward."""
+
+    def with_unpaired_ep(self, share):
+        """This stage time with ``share`` of its passes unpaired under EP overlap (their
+        all-to-alls exposed in full; ``schedule.ep_overlap.unpaired_pass_share``), spread
+        over every micro-batch as the closed-form pipeline takes one time per micro-batch."""
+        forward = share * self.ep_unpaired_forward_s
+        extra = forward + share * self.ep_unpaired_backward_s
+        return replace(self, ep_comm_s=self.ep_comm_s + extra, forward_s=self.forward_s + forward,
+                       ep_unpaired_forward_s=0.0, ep_unpaired_backward_s=0.0)
 
     def passes(self, extra_input_grad_s: float = 0.0) -> PassTimes:
         """F, B (input gradient: the rest of the backward, with recompute and
@@ -152,17 +177,6 @@ TP_GROUPS = {Group.TP_ROW: Group.TP, Group.TP_COL: Group.TP}
 
 def _overlaps_ep(strategy) -> bool:
     return bool(getattr(strategy, "overlaps_ep", getattr(strategy, "ep_overlap", False)))
-
-
-def ep_overlap_window_s(forward_s, backward_s, wgrad_s, strategy):
-    """Compute of the other micro-batch under which one micro-batch's EP all-to-all runs:
-    forward + input-gradient backward; the weight-gradient GEMMs join it when they are
-    deferred (``--delay-wgrad-compute``) or split off by the schedule (DualPipe's W pass),
-    otherwise they wait for the dispatch backward that precedes them (Megatron-Core
-    ``combined_1f1b``)."""
-    deferred = (getattr(strategy, "delay_wgrad_compute", False)
-                or getattr(strategy, "schedule", None) == "dualpipe")
-    return forward_s + backward_s - (0.0 if deferred else wgrad_s)
 
 
 @dataclass(frozen=True)
@@ -201,6 +215,9 @@ class LayerOpSeconds:
     compute_s: tuple[float, ...] = ()
     """Seconds of each of the group's compute ops, in ``group.compute`` order (the bulk
     search's per-module recompute seconds, ``selective_forward_s``)."""
+    experts: ExpertSeconds = ExpertSeconds(0.0, 0.0, 0.0)
+    """Seconds of the routed experts' ops (``routed_expert_op``), the compute between
+    dispatch and combine that paired EP overlap hides behind (``schedule.ep_overlap``)."""
     _segments: dict[tuple[bool, str, bool], list[Segment]] = field(
         default_factory=dict, compare=False, repr=False)
     """``op_segments`` per (forward?, CUDA-graph scope, sync before MoE), built on first use."""
@@ -232,11 +249,14 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
     by_pass: dict[tuple[type, bool], float] = {
         (kind, forward): 0.0 for kind in (GemmOp, AttentionOp, MemoryOp) for forward in (True, False)}
     wgrad = 0.0
+    expert = {phase: 0.0 for phase in Phase}
     issued: dict[bool, list] = {True: [], False: []}
     times = []
     for op in group.compute:
         t = op_time(op, system, strategy, backend)
         times.append(t)
+        if routed_expert_op(op):
+            expert[op.phase] = expert[op.phase] + t
         issued[op.phase == Phase.FORWARD].append((op.name, op.count, t))
         kind_s[type(op)] += t
         by_pass[(type(op), op.phase == Phase.FORWARD)] += t
@@ -270,7 +290,9 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
         forward_s=sum(t for (_, forward), t in by_pass.items() if forward),
         backward_s=sum(t for (_, forward), t in by_pass.items() if not forward),
         issued_kernel_s={k: sum(t for _, _, t in v) for k, v in issued.items()},
-        compute_s=tuple(times))
+        compute_s=tuple(times),
+        experts=ExpertSeconds(expert[Phase.FORWARD], expert[Phase.BACKWARD_DGRAD],
+                              expert[Phase.BACKWARD_WGRAD]))
 
 
 def selective_forward_s(group: LayerGroup, modules, op_seconds) -> float:
@@ -330,9 +352,12 @@ def layer_time(group: LayerGroup, system, strategy, backend,
         tp_fwd = float(exposed_comm_s(tp_fwd, by_pass[(GemmOp, True)], slow, hideable))
         tp_bwd = float(exposed_comm_s(tp_bwd, by_pass[(GemmOp, False)], slow, hideable))
     ep_fwd, ep_bwd = comm[(Group.EP, True)], comm[(Group.EP, False)]
+    unpaired_fwd = unpaired_bwd = 0.0
     if _overlaps_ep(strategy) and ep_fwd + ep_bwd > 0:
-        share = float(exposed_comm_s(ep_fwd + ep_bwd, ep_overlap_window_s(fwd, bwd, wgrad, strategy),
-                                     slow)) / (ep_fwd + ep_bwd)
+        share = float(ep_overlap_exposed_s(ep_fwd, ep_bwd, fwd, bwd, seconds.experts, slow,
+                                           defers_wgrad(strategy),
+                                           strategy.schedule == "dualpipe")) / (ep_fwd + ep_bwd)
+        unpaired_fwd, unpaired_bwd = ep_fwd * (1.0 - share), ep_bwd * (1.0 - share)
         ep_fwd, ep_bwd = ep_fwd * share, ep_bwd * share
     cp_slow = stream_overlap_slowdown(overlap)
     cp_exposed = {
@@ -362,6 +387,7 @@ def layer_time(group: LayerGroup, system, strategy, backend,
         ep_forward_s=ep_fwd, ep_backward_s=ep_bwd,
         wgrad_s=wgrad, cp_forward_s=float(cp_forward),
         host_forward_s=host_fwd, host_backward_s=host_bwd,
+        ep_unpaired_forward_s=unpaired_fwd, ep_unpaired_backward_s=unpaired_bwd,
     )
 
 
@@ -429,6 +455,7 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
     numpy arrays (the bulk search evaluates many strategies at once); counts are integers.
     """
     gemm = attention = memory_bound = recompute = tp = cp = ep = host = 0.0
+    unpaired_fwd = unpaired_bwd = 0.0
     layer_fwd = layer_bwd = 0.0
     forward, wgrad = extra.forward_s, extra.wgrad_s
     num_layers = sum(n for n, _ in layers)
@@ -440,6 +467,8 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
         tp += n * (lt.tp_forward_s + lt.tp_backward_s)
         cp += n * lt.cp_s
         ep += n * (lt.ep_forward_s + lt.ep_backward_s)
+        unpaired_fwd = unpaired_fwd + n * lt.ep_unpaired_forward_s
+        unpaired_bwd = unpaired_bwd + n * lt.ep_unpaired_backward_s
         layer_fwd += n * lt.forward_compute_s
         layer_bwd += n * lt.backward_compute_s
         forward += n * (lt.forward_compute_s + lt.tp_forward_s + lt.cp_forward_s + lt.ep_forward_s
@@ -460,7 +489,7 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
         tp_comm_s=tp, cp_comm_s=cp, ep_comm_s=ep,
         layer_forward_s=layer_fwd / layers_or_one, layer_backward_s=layer_bwd / layers_or_one,
         backward_compute_s=layer_bwd + extra.backward_s, forward_s=forward, wgrad_s=wgrad,
-        host_s=host,
+        host_s=host, ep_unpaired_forward_s=unpaired_fwd, ep_unpaired_backward_s=unpaired_bwd,
     )
 
 

@@ -50,6 +50,7 @@ from perfcast.memory.estimate import (
 )
 from perfcast.schedule.activation_offload import offload_exposed_s
 from perfcast.schedule.data_parallel import data_parallel_time
+from perfcast.schedule.ep_overlap import unpaired_pass_share
 from perfcast.schedule.op_time import comm_op_time_s, compute_op_time_s, group_size_and_stride
 from perfcast.schedule.stage_time import (
     ExtraTime,
@@ -334,7 +335,8 @@ class BulkEvaluator:
             extra = self.tables.extra[(stage == 0, stage == block.pp - 1)]
             if stage == 0 or stage == block.pp - 1:
                 extra = _gather(extra, block.layer_key)
-            times = assemble_stage_time(layers, extra, strategy)
+            times = assemble_stage_time(layers, extra, strategy).with_unpaired_ep(
+                unpaired_pass_share(block.schedule, block.pp, block.vpp, m))
             if np.any(block.cpu_offload_activation_layers):  # as estimate_training does
                 offloaded = offloaded_activation_bytes(model, strategy, params.num_layers,
                                                        params.num_moe_layers, s)
