@@ -33,6 +33,7 @@ peak is their maximum), while monotonicity holds everywhere. Then:
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,7 @@ def layouts_at(block: StrategyBlock, layouts: np.ndarray) -> StrategyBlock:
     """The rows of ``block`` at flat layout indices ``layouts`` (shape (n,)) with every count,
     as a block of shape (n, 1, K)."""
     layout_shape = block.shape[:-1] + (1,)
-    update: dict[str, object] = {}
+    update: dict[str, Any] = {}  # the block's array fields, by name
     for f in fields(block):
         value = getattr(block, f.name)
         if not f.init or not isinstance(value, np.ndarray) or f.name == "recompute_num_layers":
