@@ -164,12 +164,12 @@ def test_bulk_search_layers_carry_the_estimator_shares(model_name):
     """The bulk search's per-shape layer ops carry the same op-SAC shares as the stage graph
     ``estimate_training`` times (one rule, ``graph.op_sac``, for both paths)."""
     from perfcast.graph.stage import stage_graph
-    from perfcast.search.bulk import _layer_group
+    from perfcast.search.bulk import layer_group
 
     model = load_model(model_name)
     strategy = OP_SAC.model_copy(update={"ep": 8 if model.is_moe else 1})
     for group in stage_graph(model, strategy, 4096, 0).layers:
-        bulk = _layer_group(model, layer_shape(model, strategy, 4096, group.moe))
+        bulk = layer_group(model, layer_shape(model, strategy, 4096, group.moe))
         assert bulk.op_sac_shares == group.op_sac_shares and bulk.op_sac_shares
 
 

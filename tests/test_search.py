@@ -122,6 +122,18 @@ def test_pareto_front_has_no_dominated_point(points):
         assert any(x[i] >= x[j] and y[i] >= y[j] for i in front)
 
 
+def test_top_k_breaks_ties_by_lower_index():
+    """Of rows tied with the k-th score the lowest indices are kept (``argpartition`` alone
+    keeps any of them): the full-recompute blocks scored from their first fits
+    (``search.recompute_fit``) rank the same rows as timing every count."""
+    scores = np.array([1, 1, 0, 0, 0, 0, 0, 0, 2, 1, 2, 1, 1, 2, 2, 1, 1, 1, 2, 0, 2, 2, 0, 1,
+                       2, 1, 0, 2, 2, 2, 0, 0, 2, 0], dtype=float)
+    assert list(top_k(scores, 3)) == [8, 10, 13]
+    idx = np.arange(len(scores))
+    for k in range(1, len(scores)):
+        assert list(top_k(scores, k)) == list(idx[np.lexsort((idx, -scores))][:k])
+
+
 def test_top_k_orders_best_first_and_skips_infeasible():
     scores = np.array([3.0, -np.inf, 7.0, 5.0, 7.0])
     assert list(top_k(scores, 3)) == [2, 4, 3]

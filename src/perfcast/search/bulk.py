@@ -153,7 +153,7 @@ def layer_rows(model: ModelSpec, system: SystemSpec, space: StrategySpace, seq_l
     @functools.cache
     def group_of(shape: LayerShape) -> LayerGroup:
         """The layer's ops (keys differing only in EP overlap share them)."""
-        return _layer_group(model, shape)
+        return layer_group(model, shape)
 
     op_seconds: dict[tuple[LayerShape, str, str], LayerOpSeconds] = {}
     columns = space.recompute_module_columns
@@ -237,7 +237,7 @@ builds ~7,000; sweeps and repeated searches of the same model reuse them."""
 
 
 @functools.lru_cache(maxsize=LAYER_GROUP_CACHE_SIZE)
-def _layer_group(model: ModelSpec, shape: LayerShape) -> LayerGroup:
+def layer_group(model: ModelSpec, shape: LayerShape) -> LayerGroup:
     """One layer's ops for ``shape``: a pure function of the (frozen) model and shape, built
     once per process for every search that asks (the tasks of a sweep share most shapes: a
     varied hardware parameter leaves them all alike, more GPUs add to them)."""
@@ -319,16 +319,35 @@ class BulkEvaluator:
 
     def evaluate(self, block: StrategyBlock) -> BlockMetrics:
         """Step time and peak memory per GPU of every strategy in ``block``."""
+        step_time_s, memory_bytes = self._evaluate(block, with_time=True)
+        return BlockMetrics(step_time_s=step_time_s, memory_bytes=memory_bytes)
+
+    def peak_memory(self, block: StrategyBlock) -> np.ndarray:
+        """Peak memory per GPU of every strategy in ``block`` (row order), without timing
+        it: what ``search.recompute_fit`` probes to find the fewest recomputed layers that
+        fit."""
+        return self._evaluate(block, with_time=False)[1]
+
+    def _evaluate(self, block: StrategyBlock, with_time: bool
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """(step seconds or an empty array without ``with_time``, peak bytes), flattened."""
         model, system, s = self.model, self.system, self.workload.seq_length
         m = self.workload.global_batch_size // (block.micro_batch_size * block.dp)
-        dense = self._with_modules(_gather(self.tables.dense, block.layer_key), block, 0)
-        moe = self._with_modules(_gather(self.tables.moe, block.layer_key), block, 1)
         strategy = block.as_strategy()  # sizes as arrays: one evaluation for the block
         kinds = distinct_stages(model, strategy)
         set_bytes = self._set_layer_bytes(block)
+        if with_time:
+            dense = self._with_modules(_gather(self.tables.dense, block.layer_key), block, 0)
+            moe = self._with_modules(_gather(self.tables.moe, block.layer_key), block, 1)
         stages, memory = [], []
         for stage, _ in kinds:
             params = stage_params(model, strategy, stage)
+            memory.append(stage_memory(
+                model, strategy, params, s, m, load_memory_overheads(),
+                layer_activations=self._layer_activations(set_bytes, params.num_layers,
+                                                          params.num_moe_layers)).total_bytes)
+            if not with_time:
+                continue
             num_moe = params.num_moe_layers
             layers = [(n, lt) for n, lt in ((params.num_layers - num_moe, dense), (num_moe, moe))
                       if n]
@@ -347,18 +366,14 @@ class BulkEvaluator:
                                                      self.calibration.comm_overlap,
                                                      self.calibration.host_launch,
                                                      num_micro_batches=m), params))
-            memory.append(stage_memory(
-                model, strategy, params, s, m, load_memory_overheads(),
-                layer_activations=self._layer_activations(set_bytes, params.num_layers,
-                                                          params.num_moe_layers)).total_bytes)
+        shape = block.shape
+        memory_bytes = np.broadcast_to(functools.reduce(np.maximum, memory), shape).ravel()
+        if not with_time:
+            return np.empty(0), memory_bytes
         calib = self.calibration.training_overheads.for_generation(system.gpu.generation)
         parts = assemble_step(model, system, strategy, s, m, stages, [n for _, n in kinds],
                               self.backend, calib)
-        shape = block.shape
-        return BlockMetrics(
-            step_time_s=np.broadcast_to(parts.step_time_s, shape).ravel(),
-            memory_bytes=np.broadcast_to(functools.reduce(np.maximum, memory), shape).ravel(),
-        )
+        return np.broadcast_to(parts.step_time_s, shape).ravel(), memory_bytes
 
     def _with_modules(self, layers: LayerTime, block: StrategyBlock, kind: int) -> LayerTime:
         """``layers`` with the selective recompute seconds of each of the block's module sets

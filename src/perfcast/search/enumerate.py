@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import ValidationError
 
+from perfcast.calibration.bundle import Calibration
 from perfcast.errors import InputError
 from perfcast.graph.layer import NODE_DEDUP_DISPATCHERS
 from perfcast.graph.param_sharding import layers_per_stage
@@ -94,10 +95,13 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                          workload: Workload,
                          constraints: SearchConstraints | None = None,
                          rules: LayoutRules | None = None,
-                         options: Strategy | None = None) -> StrategySpace:
+                         options: Strategy | None = None,
+                         calibration: Calibration | None = None) -> StrategySpace:
     """All valid strategies on ``num_gpus`` GPUs that the framework of ``rules`` runs (default
     ``DEFAULT_SEARCH_FRAMEWORK``), as blocks for the bulk evaluator. ``options`` holds the
-    execution options the search does not enumerate (the framework's defaults)."""
+    execution options the search does not enumerate (the framework's defaults);
+    ``calibration`` (the shipped one when None) costs the selective module sets pruned at a
+    reference shape (``search.recompute_prune``)."""
     c = constraints or SearchConstraints()
     rules = rules or default_rules()
     options = options or Strategy(num_gpus=1)
@@ -142,7 +146,7 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                 if c.allows("recompute_modules", module_set_text(m))]
         groups = [tuple(m for m in sets if ("moe" in m) == with_moe) for with_moe in (False, True)]
         return [pruned_module_sets(model, workload.seq_length, options, precision, recipe, g,
-                                   system) for g in groups if g]
+                                   system, calibration) for g in groups if g]
     overlaps = {False: c.allowed("tp_comm_overlap", [False]),
                 True: c.allowed("tp_comm_overlap", c.tp_comm_overlap)}
     sp_modes = [sp for sp in c.allowed("sequence_parallel", [False, True]) if overlaps[sp]]

@@ -42,7 +42,10 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` largest finite scores, best first (ties: lower index first)."""
     idx = np.flatnonzero(np.isfinite(scores))
     if len(idx) > k:
-        idx = idx[np.argpartition(-scores[idx], k - 1)[:k]]
+        values = scores[idx]
+        kth = values[np.argpartition(-values, k - 1)[k - 1]]
+        above = idx[values > kth]  # fewer than k; the rest ties with the k-th, lowest first
+        idx = np.concatenate((above, idx[values == kth][:k - len(above)]))
     return idx[np.lexsort((idx, -scores[idx]))]
 
 

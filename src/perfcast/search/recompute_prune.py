@@ -9,7 +9,8 @@ shape, and only the sets on the (seconds, bytes) Pareto front are enumerated, th
 default set always among them.
 
 Reference shape: one GPU (tp = cp = ep = pp = 1), micro-batch 1, the run's sequence length,
-the block's precision and FP8 recipe, the shipped calibration and default kernel backend. A
+the block's precision and FP8 recipe, the search's calibration (``--calibration``; the shipped
+one when None) and the default kernel backend. A
 set's seconds are ``schedule.stage_time.selective_forward_s`` of its modules over the dense
 layers plus the MoE layers (the function ``layer_op_seconds`` and thus ``estimate_training``
 and ``search.bulk`` charge), its bytes ``memory.activations.layer_activation_bytes`` over the
@@ -29,7 +30,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 
-from perfcast.calibration.bundle import load_calibration
+from perfcast.calibration.bundle import Calibration, load_calibration
 from perfcast.graph.stage import layer_shape, with_learned_imbalance
 from perfcast.kernels.backend import DEFAULT_KERNEL_BACKEND, get_backend
 from perfcast.memory.activations import layer_activation_bytes, recompute_working_bytes
@@ -61,12 +62,13 @@ def reference_strategy(options: Strategy, precision: str, fp8_recipe: str) -> St
 
 
 def module_set_costs(model: ModelSpec, seq_length: int, options: Strategy, precision: str,
-                     fp8_recipe: str, sets: list[tuple[str, ...]], system
-                     ) -> list[ModuleSetCost]:
-    """``ModuleSetCost`` of each of ``sets`` at the reference shape on ``system``'s GPU."""
-    from perfcast.search.bulk import _layer_group  # the bulk search's memoized op graphs
+                     fp8_recipe: str, sets: list[tuple[str, ...]], system,
+                     calibration: Calibration | None = None) -> list[ModuleSetCost]:
+    """``ModuleSetCost`` of each of ``sets`` at the reference shape on ``system``'s GPU, op
+    times and routing imbalance from ``calibration`` (the shipped one when None)."""
+    from perfcast.search.bulk import layer_group  # the bulk search's memoized op graphs
 
-    cal = load_calibration()
+    cal = calibration or load_calibration()
     backend = cal.with_kernels(get_backend(DEFAULT_KERNEL_BACKEND))
     base = reference_strategy(options, precision, fp8_recipe)
     kinds = [(False, model.num_dense_layers), (True, model.num_moe_layers)]
@@ -76,7 +78,7 @@ def module_set_costs(model: ModelSpec, seq_length: int, options: Strategy, preci
             continue
         strategy = (with_learned_imbalance(base, cal.routing.dropless_load_imbalance.value)
                     if moe else base)
-        group = _layer_group(model, layer_shape(model, strategy, seq_length, moe))
+        group = layer_group(model, layer_shape(model, strategy, seq_length, moe))
         times = [compute_op_time_s(op, system, strategy, backend) for op in group.compute]
         layers.append((moe, count, group, times))
     opts = activation_options(model, base)
@@ -112,14 +114,32 @@ def pareto_efficient(costs: list[ModuleSetCost], keep: tuple[str, ...]) -> list[
     return kept
 
 
-@functools.lru_cache(maxsize=64)
+@dataclass(frozen=True, eq=False)
+class _SameCalibration:
+    """A calibration as a cache key by identity (``Calibration`` holds dicts: unhashable);
+    the cache holds it, so its id is not reused while cached."""
+
+    calibration: Calibration | None
+
+
 def pruned_module_sets(model: ModelSpec, seq_length: int, options: Strategy, precision: str,
-                       fp8_recipe: str, sets: tuple[tuple[str, ...], ...], system
-                       ) -> tuple[tuple[str, ...], ...]:
-    """``sets`` less those dominated at the reference shape, ``options.recompute_modules``
-    (the framework's default) always kept; ``sets`` of one set are returned as they are."""
+                       fp8_recipe: str, sets: tuple[tuple[str, ...], ...], system,
+                       calibration: Calibration | None = None) -> tuple[tuple[str, ...], ...]:
+    """``sets`` less those dominated at the reference shape under ``calibration`` (the shipped
+    one when None), ``options.recompute_modules`` (the framework's default) always kept;
+    ``sets`` of one set are returned as they are."""
     if len(sets) < 2:
         return sets
+    return _pruned(model, seq_length, options, precision, fp8_recipe, sets, system,
+                   _SameCalibration(calibration) if calibration is not None else None)
+
+
+@functools.lru_cache(maxsize=64)
+def _pruned(model: ModelSpec, seq_length: int, options: Strategy, precision: str,
+            fp8_recipe: str, sets: tuple[tuple[str, ...], ...], system,
+            calibration: _SameCalibration | None) -> tuple[tuple[str, ...], ...]:
+    """``pruned_module_sets``, once per process for a model, options, system and calibration
+    (a sweep asks again for every task)."""
     costs = module_set_costs(model, seq_length, options, precision, fp8_recipe, list(sets),
-                             system)
+                             system, calibration.calibration if calibration else None)
     return tuple(pareto_efficient(costs, tuple(options.recompute_modules)))

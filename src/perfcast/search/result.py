@@ -56,7 +56,9 @@ class SearchResult:
     objective: str
     token_budget: float
     evaluated: int
-    """Valid strategies evaluated in bulk."""
+    """Valid strategies of the space, each evaluated in bulk or, for the recompute layer counts
+    of full recompute, settled by their monotone memory and time (``search.recompute_fit``):
+    ``timed`` counts those whose step time was computed."""
     feasible: int
     """Of which fit in GPU memory."""
     invalid: int
@@ -82,6 +84,13 @@ class SearchResult:
     fp8_scope_variants: int = 0
     """Evaluated strategies that differ from another only in the FP8 GEMM scope (counted in
     ``distinct``)."""
+    timed: int = 0
+    """Strategies whose step time and memory the bulk evaluator computed: all of ``evaluated``
+    but the recompute layer counts that ``search.recompute_fit`` settles without timing (a
+    few rows of a layout are timed twice: its first fit among its best candidates)."""
+    memory_probed: int = 0
+    """Strategies whose peak memory alone was computed, to find each layout's fewest
+    recomputed layers that fit (``search.recompute_fit``)."""
 
     @property
     def infeasible(self) -> int:
@@ -109,6 +118,8 @@ class SearchResult:
             "offload_layer_variants": self.offload_layer_variants,
             "recompute_module_variants": self.recompute_module_variants,
             "fp8_scope_variants": self.fp8_scope_variants,
+            "timed": self.timed,
+            "memory_probed": self.memory_probed,
             "best": [c.to_dict() for c in self.best],
             "pareto": [c.to_dict() for c in self.pareto],
         }

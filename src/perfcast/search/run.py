@@ -49,16 +49,18 @@ date (xAI Colossus, ~200,000 H100/H200 in 2025); beyond it a count is a typo, no
 
 def search_space(model: ModelSpec, system: SystemSpec, workload: Workload, num_gpus: int,
                  constraints: SearchConstraints | None = None,
-                 framework: str = DEFAULT_SEARCH_FRAMEWORK) -> tuple[LayoutRules, StrategySpace]:
+                 framework: str = DEFAULT_SEARCH_FRAMEWORK,
+                 calibration: Calibration | None = None) -> tuple[LayoutRules, StrategySpace]:
     """The framework's layout rules and every strategy it runs on ``num_gpus`` GPUs of
-    ``system``, with its defaults for the options not searched."""
+    ``system``, with its defaults for the options not searched (``calibration``, the shipped
+    one when None, prices the selective module sets it prunes)."""
     from perfcast.catalog.frameworks import load_framework_profile
 
     resolved = load_framework_profile(framework)
     generation = system.gpu.generation
     rules = LayoutRules.of(resolved, generation)
     return rules, enumerate_strategies(model, system, num_gpus, workload, constraints, rules,
-                                       framework_options(resolved, generation))
+                                       framework_options(resolved, generation), calibration)
 
 
 def search_strategies(
@@ -94,7 +96,8 @@ def search_strategies(
         raise InputError("gpus", num_gpus, f"exceeds the search bound of {MAX_SEARCH_GPUS:,} "
                          f"GPUs (MAX_SEARCH_GPUS)")
     system = system.with_num_gpus(num_gpus)
-    rules, space = search_space(model, system, workload, num_gpus, constraints, framework)
+    rules, space = search_space(model, system, workload, num_gpus, constraints, framework,
+                                calibration)
     total = len(space)
     if total == 0:
         raise InputError("gpus", num_gpus, "no valid strategy under the search constraints")
@@ -119,6 +122,8 @@ def search_strategies(
     summaries = parallel_map(lambda b: scorer(b, space.blocks[b]),
                              [len(block) for block in space.blocks], jobs, advance)
     feasible = sum(summary.feasible for summary in summaries)
+    timed = sum(summary.timed for summary in summaries)
+    memory_probed = sum(summary.memory_probed for summary in summaries)
     kept = [item for summary in summaries for item in summary.kept()]
     front = [item for summary in summaries for item in summary.front()]
     evaluate_s = time.perf_counter() - start
@@ -168,6 +173,7 @@ def search_strategies(
         offload_layer_variants=space.offload_layer_variants,
         recompute_module_variants=space.recompute_module_variants,
         fp8_scope_variants=space.fp8_scope_variants,
+        timed=timed, memory_probed=memory_probed,
         best=best,
         pareto=tuple(candidate(b, i) for b, i in affordable(pareto, cost)), evaluate_s=evaluate_s,
     )
