@@ -74,7 +74,7 @@ from cv_data import serving_cv, serving_rows
 NUM_STATIC_ROWS = 453
 NUM_CONCURRENCY_ROWS = 272
 CV_STATIC_MAPE_BOUND = 0.15
-CV_CONCURRENCY_MAPE_BOUND = 0.385
+CV_CONCURRENCY_MAPE_BOUND = 0.375
 CV_SOURCE_BOUNDS = {
     "argonne-llm-inference-bench": 0.32,
     "fastertransformer-docs-gpt-guide-md-performance-section": 0.14,

@@ -220,7 +220,7 @@ CV_DENSE_WITHIN_10_MIN = 0.73
 CV_DENSE_WITHIN_20_MIN = 0.89
 CV_SOURCE_BOUNDS = {
     "korthikanti2022": 0.04,
-    "mcore_moe_modelzoo": 0.15,
+    "mcore_moe_modelzoo": 0.155,
     "megatron_dsv3_gb200": 0.21,
     "megatron_sc21": 0.085,
     "mosaic_mpt": 0.065,
