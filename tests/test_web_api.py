@@ -46,6 +46,8 @@ CASES = [
     ("infer", {"model": "llama-3-8b", "tp": "2", "curve": "on", "kv_precision": "fp8"}),
     ("search", {"model": "llama-3.2-1b", "gpus": "8", "global_batch_size": "64", "top": "3",
                 "max_tp": "2"}),
+    ("search", {"model": "llama-3.2-1b", "gpus": "8", "global_batch_size": "64", "top": "3",
+                "max_tp": "2", "fix": "recompute_modules=core_attn,mlp", "exclude": "pp=2 tp=2"}),
     ("infer-search", {"model": "llama-3-8b", "gpus": "16", "input_len": "1024",
                       "output_len": "256", "tpot_ms": "30", "disaggregated": "on", "top": "4"}),
     ("infer", {"model": "mixtral-8x7b", "gpus": "8", "tp": "8", "ep": "8", "attention_dp": "on",
@@ -89,6 +91,7 @@ def test_api_is_byte_identical_to_the_cli(client, command, query):
     ("infer", {"model": "llama-3-8b", "input_len": "0"}, "input_len"),
     ("infer", {"model": "llama-3-8b", "request_rate": "nan"}, "request_rate"),
     ("search", {"model": "llama-3-8b", "gpus": "0"}, "gpus"),
+    ("search", {"model": "llama-3-8b", "gpus": "8", "fix": "recompute_modules=bogus"}, ""),
     ("infer-search", {"model": "llama-3-8b", "gpus": "8", "tpot_ms": "-3"}, "tpot_ms"),
     ("infer-search", {"model": "llama-3-8b", "gpus": "8", "engine": "trt"}, "engine"),
 ])
@@ -248,3 +251,13 @@ def test_search_progress_is_polled_by_token(client):
     assert any(0 < p["done"] < evaluated for p in polled)  # seen while it ran
     client.get("/api/search", query, {"X-Perfcast-Progress": "../x"})  # not a token: not kept
     assert client.get("/api/progress/..%2Fx").status == 404
+
+
+def test_repeatable_search_pins_become_one_option_each():
+    """The search page's ``fix`` / ``exclude`` fields: one ``--fix`` / ``--exclude`` per
+    whitespace-separated KEY=VALUE, recompute module sets kept whole."""
+    args = cli_args("search", {"model": "llama-3-8b", "fix": " recompute_modules=core_attn,mlp  tp=2",
+                               "exclude": "pp=4"})
+    assert args[-6:] == ["--fix", "recompute_modules=core_attn,mlp", "--fix", "tp=2",
+                         "--exclude", "pp=4"]
+    assert "--fix" not in cli_args("search", {"model": "llama-3-8b", "fix": "  "})

@@ -16,9 +16,10 @@ from typing import Literal
 
 from perfcast.errors import InputError
 
-FieldKind = Literal["text", "int", "float", "choice", "flag", "switch"]
+FieldKind = Literal["text", "int", "float", "choice", "flag", "switch", "repeat"]
 """text/int/float/choice: ``--flag VALUE``; flag: ``--flag`` when on; switch: ``--flag`` when
-'on', ``--no-flag`` when 'off' (typer's ``--x/--no-x`` options)."""
+'on', ``--no-flag`` when 'off' (typer's ``--x/--no-x`` options); repeat: ``--flag ITEM`` once
+per whitespace-separated item (the search's repeatable ``--fix`` / ``--exclude``)."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class Field:
             return [self.flag] if _on(self.name, value) else []
         if self.kind == "switch":
             return [self.flag] if _on(self.name, value) else [self.off_flag]
+        if self.kind == "repeat":
+            return [arg for item in value.split() for arg in (self.flag, item)]
         return [self.flag, value]
 
     def to_dict(self) -> dict[str, object]:
@@ -196,6 +199,9 @@ def page_fields() -> dict[str, tuple[Field, ...]]:
         Field("no_fp8", "--no-fp8", "flag", "no FP8", "", ("", "on")),
         Field("framework", "--framework", "choice", "framework profile", "megatron-core",
               frameworks),
+        Field("fix", "--fix", "repeat", "pin KEY=VALUE (e.g. recompute_modules=core_attn,mlp)",
+              ""),
+        Field("exclude", "--exclude", "repeat", "never try KEY=VALUE", ""),
     )
     return {"train": run, "memory": run, "infer": infer, "search": search,
             "infer-search": deploy}

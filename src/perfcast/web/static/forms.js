@@ -59,7 +59,7 @@ const Forms = {
       } else {
         input = document.createElement("input");
         input.type = "text";
-        input.inputMode = f.kind === "text" ? "text" : "decimal";
+        input.inputMode = f.kind === "text" || f.kind === "repeat" ? "text" : "decimal";
         input.placeholder = "(CLI default)";
       }
       input.id = "f-" + f.name;
