@@ -122,17 +122,27 @@ def test_ten_thousand_requests_simulate_quickly():
     assert r.num_requests == 10_000
 
 
+def _with_and_without_scheduler_steps(engine, version, steps, *, concurrency, input_len,
+                                      output_len):
+    """Llama-3.1-8B on one H100 at ``concurrency`` (10 requests a client, lengths ±80%):
+    the engine's default run and the run with ``scheduler_steps`` = ``steps``."""
+    workload = ServingWorkload(mode="concurrency", concurrency=concurrency,
+                               num_requests=10 * concurrency, input_len=input_len,
+                               output_len=output_len, length_range_ratio=0.8)
+    args = (load_model("llama-3.1-8b"), load_system("dgx-h100", num_gpus=1),
+            Strategy(num_gpus=1), workload)
+    default = estimate_serving(*args, engine=engine, engine_version=version)
+    held = estimate_serving(*args, engine=engine, engine_version=version,
+                            engine_overrides={"scheduler_steps": steps})
+    return default, held
+
+
 def test_multi_step_scheduling_admits_prompts_only_at_the_end_of_a_run():
     """vLLM V0 --num-scheduler-steps N: the scheduler runs once per N decode steps, so a prompt
     waits for the running batch's run to end (TTFT up by up to N decode steps), while the
     decode runs between prompts get longer (vLLM@0.6.3 llm_engine.py L1335-1342)."""
-    workload = ServingWorkload(mode="concurrency", concurrency=16, num_requests=160,
-                               input_len=512, output_len=128, length_range_ratio=0.8)
-    args = (load_model("llama-3.1-8b"), load_system("dgx-h100", num_gpus=1),
-            Strategy(num_gpus=1), workload)
-    one = estimate_serving(*args, engine="vllm", engine_version="0.6.3")
-    multi = estimate_serving(*args, engine="vllm", engine_version="0.6.3",
-                             engine_overrides={"scheduler_steps": 15})
+    one, multi = _with_and_without_scheduler_steps("vllm", "0.6.3", 15, concurrency=16,
+                                                   input_len=512, output_len=128)
     step_s = multi.tpot.median_s
     assert multi.ttft.mean_s > one.ttft.mean_s + 2 * step_s
     assert multi.ttft.mean_s < one.ttft.mean_s + 15 * step_s
@@ -147,12 +157,7 @@ def test_sglang_recv_interval_holds_new_requests_for_decode_steps():
     interval: at concurrency the TTFT rises by up to about N decode steps, never more than
     N + 2 (the interval and the batch the overlap scheduler had already formed)."""
     n = 10
-    workload = ServingWorkload(mode="concurrency", concurrency=32, num_requests=320,
-                               input_len=1024, output_len=256, length_range_ratio=0.8)
-    args = (load_model("llama-3.1-8b"), load_system("dgx-h100", num_gpus=1),
-            Strategy(num_gpus=1), workload)
-    every = estimate_serving(*args, engine="sglang", engine_version="0.5.12")
-    held = estimate_serving(*args, engine="sglang", engine_version="0.5.12",
-                            engine_overrides={"scheduler_steps": n})
+    every, held = _with_and_without_scheduler_steps("sglang", "0.5.12", n, concurrency=32,
+                                                    input_len=1024, output_len=256)
     extra_steps = (held.ttft.mean_s - every.ttft.mean_s) / held.itl.median_s
     assert n / 4 < extra_steps < n + 2
