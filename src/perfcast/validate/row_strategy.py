@@ -245,7 +245,12 @@ def moe_routing(row: Mapping[str, str | None], notes: list[str]) -> dict[str, An
             fields["moe_pad_expert_input_to_capacity"] = True
         notes.append(f"token dropping, capacity factor {factor.group(1)}"
                      + (", padded to capacity" if "pad to capacity" in text else "") + " (row)")
-    # NeMo AutoModel calls its forced balancing a "fake balanced gate" (random, even routing).
+    # NeMo AutoModel's benchmark "fake balanced gate" balances every expert exactly, but not at
+    # random: token t takes experts t*k .. t*k+k-1 (mod E) (nemo-automodel 0.1.2 and 0.7.0
+    # components/moe/layers.py FakeBalancedGate, noise 0). Forced balance matches its expert
+    # loads. DeepEP sends a token once per destination rank; the dispatch model deduplicates
+    # per node only, for random routing (comm/dispatch.py), so these rows carry more
+    # all-to-all volume than the gate sends (tools/moe_dispatch_screen.py).
     if re.search(r"forced load balanc|force load balanc|fake balanced gate", text):
         fields["moe_router_force_load_balancing"] = True
     return fields
