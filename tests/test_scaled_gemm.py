@@ -10,7 +10,7 @@ from perfcast.catalog.models import load_model
 from perfcast.catalog.systems import load_system
 from perfcast.estimate.training import estimate_training
 from perfcast.graph.ops import GemmOp, Phase
-from perfcast.kernels.backend import get_backend
+from perfcast.kernels.backend import KernelBackend, get_backend
 from perfcast.kernels.scaled_gemm import SCALED_GEMM_KERNEL, scaled_gemm_time_ratio
 from perfcast.schedule.op_time import compute_op_time_s
 from perfcast.specs import Strategy, Workload
@@ -64,8 +64,10 @@ def test_other_recipes_and_16_bit_gemms_keep_the_calibrated_kernel(recipe, preci
     assert scaled_gemm_time_ratio(_backend(2.0), recipe, precision) == 1.0
 
 
-def test_a_backend_without_the_calibration_takes_no_ratio():
-    assert scaled_gemm_time_ratio(object(), "rowwise", "fp8") == 1.0
+def test_a_calibration_without_the_class_takes_no_ratio():
+    kernels = load_calibration().attention_kernels.model_copy(update={"scaled_gemm": {}})
+    backend = get_backend("analytical").with_attention_kernels(kernels)
+    assert scaled_gemm_time_ratio(backend, "rowwise", "fp8") == 1.0
 
 
 @pytest.mark.parametrize("name", ["roofline", "analytical", "measured"])
@@ -73,6 +75,30 @@ def test_every_backend_finds_the_shipped_ratio(name):
     shipped = load_calibration().attention_kernels.scaled_gemm["rowwise"].time_ratio
     assert shipped > 1.0
     assert scaled_gemm_time_ratio(get_backend(name), "rowwise", "fp8") == shipped
+
+
+@pytest.mark.parametrize("name", ["roofline", "analytical", "measured"])
+def test_every_backend_carries_the_derived_kernels_as_a_protocol_member(name):
+    """``KernelBackend.attention_kernels`` / ``with_attention_kernels``: a backend handed other
+    derived kernels times with them (the wrapped backends pass them down), and one handed its
+    own returns itself (its kernel memos survive)."""
+    backend = get_backend(name)
+    assert isinstance(backend, KernelBackend)
+    assert backend.with_attention_kernels(backend.attention_kernels) is backend
+    other = _backend(2.0).attention_kernels
+    replaced = backend.with_attention_kernels(other)
+    assert replaced is not backend and replaced.name == backend.name
+    assert replaced.attention_kernels is other
+    assert scaled_gemm_time_ratio(replaced, "rowwise", "fp8") == 2.0
+    assert load_calibration().with_kernels(backend) is backend
+
+
+def test_a_calibration_hands_one_backend_per_kernel_set():
+    """``Calibration.with_kernels`` is memoised by identity: the same calibration gives the
+    same backend instance, so the analytical backend's GEMM memo is reused between forecasts."""
+    calibration = _parameter().apply(load_calibration(), 2.0)
+    backend = get_backend("measured")
+    assert calibration.with_kernels(backend) is calibration.with_kernels(backend)
 
 
 def test_the_rowwise_ratio_is_a_fitted_grid_parameter():

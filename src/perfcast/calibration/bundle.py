@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol, TypeVar
 
 from perfcast.calibration.attention_kernels import (
     ATTENTION_KERNELS_PATH,
@@ -73,6 +73,20 @@ FILE_NAMES: Final[dict[str, str]] = {
     "moe_routing": MOE_ROUTING_PATH.name,
 }
 """``Calibration`` field -> file name in a calibration directory."""
+
+
+class _CarriesKernels(Protocol):
+    """What ``Calibration.with_kernels`` needs of a kernel backend: the two derived-kernel
+    members of ``kernels.backend.KernelBackend`` (the calibration layer does not import the
+    kernels layer above it)."""
+
+    @property
+    def attention_kernels(self) -> AttentionKernelCalibration: ...
+
+    def with_attention_kernels(self, kernels: AttentionKernelCalibration) -> Any: ...
+
+
+_Backend = TypeVar("_Backend", bound=_CarriesKernels)
 
 
 @dataclass(frozen=True)
@@ -134,41 +148,35 @@ class Calibration:
         """``moe_routing`` or, when None, the shipped file."""
         return self.moe_routing or load_moe_routing()
 
-    def with_kernels(self, backend: Any) -> Any:
-        """``backend`` with this calibration's derived attention kernels (the roofline
-        backend holds them; the analytical and measured backends wrap a roofline one)."""
-        if hasattr(backend, "attention_kernels"):
-            if backend.attention_kernels == self.attention_kernels:
-                return backend
-            return _replace_cached(backend, "attention_kernels", self.attention_kernels)
-        for inner in ("roofline", "analytical"):
-            if hasattr(backend, inner):
-                wrapped = self.with_kernels(getattr(backend, inner))
-                if wrapped is getattr(backend, inner):
-                    return backend
-                return _replace_cached(backend, inner, wrapped)
-        return backend
+    def with_kernels(self, backend: _Backend) -> _Backend:
+        """``backend`` timing this calibration's derived kernel classes (its
+        ``with_attention_kernels``, memoised by identity; ``backend`` itself when they are
+        already its own)."""
+        if backend.attention_kernels == self.attention_kernels:
+            return backend
+        return _replace_cached(backend, self.attention_kernels)
 
     def replace(self, **changes: Any) -> Calibration:
         """A copy with some files replaced (fitting and cross-validation use this)."""
         return replace(self, **changes)
 
 
-_REPLACED: dict[tuple[int, str, int], tuple[Any, Any, Any]] = {}
-"""(id(backend), field, id(value)) -> (backend, value, replaced backend); keeps both alive so
+_REPLACED: dict[tuple[int, int], tuple[Any, Any, Any]] = {}
+"""(id(backend), id(kernels)) -> (backend, kernels, replaced backend); keeps both alive so
 the ids stay theirs. Calibrations are few (the shipped one, a user's, fitting trials)."""
 _REPLACED_MAX = 256
 
 
-def _replace_cached(backend: Any, field: str, value: Any) -> Any:
-    """``dataclasses.replace`` memoised by identity, so a backend's kernel memo tables survive
-    between forecasts with the same calibration (backends and calibrations are not hashable)."""
-    key = (id(backend), field, id(value))
+def _replace_cached(backend: _Backend, kernels: AttentionKernelCalibration) -> _Backend:
+    """``backend.with_attention_kernels(kernels)`` memoised by identity, so a backend's kernel
+    memo tables survive between forecasts with the same calibration (backends and
+    calibrations are not hashable)."""
+    key = (id(backend), id(kernels))
     hit = _REPLACED.get(key)
     if hit is None:
         if len(_REPLACED) >= _REPLACED_MAX:
             _REPLACED.clear()
-        hit = _REPLACED[key] = (backend, value, replace(backend, **{field: value}))
+        hit = _REPLACED[key] = (backend, kernels, backend.with_attention_kernels(kernels))
     return hit[2]
 
 

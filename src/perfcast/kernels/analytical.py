@@ -18,12 +18,13 @@ exactly.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
 
 from perfcast.arrays import Bools, Floats, all_scalars
+from perfcast.calibration.attention_kernels import AttentionKernelCalibration
 from perfcast.calibration.kernel_analytical import (
     GenerationAnalytical,
     KernelAnalyticalCalibration,
@@ -68,6 +69,17 @@ class AnalyticalBackend:
     def __reduce__(self) -> tuple:
         # Pickle the fields only; the unpickled instance builds a fresh memo.
         return type(self), (self.calibration, self.roofline, self.name)
+
+    @property
+    def attention_kernels(self) -> AttentionKernelCalibration:
+        """Derived kernel classes (``KernelBackend``): its roofline backend's."""
+        return self.roofline.attention_kernels
+
+    def with_attention_kernels(self, kernels: AttentionKernelCalibration) -> AnalyticalBackend:
+        """This backend with derived kernel classes ``kernels`` (``KernelBackend``); a new
+        instance starts with empty kernel memos."""
+        roofline = self.roofline.with_attention_kernels(kernels)
+        return self if roofline is self.roofline else replace(self, roofline=roofline)
 
     def params(self, gpu: GPUSpec) -> GenerationAnalytical:
         """The calibration block for ``gpu``'s generation (else ``default``)."""

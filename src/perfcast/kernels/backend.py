@@ -24,6 +24,7 @@ from functools import cache
 from typing import Protocol, runtime_checkable
 
 from perfcast.arrays import Bools, Floats
+from perfcast.calibration.attention_kernels import AttentionKernelCalibration
 from perfcast.errors import InputError
 from perfcast.specs.hardware import GPUSpec, Precision
 from perfcast.specs.strategy import AttentionKernel
@@ -42,6 +43,19 @@ class KernelBackend(Protocol):
     """Time of one kernel on one GPU, seconds. All shape arguments broadcast as numpy arrays."""
 
     name: KernelBackendName
+
+    @property
+    def attention_kernels(self) -> AttentionKernelCalibration:
+        """The derived kernel classes this backend times (``calibration/attention_kernels.yaml``):
+        attention classes timed as a calibrated class × a ratio (``kernels.attention_kernels``)
+        and FP8 scaled-matmul classes slower than the calibrated FP8 GEMM
+        (``kernels.scaled_gemm``)."""
+        ...
+
+    def with_attention_kernels(self, kernels: AttentionKernelCalibration) -> KernelBackend:
+        """This backend timing the derived classes of ``kernels`` (``self`` when they are
+        already its own); every other calibration unchanged."""
+        ...
 
     def gemm_time_s(
         self,

@@ -17,7 +17,7 @@ published points of ``shared/reference/kernel_efficiency.csv`` by
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Final
@@ -26,6 +26,7 @@ import numpy as np
 
 from perfcast.arrays import Bools, Floats
 from perfcast.calibration._files import CALIBRATION_DIR
+from perfcast.calibration.attention_kernels import AttentionKernelCalibration
 from perfcast.calibration.kernel_roofline import GEMM_CLASS
 from perfcast.errors import InputError
 from perfcast.kernels.analytical import AnalyticalBackend
@@ -95,6 +96,16 @@ class MeasuredBackend:
     table: KernelTable = field(default_factory=_shipped_table)
     analytical: AnalyticalBackend = field(default_factory=AnalyticalBackend)
     name: KernelBackendName = KernelBackendName.MEASURED
+
+    @property
+    def attention_kernels(self) -> AttentionKernelCalibration:
+        """Derived kernel classes (``KernelBackend``): its analytical backend's."""
+        return self.analytical.attention_kernels
+
+    def with_attention_kernels(self, kernels: AttentionKernelCalibration) -> MeasuredBackend:
+        """This backend with derived kernel classes ``kernels`` (``KernelBackend``)."""
+        analytical = self.analytical.with_attention_kernels(kernels)
+        return self if analytical is self.analytical else replace(self, analytical=analytical)
 
     def _points(self, gpu: GPUSpec, query: _Query) -> _Points | None:
         return _table_points(self, _reference_gpu(gpu), query)

@@ -16,7 +16,7 @@ It knows nothing of tiles or waves; that is the analytical backend's job.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -63,6 +63,11 @@ class RooflineBackend:
     attention_kernels: AttentionKernelCalibration = field(default_factory=load_attention_kernels)
     """Derived attention-kernel classes (``calibration/attention_kernels.yaml``)."""
     name: KernelBackendName = KernelBackendName.ROOFLINE
+
+    def with_attention_kernels(self, kernels: AttentionKernelCalibration) -> RooflineBackend:
+        """This backend with derived kernel classes ``kernels`` (``KernelBackend``)."""
+        return self if kernels == self.attention_kernels else replace(
+            self, attention_kernels=kernels)
 
     def params(self, gpu: GPUSpec) -> GenerationKernelCalibration:
         """The calibration block used for ``gpu`` (its generation's, else ``default``)."""

@@ -18,34 +18,26 @@ that run in FP8 take it; the BF16 weight-gradient GEMMs of ``rowwise-hp-wgrad`` 
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Final
 
-from perfcast.calibration.attention_kernels import AttentionKernelCalibration
+from perfcast.kernels.backend import KernelBackend
+from perfcast.specs.hardware import Precision
+from perfcast.specs.strategy import FP8Recipe
 
-SCALED_GEMM_KERNEL: Final[dict[str, str]] = {"rowwise": "rowwise", "rowwise-hp-wgrad": "rowwise"}
-"""FP8 recipe -> its scaled-matmul kernel class when that differs from the calibrated one."""
-
-
-def _derived_kernels(backend: Any) -> AttentionKernelCalibration | None:
-    """The derived-kernel calibration a backend carries (the roofline backend holds it; the
-    analytical and measured backends wrap one), or None."""
-    for _ in range(3):
-        found = getattr(backend, "attention_kernels", None)
-        if isinstance(found, AttentionKernelCalibration):
-            return found
-        backend = getattr(backend, "roofline", None) or getattr(backend, "analytical", None)
-        if backend is None:
-            return None
-    return None
+SCALED_GEMM_KERNEL: Final[Mapping[FP8Recipe, str]] = {"rowwise": "rowwise",
+                                                      "rowwise-hp-wgrad": "rowwise"}
+"""FP8 recipe -> its scaled-matmul kernel class (a key of ``attention_kernels.yaml``
+``scaled_gemm``) when that differs from the calibrated one."""
 
 
-def scaled_gemm_time_ratio(backend: Any, recipe: str | None, precision: str) -> float:
+def scaled_gemm_time_ratio(backend: KernelBackend, recipe: FP8Recipe | None,
+                           precision: Precision) -> float:
     """Time ratio of an FP8 GEMM of ``recipe`` over the calibrated FP8 GEMM (module
-    docstring): 1 for 16-bit GEMMs, recipes on the calibrated kernel, and backends or
-    calibrations without the class."""
-    kernel = SCALED_GEMM_KERNEL.get(recipe or "")
+    docstring): 1 for 16-bit GEMMs, recipes on the calibrated kernel, and calibrations without
+    the class (``backend.attention_kernels``, ``KernelBackend``)."""
+    kernel = SCALED_GEMM_KERNEL.get(recipe) if recipe is not None else None
     if precision != "fp8" or kernel is None:
         return 1.0
-    derived = _derived_kernels(backend)
-    entry = derived.scaled_gemm.get(kernel) if derived is not None else None
+    entry = backend.attention_kernels.scaled_gemm.get(kernel)
     return entry.time_ratio if entry is not None else 1.0
