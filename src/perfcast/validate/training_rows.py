@@ -41,7 +41,6 @@ from perfcast.validate.flop_conventions import (
 from perfcast.validate.row_framework import framework_fields
 from perfcast.validate.row_history import annotate_histories, history_settings
 from perfcast.validate.row_model import row_model
-from perfcast.validate.row_pipeline import stated_mtp_layers, stated_pipeline_layout
 from perfcast.validate.vocabulary import read_count
 
 Row = Mapping[str, str | None]
@@ -117,9 +116,7 @@ def _strategy(row: Row, sizes: rs.ParallelSizes, model: ModelSpec, system: Syste
     explicit.update(rs.sharding(row, sizes.dp, notes))
     if model.is_moe:
         explicit.update(rs.moe_routing(row, notes))
-    layout = stated_pipeline_layout(row, sizes.pp * sizes.vpp, notes)
-    explicit.update(layout or rs.pipeline_split(row, model.num_hidden_layers, sizes, notes))
-    explicit.update(stated_mtp_layers(row, model.num_nextn_predict_layers, notes))
+    explicit.update(rs.pipeline_split(row, model.num_hidden_layers, sizes, notes))
     explicit.update(rs.recompute(row, layers_per_stage, notes))
     explicit.update(rs.precision(row, notes))
     if explicit["precision"] == "fp8":
