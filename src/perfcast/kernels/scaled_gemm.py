@@ -28,6 +28,14 @@ fitted end to end (``scaled_gemm_time_ratio[block-scaled]``) on the MXFP8 / NVFP
 ratio serves both formats: it stands for the block-scaled MMA path over the tensorwise one
 (the FP4 GEMM's own 2× peak is in the catalog's ``fp4`` peak).
 
+Not shipped (issue 21, branch mtp21, 2026-11-24): the shipped ``attention_kernels.yaml`` has
+no ``block-scaled`` entry, so MXFP8 / NVFP4 GEMMs keep ratio 1; adding the entry (``method:
+fitted``) makes ``perfcast calibrate`` fit it. Refit on main: ratio 1.407 ± 0.143, CV all 8.75
+-> 8.60%, dense 7.46 -> 7.30%, MoE 17.25 -> 17.15%, megatron_dsv3_gb200 20.05 -> 17.85%,
+torchtitan_nvfp4 13.36 -> 10.58%, nemo_perf 10.16 -> 10.01%, but torchao_moe 26.41 -> 31.11%
+(bound 0.27): the DeepSeek-V3 MXFP8 rows slow down, the fitted Blackwell overhead fraction
+falls and torchao's B200 Llama-4 proxy rows, too fast in BF16 as well (+37%), get faster.
+
 time(scaled GEMM) = time(calibrated FP8 / FP4 GEMM, same shape) × time_ratio (≥ 1). Only
 GEMMs that run in FP8 / FP4 take it; the BF16 weight-gradient GEMMs of ``rowwise-hp-wgrad``
 and the GEMMs a recipe keeps in BF16 (router, LM head, BF16 first/last layers) do not.
