@@ -178,3 +178,11 @@ def test_block_scaled_ratio_spares_the_gemms_the_recipe_keeps_in_bf16():
     assert float(compute_op_time_s(head, GB200, mx, backend)) == pytest.approx(
         float(compute_op_time_s(head, GB200, bf16, backend)), rel=1e-12)
     assert scaled_gemm_time_ratio(backend, "mxfp8", "bf16") == 1.0
+
+
+def test_every_kernel_class_has_a_written_source():
+    """``perfcast calibrate`` writes each fitted class's source from SCALED_GEMM_SOURCE."""
+    from perfcast.validate.calibration_writer import SCALED_GEMM_SOURCE
+
+    assert set(SCALED_GEMM_SOURCE) == set(SCALED_GEMM_KERNEL.values())
+    assert all(len(text) > 100 for text in SCALED_GEMM_SOURCE.values())
