@@ -1,5 +1,5 @@
-"""FP8 rowwise scaled-matmul kernel class (``kernels.scaled_gemm``) and its fitted time ratio
-(``scaled_gemm_time_ratio[rowwise]`` in ``fit_training``)."""
+"""FP8 rowwise and block-scaled scaled-matmul kernel classes (``kernels.scaled_gemm``) and their
+fitted time ratios (``scaled_gemm_time_ratio[rowwise|block-scaled]`` in ``fit_training``)."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_a_calibration_hands_one_backend_per_kernel_set():
 
 def test_the_rowwise_ratio_is_a_fitted_grid_parameter():
     parameter = _parameter()
-    assert set(SCALED_GEMM_KERNEL.values()) == {"rowwise"}
+    assert set(SCALED_GEMM_KERNEL.values()) == {"rowwise", "block-scaled"}
     assert parameter.grid == SCALED_GEMM_GRID
     assert parameter.low == 1.0 and parameter.centre == pytest.approx(1.6)
     assert load_calibration().attention_kernels.scaled_gemm["rowwise"].method == "fitted"
@@ -155,3 +155,60 @@ def test_a_fit_without_rowwise_rows_keeps_the_ratio_at_its_centre(tmp_path):
     fit = fit_training(load_training_data([path]))
     estimate = next(p for p in fit.parameters if p.name == scaled_gemm_name("rowwise"))
     assert estimate.value == _parameter().centre and estimate.standard_error is None
+
+
+GB200 = load_system("gb200-nvl72")
+
+
+def _with_block_scaled(ratio: float):
+    """The analytical backend with a calibration carrying a fitted ``block-scaled`` entry at
+    ``ratio`` (the shipped calibration has none: kernels/scaled_gemm.py, "Not shipped")."""
+    from perfcast.calibration.attention_kernels import DerivedScaledGemm
+
+    calibration = load_calibration()
+    kernels = calibration.attention_kernels
+    entry = DerivedScaledGemm(time_ratio=1.6, method="fitted", source="test")
+    calibration = calibration.replace(attention_kernels=kernels.model_copy(
+        update={"scaled_gemm": kernels.scaled_gemm | {"block-scaled": entry}}))
+    name = scaled_gemm_name("block-scaled")
+    parameter = next(p for p in grid_parameters(calibration) if p.name == name)
+    assert parameter.grid == SCALED_GEMM_GRID
+    return parameter.apply(calibration, ratio).with_kernels(get_backend("analytical"))
+
+
+def test_shipped_calibration_leaves_block_scaled_gemms_on_the_calibrated_kernel():
+    assert "block-scaled" not in load_calibration().attention_kernels.scaled_gemm
+    for recipe, precision in (("mxfp8", "fp8"), ("nvfp4", "fp4")):
+        assert scaled_gemm_time_ratio(get_backend("analytical"), recipe, precision) == 1.0
+
+
+@pytest.mark.parametrize("recipe", ["mxfp8", "nvfp4"])
+def test_block_scaled_gemms_take_their_ratio_over_the_tensorwise_gemm(recipe):
+    """MXFP8 GEMMs over the tensorwise FP8 GEMM, NVFP4 GEMMs over an FP4 GEMM on the
+    calibrated kernel: the FP4 peak stays the catalog's, the ratio is the block-scaled path."""
+    fp4 = recipe == "nvfp4"
+    backend = _with_block_scaled(1.3)
+    assert scaled_gemm_time_ratio(backend, recipe, "fp4" if fp4 else "fp8") == 1.3
+    strategy = Strategy(num_gpus=4, precision="fp8", fp8_recipe=recipe)
+    scaled = float(compute_op_time_s(FORWARD, GB200, strategy, backend))
+    plain = float(compute_op_time_s(FORWARD, GB200, strategy, _with_block_scaled(1.0)))
+    assert scaled == pytest.approx(1.3 * plain, rel=1e-12)
+
+
+def test_block_scaled_ratio_spares_the_gemms_the_recipe_keeps_in_bf16():
+    """The LM head / router (``fp8_eligible=False``) run in BF16 under MXFP8: no ratio."""
+    backend = _with_block_scaled(2.0)
+    head = GemmOp("lm_head", Phase.FORWARD, m=8192, n=128256, k=4096, fp8_eligible=False)
+    mx = Strategy(num_gpus=4, precision="fp8", fp8_recipe="mxfp8")
+    bf16 = Strategy(num_gpus=4, precision="bf16")
+    assert float(compute_op_time_s(head, GB200, mx, backend)) == pytest.approx(
+        float(compute_op_time_s(head, GB200, bf16, backend)), rel=1e-12)
+    assert scaled_gemm_time_ratio(backend, "mxfp8", "bf16") == 1.0
+
+
+def test_every_kernel_class_has_a_written_source():
+    """``perfcast calibrate`` writes each fitted class's source from SCALED_GEMM_SOURCE."""
+    from perfcast.validate.calibration_writer import SCALED_GEMM_SOURCE
+
+    assert set(SCALED_GEMM_SOURCE) == set(SCALED_GEMM_KERNEL.values())
+    assert all(len(text) > 100 for text in SCALED_GEMM_SOURCE.values())

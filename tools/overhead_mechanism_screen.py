@@ -38,6 +38,26 @@ torchao_float8 39 -> 45% (the pooled fallback drops), and the table is a 300 W P
 the 400 W SXM of the public rows. Hopper BF16 scaled by B200's ratio (no Hopper sustained
 table) 15.9 / 15.5 / 18.9%: Hopper's fraction is not a GEMM rate.
 
+Blackwell low-precision screens of 2026-11-24 evening (mtp21, issues 21/16; full refit, full
+``perfcast validate --cross-validate source``; CV all / dense / MoE, main 8.75 / 7.46 / 17.25%,
+with moebw-mtp's PP layout / MTP depth 8.51 / 7.28 / 16.62% but torchtitan_nvfp4 14.76% and
+torchao_moe 30.31% over their bounds 0.14 / 0.27). (a) Blackwell FP8 efficiency scaled by the
+BF16 sustained/burst ratio (0.7827 -> 0.5686), with moebw-mtp: 9.04% all, Blackwell fraction
+0.26 -> 0.07, torchao_moe 48%, nemo_perf 11.3% (the NeMo TE tensorwise FP8 Blackwell rows, already
+-1..-20%, want FP8 fast): not shipped. (b) a block-scaled GEMM class for MXFP8 / NVFP4
+(``kernels/scaled_gemm.py``, ``scaled_gemm_time_ratio[block-scaled]``), with moebw-mtp: ratio
+1.263 ± 0.118, 8.44 / 7.19 / 16.71%, torchtitan_nvfp4 12.07%, megatron_dsv3_gb200 17.25%,
+mcore_moe_modelzoo 14.81% but torchao_moe 32.57%; on main alone: ratio 1.407 ± 0.143, 8.60 /
+7.30 / 17.15%, megatron_dsv3_gb200 17.85%, torchtitan_nvfp4 10.58%, nemo_perf 10.01%,
+mcore_moe_modelzoo 15.45% but torchao_moe 26.41 -> 31.11% (bound 0.27): code kept, entry not
+shipped. (c) (b) plus torchao's MXFP8 casts, each layout quantized from BF16 by its own
+kernel (torchao 0.18.0 testing/training/roofline_utils.py ``mxfp8_cublas``: "kernel 1: x_bf16 ->
+x_mxfp8_dim0, kernel 2: x_bf16 -> x_mxfp8_dim1"; prototype/moe_training/mxfp8_linear.py:
+Triton dim0, CUDA dim1), applied to every MXFP8 row as a screen: 8.57% all, torchao_moe
+31.24%: the cast bytes are a few percent of a step, not the gap. torchao_moe's four B200
+Llama-4-Scout 2-layer proxy rows are too fast in BF16 too (+37..+42%), so no low-precision term
+that lowers the fitted Blackwell fraction can keep it under its bound.
+
 Screening only: the grid parameters (stream-overlap share, Triton attention ratio) stay at
 their all-data fit and held-out rows are predicted from the table, so the numbers sit below
 the full ``perfcast validate --cross-validate source`` ones; compare candidates with each

@@ -57,13 +57,23 @@ def _dump(model: Any, fit: FitRecord) -> str:
     return yaml.safe_dump(ordered, sort_keys=False, width=100, allow_unicode=True)
 
 
-SCALED_GEMM_SOURCE = (
-    "torch._scaled_mm with per-row scale vectors (torchao float8 rowwise recipes): the "
-    "CUTLASS f8f8bf16_rowwise kernel on SM90 (aten native/cuda/RowwiseScaledMM.cu), "
-    "hipBLASLt's vector-scale path on ROCm, over the tensorwise cuBLASLt/hipBLASLt GEMM the "
-    "kernel efficiencies describe (kernels/scaled_gemm.py). No kernel measurement of the pair "
-    "in shared/reference; torchao's README e2e table (Llama-3-8B, 8 H100): tensorwise +25% "
-    "over BF16, rowwise +10%.")
+SCALED_GEMM_SOURCE = {
+    "rowwise": (
+        "torch._scaled_mm with per-row scale vectors (torchao float8 rowwise recipes): the "
+        "CUTLASS f8f8bf16_rowwise kernel on SM90 (aten native/cuda/RowwiseScaledMM.cu), "
+        "hipBLASLt's vector-scale path on ROCm, over the tensorwise cuBLASLt/hipBLASLt GEMM the "
+        "kernel efficiencies describe (kernels/scaled_gemm.py). No kernel measurement of the "
+        "pair in shared/reference; torchao's README e2e table (Llama-3-8B, 8 H100): tensorwise "
+        "+25% over BF16, rowwise +10%."),
+    "block-scaled": (
+        "Blackwell block-scaled MMA (PTX tcgen05.mma kind::mxf8f6f4 / kind::mxf4nvf4 "
+        ".block_scale: a scale-factor tile per K-block copied into tensor memory, scales in "
+        "the 32x4x4 swizzled layout cuBLAS and torch._scaled_mm take) of the MXFP8 and NVFP4 "
+        "recipes, over the tensorwise FP8 GEMM (FP4: at the FP4 peak) the kernel efficiencies "
+        "describe (kernels/scaled_gemm.py). No block-scaled GEMM measurement in "
+        "shared/reference (kernel_efficiency.csv has plain FP8 torch._scaled_mm bursts only)."),
+}
+"""Kernel class -> what its fitted time ratio stands for (``kernels.scaled_gemm``)."""
 
 
 def write_training_files(calibration: Calibration, parameters: Sequence[ParameterEstimate],
@@ -123,7 +133,7 @@ def write_training_files(calibration: Calibration, parameters: Sequence[Paramete
         derived[name] = d
     scaled = {name: g.model_copy(update={
         "time_ratio": _round(g.time_ratio),
-        "source": (SCALED_GEMM_SOURCE + f" Fitted jointly with the per-generation overheads on "
+        "source": (SCALED_GEMM_SOURCE[name] + f" Fitted jointly with the per-generation overheads on "
                    f"{num_rows} measured rows (its rows: those whose FP8 recipe runs the {name} "
                    "kernel)." + cv_note(scaled_gemm_name(name)))})
         if g.method == "fitted" else g for name, g in kernels.scaled_gemm.items()}
