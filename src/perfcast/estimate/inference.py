@@ -30,7 +30,6 @@ from typing import TypedDict, Unpack
 import numpy as np
 
 from perfcast.calibration.bundle import Calibration, load_calibration
-from perfcast.calibration.graph_replay import load_graph_replay
 from perfcast.calibration.inference_overheads import InferenceOverheads
 from perfcast.catalog.host_io import host_io_for
 from perfcast.catalog.inference_engines import MicroBatching, inference_engine
@@ -107,7 +106,6 @@ def _context(model, system, strategy, precision, attention_dp, offload, backend,
         attention_dp=attention_dp, offload=offload, host_io=host_io_for(system.gpu),
         weights_bytes_per_gpu=weights_bytes, cuda_graphs=cuda_graphs,
         tp_all_reduce=tp_all_reduce,
-        graph_kernel_gap_s=load_graph_replay().kernel_gap_s(system.gpu.vendor),
     )
 
 

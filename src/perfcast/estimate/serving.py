@@ -27,6 +27,7 @@ from dataclasses import dataclass, fields, replace
 from functools import partial
 from typing import Any, Literal, cast
 
+from perfcast.calibration.graph_replay import load_graph_replay
 from perfcast.calibration.inference_overheads import InferenceOverheads, load_inference_overheads
 from perfcast.catalog.serving_engines import EngineConfig, engine_config, engine_target
 from perfcast.errors import InputError
@@ -171,7 +172,8 @@ def serving_setup(
                   tp_all_reduce=config.tp_all_reduce,
                   mla_decode_head_block=config.mla_decode_head_block,
                   mla_decode_weights=config.mla_decode_weights,
-                  attention_dp_gather=config.attention_dp_gather)
+                  attention_dp_gather=config.attention_dp_gather,
+                  graph_kernel_gap_s=load_graph_replay().kernel_gap_s(system.gpu.vendor))
     if config.overlap_scheduler:  # host scheduling/sampling hidden behind the GPU step
         ctx = replace(ctx, overhead=ctx.overhead.model_copy(update={"step_overhead_s": 0.0}))
     return ServingSetup(config=config, memory=memory, ctx=ctx)
