@@ -4,7 +4,10 @@ A step of ``tokens`` tokens with attention ``passes`` (``estimate.inference_ops`
 pipeline stage, its layers' op times (``estimate.inference_kernels``), their TP all-reduces and
 EP all-to-alls (alpha-beta, ``schedule.op_time.comm_op_time_s``: latency-bound at small
 batch), the LM head on the last stage, and calibrated host overheads per step and per layer
-(``calibration/inference_overheads.yaml``). One batch crosses the stages in turn, so a step
+(``calibration/inference_overheads.yaml``). A decode step replayed as a CUDA/HIP graph pays no
+host overhead but, where the context sets it (engine-simulated steps, ``estimate.serving``),
+the device time at every dependent-kernel boundary (``graph_gap_s``,
+``calibration/graph_replay.yaml``). One batch crosses the stages in turn, so a step
 takes the sum of its stages plus (pp − 1) activation sends (Narayanan et al. 2021 §2.2).
 
 Offloaded bytes (FlexGen, Sheng et al. 2023 §4) cross PCIe (and NVMe) every step; the copy

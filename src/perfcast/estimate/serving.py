@@ -10,7 +10,10 @@ offline) on an engine with continuous batching. Pure.
    prices every step the scheduler simulation (``estimate.serving_sim``) runs; an engine with
    an overlap scheduler (SGLang, the TensorRT-LLM PyTorch executor, vLLM ≥ 0.14 async
    scheduling; not NIM's prebuilt TensorRT engines) hides the host
-   time per step (``step_overhead_s``) behind the GPU step; the TP all-reduces run the
+   time per step (``step_overhead_s``) behind the GPU step; a graphed decode step pays the
+   GPU vendor's device time per dependent-kernel boundary (``calibration/graph_replay.yaml``:
+   the next kernel of a replayed graph starts only once the previous one has drained; static
+   engines keep their own fitted overheads instead); the TP all-reduces run the
    engine's own one-shot kernel or, where the engine switches it off on the platform (vLLM
    through 0.8.0 and SGLang before 0.4.4 on AMD GPUs), the RCCL/NCCL all-reduce with its
    launch latency (``EngineConfig.tp_all_reduce``, ``inference_phases.tp_comm_time_s``).
