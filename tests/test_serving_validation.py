@@ -68,32 +68,34 @@ from conftest import shared_path
 METRIC_GROUPS = {"ttft": "ttft", "tpot": "tpot", "itl": "tpot",
                  "output_throughput_per_gpu": "throughput", "output_throughput_total": "throughput",
                  "request_throughput": "throughput"}
-MAPE_BOUNDS = {"ttft": 0.41, "tpot": 0.245, "throughput": 0.53}
-MAPE_BOUNDS = {"ttft": 0.43, "tpot": 0.24, "throughput": 0.50}
-"""Concurrency/request-rate rows, MAPE per metric (in-sample; see the module docstring)."""
+MAPE_BOUNDS = {"ttft": 0.40, "tpot": 0.19, "throughput": 0.395}
+"""Concurrency/request-rate rows, MAPE per metric (in-sample; see the module docstring). Branch
+tpot17 (graph kernel gap): 39.04/17.43/38.53% in-sample, 38.91/18.45/38.89% with the gap's two
+values chosen leave-one-source-out (tools/fit_graph_kernel_gap.py); bounds 0.43/0.24/0.50 ->
+0.40/0.19/0.395 (the duplicate first assignment, 0.41/0.245/0.53, removed)."""
 
 SOURCE_BOUNDS = {
     ("ttft", "nim-llm-benchmarking-docs-performance-page"): 0.19,
-    ("tpot", "nim-llm-benchmarking-docs-performance-page"): 0.09,
-    ("throughput", "nim-llm-benchmarking-docs-performance-page"): 0.08,
-    ("ttft", "semianalysis-inferencex"): 0.46,
-    ("tpot", "semianalysis-inferencex"): 0.18,
-    ("throughput", "semianalysis-inferencex"): 0.22,
-    ("tpot", "semianalysis-inferencex-blog-b200-nvfp4-vs"): 0.10,
-    ("throughput", "semianalysis-inferencex-blog-b200-nvfp4-vs"): 0.14,
+    ("tpot", "nim-llm-benchmarking-docs-performance-page"): 0.075,
+    ("throughput", "nim-llm-benchmarking-docs-performance-page"): 0.055,
+    ("ttft", "semianalysis-inferencex"): 0.44,
+    ("tpot", "semianalysis-inferencex"): 0.095,
+    ("throughput", "semianalysis-inferencex"): 0.10,
+    ("tpot", "semianalysis-inferencex-blog-b200-nvfp4-vs"): 0.05,
+    ("throughput", "semianalysis-inferencex-blog-b200-nvfp4-vs"): 0.055,
     ("ttft", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.12,
-    ("tpot", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.17,
-    ("throughput", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.19,
+    ("tpot", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.075,
+    ("throughput", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.06,
     ("ttft", "vllm-blog-the-state-of-fp8"): 0.22,
-    ("tpot", "vllm-blog-the-state-of-fp8"): 0.21,
-    ("throughput", "vllm-blog-the-state-of-fp8"): 0.24,
-    ("throughput", "tensorrt-llm-blog-how-to-get-best"): 0.27,
-    ("ttft", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.34,
-    ("tpot", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.42,
-    ("throughput", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.49,
+    ("tpot", "vllm-blog-the-state-of-fp8"): 0.17,
+    ("throughput", "vllm-blog-the-state-of-fp8"): 0.19,
+    ("throughput", "tensorrt-llm-blog-how-to-get-best"): 0.26,
+    ("ttft", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.37,
+    ("tpot", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.39,
+    ("throughput", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.48,
     ("ttft", "dstack-benchmarks-deepseek-r1-on-8xh200-vs"): 0.71,
-    ("tpot", "dstack-benchmarks-deepseek-r1-on-8xh200-vs"): 0.655,
-    ("throughput", "dstack-benchmarks-deepseek-r1-on-8xh200-vs"): 2.08,
+    ("tpot", "dstack-benchmarks-deepseek-r1-on-8xh200-vs"): 0.62,
+    ("throughput", "dstack-benchmarks-deepseek-r1-on-8xh200-vs"): 1.80,
 }
 """Concurrency/request-rate rows, MAPE per (metric, source): measured 2026-11-24 (branch srv17)
 NIM 62.8/8.8/5.4%, InferenceX 47.5/18.8/23.8%, InferenceX blog -/7.9/11.7%, ATOM recipe
@@ -119,7 +121,16 @@ DeepSeek-R1 70.7/68.7/250.0 -> 70.7/65.6/215.8%, dstack 405B 39.8/39.2/49.2 -> 3
 0.71 -> 0.67, throughput 2.6 -> 2.2; 405B TTFT 0.43 -> 0.34, throughput 0.52 -> 0.49). Branch
 mla17 (absorbed MLA projections of vLLM <= 0.7.3, SGLang 0.4.3-0.4.4 DP-attention NCCL
 all-gather): dstack DeepSeek-R1 70.7/65.6/215.8 -> 70.5/64.5/203.5% (bounds tightened: overall
-TPOT 0.245 -> 0.24, throughput 0.53 -> 0.50; DeepSeek-R1 0.72/0.67/2.2 -> 0.71/0.655/2.08)."""
+TPOT 0.245 -> 0.24, throughput 0.53 -> 0.50; DeepSeek-R1 0.72/0.67/2.2 -> 0.71/0.655/2.08).
+Branch tpot17 (device time per kernel boundary of graphed decode steps, calibration/
+graph_replay.yaml: NVIDIA 1.0 us, AMD 2.5 us), TTFT/TPOT/throughput before -> after: NIM
+17.5/8.3/5.3 -> 18.1/6.6/4.8%, InferenceX 44.8/17.1/20.3 -> 42.6/8.3/9.2%, InferenceX blog
+-/9.7/13.3 -> -/3.9/4.8%, ATOM recipe 10.1/15.2/17.5 -> 10.1/6.7/5.4%, vLLM FP8-KV blog
+20.6/19.4/21.9 -> 20.5/16.1/17.8%, TensorRT-LLM blog throughput 26.3 -> 25.4%, dstack 405B
+32.4/39.2/47.7 -> 36.2/37.9/47.0%, dstack DeepSeek-R1 70.5/64.5/203.5 -> 70.5/61.0/178.9%.
+Bounds tightened where the numbers improved; one moved the wrong way and is loosened, stated:
+dstack 405B TTFT 0.34 -> 0.37 (its saturated request-rate rows queue behind the now slower
+decode steps: 32.4 -> 36.2%)."""
 
 SKIP_REASONS = ("disaggregated", "prefill-only", "speculative", "production-traffic",
                 "does not fit", "no catalog system", "not in the catalog")

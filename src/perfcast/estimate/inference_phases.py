@@ -4,7 +4,10 @@ A step of ``tokens`` tokens with attention ``passes`` (``estimate.inference_ops`
 pipeline stage, its layers' op times (``estimate.inference_kernels``), their TP all-reduces and
 EP all-to-alls (alpha-beta, ``schedule.op_time.comm_op_time_s``: latency-bound at small
 batch), the LM head on the last stage, and calibrated host overheads per step and per layer
-(``calibration/inference_overheads.yaml``). One batch crosses the stages in turn, so a step
+(``calibration/inference_overheads.yaml``). A decode step replayed as a CUDA/HIP graph pays no
+host overhead but, where the context sets it (engine-simulated steps, ``estimate.serving``),
+the device time at every dependent-kernel boundary (``graph_gap_s``,
+``calibration/graph_replay.yaml``). One batch crosses the stages in turn, so a step
 takes the sum of its stages plus (pp − 1) activation sends (Narayanan et al. 2021 §2.2).
 
 Offloaded bytes (FlexGen, Sheng et al. 2023 §4) cross PCIe (and NVMe) every step; the copy
@@ -70,6 +73,9 @@ class ServingContext:
     attention_dp_gather: str = "in_tp_all_reduce"
     """How attention-DP ranks gather their tokens for the MLP (``EngineConfig``):
     ``nccl_all_gather`` adds a TP all-gather a layer; ``in_tp_all_reduce`` charges none."""
+    graph_kernel_gap_s: float = 0.0
+    """Device seconds per dependent-kernel boundary of a replayed graph (graphed decode steps;
+    ``calibration/graph_replay.yaml`` by GPU vendor)."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,30 @@ def _layer_parts(ctx: ServingContext, tokens: Floats, passes: tuple[AttentionPas
     ep = sum(comm_op_time_s(op, ctx.system, ctx.strategy) for op in ops.comm if op.group == Group.EP)
     return {"gemm_s": gemm, "attention_s": attention, "memory_bound_s": memory,
             "tp_comm_s": tp, "ep_comm_s": ep}
+
+
+def layer_kernel_count(ctx: ServingContext, tokens: Floats, passes: tuple[AttentionPass, ...],
+                       moe: bool) -> float:
+    """Kernels one layer of a decode step launches: one per compute op (GEMM, memory-bound op)
+    and collective repetition, and one per attention pass (``inference_ops.step_layer_ops``)."""
+    ops = step_layer_ops(ctx.model, ctx.strategy, tokens, passes, moe, ctx.attention_dp,
+                         mla_absorbed=ctx.mla_decode_weights == "absorbed",
+                         dp_all_gather=ctx.attention_dp_gather == "nccl_all_gather")
+    return float(sum(op.count for op in ops.compute) + sum(op.count for op in ops.comm)
+                 + len(ops.attention))
+
+
+def graph_gap_s(ctx: ServingContext, tokens: Floats, passes: tuple[AttentionPass, ...],
+                layers: range) -> float:
+    """Device time at the kernel boundaries of ``layers`` in a replayed graph: kernels × the
+    vendor's gap per dependent kernel (``calibration.graph_replay``, mechanism there)."""
+    if ctx.graph_kernel_gap_s <= 0:
+        return 0.0
+    model = ctx.model
+    counts = {moe: layer_kernel_count(ctx, tokens, passes, moe)
+              for moe in {is_moe_layer(model, layer) for layer in layers}}
+    kernels = sum(counts[is_moe_layer(model, layer)] for layer in layers)
+    return kernels * ctx.graph_kernel_gap_s
 
 
 def tp_comm_time_s(op: CommOp, ctx: ServingContext) -> float:
@@ -196,7 +226,8 @@ def stage_step_times(ctx: ServingContext, tokens: Floats, passes: tuple[Attentio
                                        ctx.overhead.bandwidth_efficiency))
         kernels = parts["gemm_s"] + parts["attention_s"] + parts["memory_bound_s"]
         graphed = ctx.cuda_graphs and not prefill
-        overhead: Floats = 0.0 if graphed else len(layers) * ctx.overhead.layer_overhead_s
+        overhead: Floats = (graph_gap_s(ctx, tokens, passes, layers) if graphed
+                            else len(layers) * ctx.overhead.layer_overhead_s)
         if prefill:
             overhead = overhead + len(layers) * ctx.overhead.prefill_layer_overhead_s
             overhead = overhead + ctx.overhead.prefill_overhead_fraction * kernels

@@ -10,7 +10,10 @@ offline) on an engine with continuous batching. Pure.
    prices every step the scheduler simulation (``estimate.serving_sim``) runs; an engine with
    an overlap scheduler (SGLang, the TensorRT-LLM PyTorch executor, vLLM ≥ 0.14 async
    scheduling; not NIM's prebuilt TensorRT engines) hides the host
-   time per step (``step_overhead_s``) behind the GPU step; the TP all-reduces run the
+   time per step (``step_overhead_s``) behind the GPU step; a graphed decode step pays the
+   GPU vendor's device time per dependent-kernel boundary (``calibration/graph_replay.yaml``:
+   the next kernel of a replayed graph starts only once the previous one has drained; static
+   engines keep their own fitted overheads instead); the TP all-reduces run the
    engine's own one-shot kernel or, where the engine switches it off on the platform (vLLM
    through 0.8.0 and SGLang before 0.4.4 on AMD GPUs), the RCCL/NCCL all-reduce with its
    launch latency (``EngineConfig.tp_all_reduce``, ``inference_phases.tp_comm_time_s``).
@@ -27,6 +30,7 @@ from dataclasses import dataclass, fields, replace
 from functools import partial
 from typing import Any, Literal, cast
 
+from perfcast.calibration.graph_replay import load_graph_replay
 from perfcast.calibration.inference_overheads import InferenceOverheads, load_inference_overheads
 from perfcast.catalog.serving_engines import EngineConfig, engine_config, engine_target
 from perfcast.errors import InputError
@@ -171,7 +175,8 @@ def serving_setup(
                   tp_all_reduce=config.tp_all_reduce,
                   mla_decode_head_block=config.mla_decode_head_block,
                   mla_decode_weights=config.mla_decode_weights,
-                  attention_dp_gather=config.attention_dp_gather)
+                  attention_dp_gather=config.attention_dp_gather,
+                  graph_kernel_gap_s=load_graph_replay().kernel_gap_s(system.gpu.vendor))
     if config.overlap_scheduler:  # host scheduling/sampling hidden behind the GPU step
         ctx = replace(ctx, overhead=ctx.overhead.model_copy(update={"step_overhead_s": 0.0}))
     return ServingSetup(config=config, memory=memory, ctx=ctx)
