@@ -161,7 +161,11 @@ def serving_setup(
         kv_cache=kv_precision or default_kv_cache(config, weights, precision)))
     _check(model, system, strategy, prec, attention_dp)
     cal = overheads or load_inference_overheads()
-    memory = serving_memory_paged(model, system.gpu.hbm_capacity_bytes, strategy, prec, config,
+    # the engines size the pool from the memory the driver reports (vLLM
+    # ``gpu_memory_utilization`` x torch.cuda.mem_get_info total; TensorRT-LLM
+    # free_gpu_memory_fraction of cudaMemGetInfo free; SGLang mem_fraction_static of the
+    # device total): the catalog's ``usable_hbm_bytes``, 81,559 MiB on an "80 GB" H100
+    memory = serving_memory_paged(model, system.gpu.usable_hbm_bytes, strategy, prec, config,
                                   attention_dp=attention_dp)
     if attention_dp:
         config = attention_dp_scheduler(config, strategy.tp)
