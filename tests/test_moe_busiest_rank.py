@@ -39,3 +39,33 @@ def test_busiest_rank_is_above_the_mean_and_grows_with_tokens():
     assert np.all(busiest >= mean - 1e-9) and np.all(busiest <= 32.0)
     assert np.all(np.diff(busiest) > 0)
     assert busiest[3] / mean[3] == pytest.approx(1.48, abs=0.02)  # DeepSeek-V3 EP 8, 8 tokens
+
+
+def _expert_gemm_rows(strategy):
+    from perfcast.catalog.models import load_model
+    from perfcast.estimate.inference_ops import step_layer_ops
+    from perfcast.graph.ops import GemmOp
+
+    model = load_model("qwen3-235b-a22b")
+    ops = step_layer_ops(model, strategy, 8192.0, (), moe=True)
+    gemms = [op for op in ops.compute if isinstance(op, GemmOp) and op.name.startswith("expert_")]
+    assert gemms
+    return model, float(np.asarray(gemms[0].m) * np.asarray(gemms[0].batch))
+
+
+def test_the_busiest_ep_rank_gets_the_learned_routers_share_of_the_tokens():
+    """An 8,192-token prefill step of Qwen3-235B at EP 8 hits every local expert; its busiest
+    rank computes the learned-router imbalance (calibration/moe_routing.yaml, measured on this
+    model at EP 8) times the balanced 8,192·k/8 routed rows; stated balance and EP 1 do not."""
+    from perfcast.calibration.moe_routing import load_moe_routing
+    from perfcast.specs.strategy import Strategy
+
+    learned = load_moe_routing().dropless_load_imbalance.value
+    assert learned > 1.2
+    model, rows = _expert_gemm_rows(Strategy(num_gpus=8, tp=8, ep=8, etp=1))
+    balanced = 8192 * model.num_experts_per_tok / 8
+    assert rows == pytest.approx(learned * balanced, rel=1e-6)
+    _, stated = _expert_gemm_rows(Strategy(num_gpus=8, tp=8, ep=8, etp=1, moe_load_imbalance=1.0))
+    assert stated == pytest.approx(balanced, rel=1e-6)
+    _, no_ep = _expert_gemm_rows(Strategy(num_gpus=8, tp=8))
+    assert no_ep == pytest.approx(8192 * model.num_experts_per_tok, rel=1e-6)

@@ -286,3 +286,27 @@ def test_eager_sglang_prefill_of_deepseek_on_b200_costs_its_launch_overhead():
                                engine_overrides={"mixed_step_graphs": True})
     assert eager.ttft.mean_s > 1.05 * graphed.ttft.mean_s
     assert eager.tpot.mean_s == pytest.approx(graphed.tpot.mean_s, rel=1e-9)
+
+
+def test_the_kv_pool_is_split_from_the_memory_the_driver_reports():
+    """Engines size their pool from the device total the driver reports (cudaMemGetInfo /
+    torch.cuda.mem_get_info), 81,559 MiB on an "80 GB" H100, not the vendor's 80e9 bytes:
+    TensorRT-LLM's 0.9 of the free memory gains 0.9 x 5.5 GB, ~11 more 5,500-token sequences
+    of Llama-3.3-70B FP8 at TP2 (NIM's KV-bound c >= 100 rows, ~85 running by Little's law)."""
+    from perfcast.catalog.gpus import load_gpu
+    from perfcast.catalog.systems import load_system
+    from perfcast.estimate.serving import serving_setup
+
+    gpu = load_gpu("h100-sxm")
+    assert gpu.usable_hbm_bytes == 81559 * 2**20 > gpu.hbm_capacity_bytes
+    model, system = load_model("llama-3.1-70b"), load_system("dgx-h100", num_gpus=2)
+    setup = serving_setup(model, system, Strategy(num_gpus=2, tp=2), engine="nim",
+                          precision="fp8")
+    assert setup.memory.capacity_bytes == gpu.usable_hbm_bytes
+    vendor = serving_memory_paged(model, gpu.hbm_capacity_bytes, Strategy(num_gpus=2, tp=2),
+                                  InferencePrecision(weights="fp8", activations="fp8",
+                                                     kv_cache="fp8"),
+                                  engine_config("nim", gpu.hbm_capacity_bytes))
+    reported = setup.memory.max_concurrent_seqs(5500)
+    assert reported - vendor.max_concurrent_seqs(5500) >= 10
+    assert 85 <= reported <= 95

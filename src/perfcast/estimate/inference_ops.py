@@ -17,6 +17,12 @@ all-reduce or the all-to-all combine), so a GPU's expert GEMMs cover the expecte
 number of distinct experts hit on any one of the ep ranks, not the mean: E[max] of ep
 binomial counts (``busiest_rank_experts_hit``). At a few decode tokens this is ~1.5× the mean
 for DeepSeek-V3 at EP 8; at hundreds of tokens every expert is hit and it equals the mean.
+A learned router is not uniform either: the busiest EP rank receives ``moe_load_imbalance``
+times the balanced share of the routed tokens (``graph.stage.moe_load_imbalance``: 1 without EP
+or under forced balancing, a stated value, else the dropless learned-router imbalance of
+``calibration/moe_routing.yaml``, measured on Qwen3-235B-A22B at EP 8 from forced-balance /
+real-routing pairs; the same value training uses), which sets the pace of a prefill step's
+compute-bound expert GEMMs and of the busiest rank's dispatch (``LayerShape.routed_load``).
 
 MLA decode reads the compressed latent (DeepSeek-V2 §2.1.2) and applies the key and value
 up-projections per query instead of to the cache: W_UK to the query's no-rope part, W_UV to the
@@ -44,6 +50,7 @@ from perfcast.graph.layer import (
     mlp_forward_ops,
 )
 from perfcast.graph.ops import AttentionOp, Collective, CommOp, GemmOp, Group, MemoryOp, Phase
+from perfcast.graph.stage import moe_load_imbalance
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.strategy import Strategy
 
@@ -102,14 +109,16 @@ def busiest_rank_experts_hit(num_experts: int, top_k: float, tokens: Floats, ep:
     return np.sum(1.0 - cdf ** ep, axis=-1)
 
 
-def _moe_read_only_hit(model: ModelSpec, strategy: Strategy, ops: list, tokens: Floats) -> list:
+def _moe_read_only_hit(model: ModelSpec, strategy: Strategy, ops: list, tokens: Floats,
+                       routed_load: float = 1.0) -> list:
     """Expert GEMMs over the experts the busiest EP rank's tokens hit, not all local experts:
-    ``m`` rows per hit expert (the mean routed tokens per hit expert) on the largest expected
-    count of hit experts of any rank (module docstring)."""
+    ``m`` rows per hit expert (the busiest rank's routed tokens, ``routed_load`` × the balanced
+    share, over the mean count of hit experts) on the largest expected count of hit experts of
+    any rank (module docstring)."""
     E, k, ep = model.num_experts, model.num_experts_per_tok, strategy.ep
     hit_mean = np.maximum(expected_experts_hit(E, k, tokens) / ep, 1e-9)
     hit = np.maximum(busiest_rank_experts_hit(E, k, tokens, ep), 1e-9)
-    routed_tokens = tokens * k / ep
+    routed_tokens = tokens * k / ep * routed_load
     out = []
     for op in ops:
         if isinstance(op, GemmOp) and op.name.startswith("expert_"):
@@ -174,7 +183,8 @@ def step_layer_ops(
     tp = strategy.tp
     shape = LayerShape(micro_batch=1, seq_length=tokens, tp=tp, ep=strategy.ep,
                        expert_tp=strategy.expert_tp, moe=moe,
-                       moe_token_dispatcher=step_dispatcher(strategy, passes))
+                       moe_token_dispatcher=step_dispatcher(strategy, passes),
+                       moe_load_imbalance=moe_load_imbalance(strategy) if moe else 1.0)
     attn_shape = replace(shape, seq_length=tokens / tp, tp=1) if attention_dp else shape
     attention = [op for op in attention_forward_ops(model, attn_shape)
                  if not isinstance(op, AttentionOp)]
@@ -183,7 +193,7 @@ def step_layer_ops(
                                             model.num_attention_heads / attn_shape.tp)
     mlp = mlp_forward_ops(model, shape)
     if moe:
-        mlp = _moe_read_only_hit(model, strategy, mlp, tokens)
+        mlp = _moe_read_only_hit(model, strategy, mlp, tokens, shape.routed_load)
     memory = layer_memory_bound_ops(model, shape)
     comm = [op for op in layer_comm_ops(model, shape)
             if isinstance(op, CommOp) and op.phase == Phase.FORWARD]

@@ -5,7 +5,9 @@ offline) on an engine with continuous batching. Pure.
    gives the scheduler: token budget per step, max running sequences, KV page size, memory
    fraction, CUDA-graph batch sizes, decode-attention kernel class.
 2. The paged-KV memory model (``estimate.serving_memory``) says whether the model fits and how
-   many tokens the KV pool holds per replica.
+   many tokens the KV pool holds per replica, out of the device memory the driver reports
+   (``GPUSpec.usable_hbm_bytes``: what the engines read and split, 81,559 MiB on an "80 GB"
+   H100); the engine's device tier is read off the same figure.
 3. The per-step cost model (``estimate.inference_phases`` via ``estimate.serving_step_cost``)
    prices every step the scheduler simulation (``estimate.serving_sim``) runs; an engine with
    an overlap scheduler (SGLang, the TensorRT-LLM PyTorch executor, vLLM ≥ 0.14 async
@@ -154,7 +156,13 @@ def serving_setup(
     overheads: InferenceOverheads | None = None,
 ) -> ServingSetup:
     """Engine config, memory and step-cost context of one deployment (no side effects)."""
-    config = engine_config(engine, system.gpu.hbm_capacity_bytes, engine_version,
+    # device tiers and the KV pool both follow the memory the driver reports (vLLM
+    # ``gpu_memory_utilization`` x torch.cuda.mem_get_info total; TensorRT-LLM
+    # free_gpu_memory_fraction of cudaMemGetInfo free; SGLang mem_fraction_static and its tier
+    # table of the device total in MiB): the catalog's ``usable_hbm_bytes`` (81,559 MiB on an
+    # "80 GB" H100), not the vendor's decimal capacity
+    device_bytes = system.gpu.usable_hbm_bytes
+    config = engine_config(engine, device_bytes, engine_version,
                            engine_target(system.gpu, model, attention_dp))
     if engine_overrides:
         config = override_engine(config, engine_overrides)
@@ -165,7 +173,7 @@ def serving_setup(
         kv_cache=kv_precision or default_kv_cache(config, weights, precision)))
     _check(model, system, strategy, prec, attention_dp)
     cal = overheads or load_inference_overheads()
-    memory = serving_memory_paged(model, system.gpu.hbm_capacity_bytes, strategy, prec, config,
+    memory = serving_memory_paged(model, device_bytes, strategy, prec, config,
                                   attention_dp=attention_dp)
     if attention_dp:
         config = attention_dp_scheduler(config, strategy.tp)
