@@ -68,7 +68,7 @@ from conftest import shared_path
 METRIC_GROUPS = {"ttft": "ttft", "tpot": "tpot", "itl": "tpot",
                  "output_throughput_per_gpu": "throughput", "output_throughput_total": "throughput",
                  "request_throughput": "throughput"}
-MAPE_BOUNDS = {"ttft": 0.395, "tpot": 0.19, "throughput": 0.395}
+MAPE_BOUNDS = {"ttft": 0.395, "tpot": 0.19, "throughput": 0.39}
 """Concurrency/request-rate rows, MAPE per metric (in-sample; see the module docstring)."""
 
 SOURCE_BOUNDS = {
@@ -81,13 +81,13 @@ SOURCE_BOUNDS = {
     ("tpot", "semianalysis-inferencex-blog-b200-nvfp4-vs"): 0.05,
     ("throughput", "semianalysis-inferencex-blog-b200-nvfp4-vs"): 0.055,
     ("ttft", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.105,
-    ("tpot", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.075,
-    ("throughput", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.06,
+    ("tpot", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.08,
+    ("throughput", "amd-rocm-atom-recipe-qwen3-235b-a22b-usage"): 0.07,
     ("ttft", "vllm-blog-the-state-of-fp8"): 0.22,
     ("tpot", "vllm-blog-the-state-of-fp8"): 0.17,
     ("throughput", "vllm-blog-the-state-of-fp8"): 0.19,
     ("throughput", "tensorrt-llm-blog-how-to-get-best"): 0.13,
-    ("ttft", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.34,
+    ("ttft", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.37,
     ("tpot", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.39,
     ("throughput", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.48,
     ("ttft", "dstack-benchmarks-deepseek-r1-on-8xh200-vs"): 0.7,
@@ -143,7 +143,14 @@ TTFT/TPOT/throughput 39.39/23.62/49.04 -> 39.08/23.37/47.48%; ATOM 10.1/15.2/17.
 44.5/17.1/20.1%, dstack DeepSeek-R1 70.5/64.5/203.5 -> 69.7/64.5/202.7%; bounds tightened
 (overall 0.40/0.24/0.50 -> 0.395/0.235/0.48; ATOM 0.12/0.17/0.19 -> 0.105/0.14/0.14;
 TensorRT-LLM blog 0.27 -> 0.13; InferenceX TTFT 0.46 -> 0.45, throughput 0.22 -> 0.21;
-DeepSeek-R1 TTFT 0.71 -> 0.70, throughput 2.08 -> 2.05)."""
+DeepSeek-R1 TTFT 0.71 -> 0.70, throughput 2.08 -> 2.05).
+Both merged (lead, 2026-11-24), in-sample TTFT/TPOT/throughput 38.3/17.6/37.6%; ATOM
+10.0/7.7/6.6%, dstack 405B 36.2/37.9/47.0%. Bounds are the tighter of the two branches except ATOM
+TPOT 0.08 / throughput 0.07 (each branch alone was below; still far under the session's start
+0.17 / 0.19) and dstack 405B TTFT 0.37: LOOSENED from 0.34, a deliberate exception stated in the
+closing note. One row moves: 793 (MI300X, 16 req/s offered, 8.6 achieved: saturated, queue-
+dominated) -7% -> -26% when graphed decode steps pay the kernel-boundary gap, while the same
+source's TPOT and throughput improve and every overall metric improves by 1-10 points."""
 
 SKIP_REASONS = ("disaggregated", "prefill-only", "speculative", "production-traffic",
                 "does not fit", "no catalog system", "not in the catalog")
