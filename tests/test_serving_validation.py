@@ -68,7 +68,7 @@ from conftest import shared_path
 METRIC_GROUPS = {"ttft": "ttft", "tpot": "tpot", "itl": "tpot",
                  "output_throughput_per_gpu": "throughput", "output_throughput_total": "throughput",
                  "request_throughput": "throughput"}
-MAPE_BOUNDS = {"ttft": 0.395, "tpot": 0.19, "throughput": 0.39}
+MAPE_BOUNDS = {"ttft": 0.385, "tpot": 0.19, "throughput": 0.39}
 """Concurrency/request-rate rows, MAPE per metric (in-sample; see the module docstring)."""
 
 SOURCE_BOUNDS = {
@@ -87,9 +87,9 @@ SOURCE_BOUNDS = {
     ("tpot", "vllm-blog-the-state-of-fp8"): 0.17,
     ("throughput", "vllm-blog-the-state-of-fp8"): 0.19,
     ("throughput", "tensorrt-llm-blog-how-to-get-best"): 0.13,
-    ("ttft", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.37,
+    ("ttft", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.20,
     ("tpot", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.39,
-    ("throughput", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.48,
+    ("throughput", "dstack-benchmarks-llama-3--1-405b-fp8-on"): 0.50,
     ("ttft", "dstack-benchmarks-deepseek-r1-on-8xh200-vs"): 0.7,
     ("tpot", "dstack-benchmarks-deepseek-r1-on-8xh200-vs"): 0.62,
     ("throughput", "dstack-benchmarks-deepseek-r1-on-8xh200-vs"): 1.8,
@@ -147,10 +147,14 @@ DeepSeek-R1 TTFT 0.71 -> 0.70, throughput 2.08 -> 2.05).
 Both merged (lead, 2026-11-24), in-sample TTFT/TPOT/throughput 38.3/17.6/37.6%; ATOM
 10.0/7.7/6.6%, dstack 405B 36.2/37.9/47.0%. Bounds are the tighter of the two branches except ATOM
 TPOT 0.08 / throughput 0.07 (each branch alone was below; still far under the session's start
-0.17 / 0.19) and dstack 405B TTFT 0.37: LOOSENED from 0.34, a deliberate exception stated in the
-closing note. One row moves: 793 (MI300X, 16 req/s offered, 8.6 achieved: saturated, queue-
-dominated) -7% -> -26% when graphed decode steps pay the kernel-boundary gap, while the same
-source's TPOT and throughput improve and every overall metric improves by 1-10 points."""
+0.17 / 0.19). The dstack 405B TTFT moved 32.4 -> 36.2% on one row (793, MI300X, saturated at 16
+req/s) that turned out to be seed noise: one Poisson draw of 1,000 requests gives a mean TTFT
+from 0.5 to 2.6 s on row 787 depending on the seed. Request-rate forecasts now average 8 arrival
+draws (``ServingWorkload.arrival_draws``, the expected statistic of one run): dstack 405B
+TTFT/TPOT/throughput 18.6/36.5/49.2% (the same method without the kernel-boundary gap:
+18.6/36.9/49.5%, so the gap improves all three). Bounds: TTFT 0.34 -> 0.20, overall TTFT 0.395 ->
+0.385; the throughput bound 0.49 (session start; 0.48 after tpot17) -> 0.50: the single draw's
+47.0% was seed luck, the expected error of the session-start code is 49.5% (stated)."""
 
 SKIP_REASONS = ("disaggregated", "prefill-only", "speculative", "production-traffic",
                 "does not fit", "no catalog system", "not in the catalog")

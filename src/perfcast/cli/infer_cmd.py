@@ -128,6 +128,9 @@ def infer_command(
     warmup_requests: Annotated[int, _opt(
         "--warmup-requests", help="First requests left out of the latency statistics (e.g. the "
         "concurrency: the closed loop's start-up burst).")] = 0,
+    arrival_draws: Annotated[int, _opt(
+        "--arrival-draws", help="Poisson arrival sequences averaged with --request-rate (the "
+        "expected statistics of one run).")] = 8,
     engine: Annotated[EngineOpt, _opt(
         "--engine", help="Serving engine profile of the simulation.")] = EngineOpt.vllm,
     engine_version: Annotated[str | None, _opt(
@@ -193,7 +196,7 @@ def infer_command(
                     request_rate=request_rate, offline=offline, num_requests=num_requests,
                     input_len=input_len, output_len=output_len,
                     length_range_ratio=length_range_ratio, warmup_requests=warmup_requests,
-                    engine=engine.value,
+                    arrival_draws=arrival_draws, engine=engine.value,
                     engine_version=engine_version, json=json)
         return
     if curve or plot is not None:

@@ -22,6 +22,7 @@ def run_serving(model: ModelSpec, system: SystemSpec, strategy: Strategy,
                 request_rate: float | None, offline: bool, num_requests: int | None,
                 input_len: int, output_len: int, length_range_ratio: float,
                 warmup_requests: int, engine: str, engine_version: str | None,
+                arrival_draws: int = 8,
                 json: bool) -> None:
     from perfcast.estimate.serving import estimate_serving
     from perfcast.specs.serving import serving_workload
@@ -41,7 +42,8 @@ def run_serving(model: ModelSpec, system: SystemSpec, strategy: Strategy,
     workload = serving_workload(concurrency=concurrency, request_rate=request_rate,
                                 num_requests=num_requests, input_len=input_len,
                                 output_len=output_len, length_range_ratio=length_range_ratio,
-                                warmup_requests=warmup_requests)
+                                warmup_requests=warmup_requests,
+                                arrival_draws=arrival_draws)
     report = estimate_serving(
         model, system, strategy, workload, engine=engine, engine_version=engine_version,
         precision=options["precision"], kv_precision=options["kv_precision"],

@@ -227,5 +227,8 @@ def estimate_serving(
         return report(**RunStatistics.not_run().field_values())
     running = min(max_seqs, share.concurrency or share.num_requests)
     cost = build_step_cost(ctx, config, running, workload.context_tokens)
-    run = simulate(share, cost, config, memory.kv_pool_tokens, memory.kv_block_tokens)
-    return report(**run_statistics(run, share.warmup_requests).field_values())
+    draws = share.arrival_draws if share.mode == "request_rate" else 1
+    runs = [run_statistics(simulate(share.model_copy(update={"seed": share.seed + k}), cost,
+                                    config, memory.kv_pool_tokens, memory.kv_block_tokens),
+                           share.warmup_requests) for k in range(draws)]
+    return report(**RunStatistics.mean_of(runs).field_values())

@@ -9,6 +9,7 @@ last finish).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -49,6 +50,11 @@ class LatencyStats:
         q = [weighted_percentile(values, w, p) for _, p in PERCENTILES]
         return cls(float(np.average(values, weights=w)), *q)
 
+    @classmethod
+    def mean_of(cls, stats: Sequence[LatencyStats]) -> LatencyStats:
+        """Each statistic averaged over independent runs (its expectation over draws)."""
+        return cls(*(float(np.mean([getattr(s, f.name) for s in stats])) for f in fields(cls)))
+
     def percentiles(self) -> dict[str, float]:
         return {"median": self.median_s, "p90": self.p90_s, "p99": self.p99_s}
 
@@ -74,6 +80,25 @@ class RunStatistics:
         nan = LatencyStats(*(float("nan"),) * 4)
         return cls(ttft=nan, tpot=nan, itl=nan, e2e_latency=nan, duration_s=float("nan"),
                    output_tokens=0.0, input_tokens=0.0, num_requests=0, num_steps=0)
+
+    @classmethod
+    def mean_of(cls, runs: Sequence[RunStatistics]) -> RunStatistics:
+        """The expected statistics of one run, estimated from independent draws of the same
+        stochastic workload (Poisson arrivals): latency statistics and token counts averaged
+        over the draws, and the duration that makes output tokens / duration the mean of the
+        draws' throughputs (a benchmark reports one run; its mean TTFT under near-saturating
+        arrivals varies by a factor of several between draws of 1,000 requests)."""
+        if len(runs) == 1:
+            return runs[0]
+        latency = {name: LatencyStats.mean_of([getattr(r, name) for r in runs])
+                   for name in ("ttft", "tpot", "itl", "e2e_latency")}
+        output_tokens = float(np.mean([r.output_tokens for r in runs]))
+        throughput = float(np.mean([r.output_tokens / r.duration_s for r in runs]))
+        return cls(**latency, duration_s=output_tokens / throughput,
+                   output_tokens=output_tokens,
+                   input_tokens=float(np.mean([r.input_tokens for r in runs])),
+                   num_requests=runs[0].num_requests,
+                   num_steps=round(float(np.mean([r.num_steps for r in runs]))))
 
     def field_values(self) -> dict[str, Any]:
         """Each field's value by name (shallow: the ``LatencyStats`` stay objects), to build

@@ -43,6 +43,11 @@ class ServingWorkload(BaseModel):
         default=1.0, gt=0.0, le=1.0,
         description="Lengths uniform in [ratio·L, L]; 1 = fixed lengths.")
     seed: int = Field(default=0, description="Seed of sampled lengths and arrivals.")
+    arrival_draws: int = Field(
+        default=8, gt=0, le=1000,
+        description="Independent Poisson arrival sequences (mode request_rate, seeds seed, "
+                    "seed + 1, ...) whose run statistics are averaged: the forecast is the "
+                    "expected statistic of one benchmark run, not one draw's.")
     warmup_requests: int = Field(
         default=0, ge=0,
         description="First requests sent whose latencies the statistics leave out (the start-up "
@@ -67,7 +72,8 @@ class ServingWorkload(BaseModel):
 
 def serving_workload(*, concurrency: int | None, request_rate: float | None,
                      num_requests: int | None, input_len: int, output_len: int,
-                     length_range_ratio: float = 1.0, warmup_requests: int = 0) -> ServingWorkload:
+                     length_range_ratio: float = 1.0, warmup_requests: int = 0,
+                     arrival_draws: int = 8) -> ServingWorkload:
     """The ``ServingWorkload`` the flags describe (offline when neither concurrency nor rate is
     given); ``--num-requests`` defaults to 10 × concurrency, at least 100. ``infer-search``
     builds its workloads here too, so its numbers are those of ``infer``."""
@@ -79,4 +85,4 @@ def serving_workload(*, concurrency: int | None, request_rate: float | None,
         mode=mode, concurrency=concurrency, request_rate_per_s=request_rate,
         num_requests=num_requests or default_requests, input_len=input_len,
         output_len=output_len, length_range_ratio=length_range_ratio,
-        warmup_requests=warmup_requests)
+        warmup_requests=warmup_requests, arrival_draws=arrival_draws)
