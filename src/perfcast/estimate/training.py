@@ -200,11 +200,12 @@ def estimate_training(
     kinds = _distinct(stage_kind)
     stages, graphs = [], []
     routed = with_learned_imbalance(strategy, cal.routing.dropless_load_imbalance.value)
+    layer_memo: dict = {}  # stages share the times of identical layers
     for stage, _ in kinds:
         params = stage_params(model, strategy, stage)
         graphs.append(stage_graph(model, routed, s, stage))
         times = stage_time(graphs[-1], system, strategy, backend, comm_overlap,
-                           cal.host_launch).with_unpaired_ep(
+                           cal.host_launch, layer_memo).with_unpaired_ep(
             unpaired_pass_share(strategy.schedule, strategy.pp, strategy.vpp, m))
         if strategy.cpu_offload_activation_layers or strategy.offload_modules:
             offloaded = offloaded_activation_bytes(model, strategy, params.num_layers,

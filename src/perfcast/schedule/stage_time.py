@@ -495,9 +495,24 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
 
 def stage_time(graph: StageGraph, system: SystemSpec, strategy: Strategy,
                backend: KernelBackend, overlap: CommOverlapCalibration | None = None,
-               host: HostLaunchCalibration | None = None) -> StageTime:
-    """Seconds of ``graph`` for one micro-batch on one GPU, by part."""
-    layers = [(group.count, layer_time(group, system, strategy, backend, overlap, host))
-              for group in graph.layers]
+               host: HostLaunchCalibration | None = None,
+               layer_memo: dict | None = None) -> StageTime:
+    """Seconds of ``graph`` for one micro-batch on one GPU, by part.
+
+    ``layer_memo`` (a dict the caller keeps for one system, strategy, backend and calibration,
+    e.g. over the stages of one forecast) shares the ``layer_time`` of layer groups with the
+    same ops between stages: a layer's time does not depend on how many such layers the stage
+    holds (``LayerGroup.count``), so the pipeline's stages time each kind of layer once."""
+    layers = []
+    for group in graph.layers:
+        if layer_memo is None:
+            seconds = layer_time(group, system, strategy, backend, overlap, host)
+        else:
+            key = (group.moe, group.compute, group.comm, group.op_sac_shares)
+            seconds = layer_memo.get(key)
+            if seconds is None:
+                seconds = layer_memo[key] = layer_time(group, system, strategy, backend,
+                                                       overlap, host)
+        layers.append((group.count, seconds))
     return assemble_stage_time(layers, extra_time(graph.extra_compute, system, strategy, backend),
                                strategy)
