@@ -224,8 +224,7 @@ def estimate_training(
                           calib, passes)
     # The critical GPU: the one with the most work (its own stage m times, except DualPipe).
     # Each device's (stage, micro-batches) with work: zero terms add exactly nothing.
-    work = [[(i, w) for i, w in enumerate(row) if w]
-            for row in _device_stage_work(strategy, m)]
+    work = _device_stage_work(strategy, m)
     totals = [p.total_s for p in passes]
     busy = [sum(w * totals[i] for i, w in row) for row in work]
     critical = max(range(strategy.pp), key=lambda d: busy[d])
@@ -371,15 +370,15 @@ def _interval(cal: Calibration, model: ModelSpec, system: SystemSpec, strategy: 
                                    bands.min_sources, bands.widen_factor)
 
 
-def _device_stage_work(strategy: Strategy, m: int) -> tuple[tuple[float, ...], ...]:
-    """[device][stage] micro-batches of work; m on the diagonal for one-directional schedules
-    (skips building the plan's routes in the common case)."""
+def _device_stage_work(strategy: Strategy, m: int) -> list[list[tuple[int, float]]]:
+    """[device] (stage, micro-batches) pairs with work: (d, m) alone for one-directional
+    schedules (skips building the plan's routes in the common case)."""
     if strategy.schedule != "dualpipe":
-        return tuple(tuple(float(m) if d == i else 0.0 for i in range(strategy.pp))
-                     for d in range(strategy.pp))
+        return [[(d, float(m))] for d in range(strategy.pp)]
     from perfcast.schedule.orders import device_stage_work, schedule_plan  # DualPipe only
 
-    return device_stage_work(schedule_plan("dualpipe", strategy.pp, m))
+    return [[(i, w) for i, w in enumerate(row) if w]
+            for row in device_stage_work(schedule_plan("dualpipe", strategy.pp, m))]
 
 
 def _recomputed_fraction(model: ModelSpec, strategy: Strategy) -> float:

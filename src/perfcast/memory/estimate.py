@@ -233,7 +233,8 @@ def estimate_memory(
     counts = count_params(model)
     m = num_micro_batches(workload, strategy)
     per_mix: dict[tuple[int, int], tuple] = {}  # stages with one layer mix share activations
-    per_params: dict[StageParams, StateBytes] = {}  # and stages with equal parameters, states
+    per_params: dict[tuple, StateBytes] = {}  # and stages with equal parameters (but the
+    # stage index, which ``state_bytes`` does not read), their states
     opts = activation_options(model, strategy)
     buffers = LayerCommBuffers.of(model, strategy, workload.seq_length / strategy.cp,
                                   strategy.micro_batch_size)
@@ -245,7 +246,7 @@ def estimate_memory(
             per_mix[mix] = _stage_layer_activations(
                 model, strategy, *mix, workload.seq_length / strategy.cp,
                 strategy.micro_batch_size)
-        same = replace(params, stage=0)
+        same = tuple(v for k, v in vars(params).items() if k != "stage")
         if same not in per_params:
             per_params[same] = state_bytes(params, strategy)
         return stage_memory(model, strategy, params, workload.seq_length, m, cal, per_mix[mix],
