@@ -46,7 +46,6 @@ from perfcast.schedule.pipeline import (
     schedule_chunks,
     simulated_pipeline_time_s,
 )
-from perfcast.schedule.pipeline_bound import pipeline_work_bound_s
 from perfcast.schedule.stage_time import stage_time
 from perfcast.schedule.timeline import PassTimes
 from perfcast.specs.compat import num_micro_batches
@@ -148,6 +147,10 @@ def assemble_step(model: ModelSpec, system: SystemSpec, strategy: Strategy, seq_
         pipeline_s = pipeline_time_s(totals, num_micro_batches, strategy.schedule, strategy.vpp,
                                      stage_counts)
     elif not stage_passes:
+        # the bulk search's zero-bubble / DualPipe bound (imported here: not on a single
+        # forecast's path, which simulates the schedule)
+        from perfcast.schedule.pipeline_bound import pipeline_work_bound_s
+
         kinds = stage_kinds(model, strategy)  # distinct stages back in stage order
         forward = [stages[k][0].forward_s for k in kinds]
         weight_grad = [stages[k][0].wgrad_s for k in kinds]
