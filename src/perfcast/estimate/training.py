@@ -46,7 +46,6 @@ from perfcast.schedule.pipeline import (
     schedule_chunks,
     simulated_pipeline_time_s,
 )
-from perfcast.schedule.pipeline_bound import pipeline_work_bound_s
 from perfcast.schedule.stage_time import stage_time
 from perfcast.schedule.timeline import PassTimes
 from perfcast.specs.compat import num_micro_batches
@@ -148,6 +147,10 @@ def assemble_step(model: ModelSpec, system: SystemSpec, strategy: Strategy, seq_
         pipeline_s = pipeline_time_s(totals, num_micro_batches, strategy.schedule, strategy.vpp,
                                      stage_counts)
     elif not stage_passes:
+        # the bulk search's zero-bubble / DualPipe bound (imported here: not on a single
+        # forecast's path, which simulates the schedule)
+        from perfcast.schedule.pipeline_bound import pipeline_work_bound_s
+
         kinds = stage_kinds(model, strategy)  # distinct stages back in stage order
         forward = [stages[k][0].forward_s for k in kinds]
         weight_grad = [stages[k][0].wgrad_s for k in kinds]
@@ -200,11 +203,12 @@ def estimate_training(
     kinds = _distinct(stage_kind)
     stages, graphs = [], []
     routed = with_learned_imbalance(strategy, cal.routing.dropless_load_imbalance.value)
+    layer_memo: dict = {}  # stages share the times of identical layers
     for stage, _ in kinds:
         params = stage_params(model, strategy, stage)
         graphs.append(stage_graph(model, routed, s, stage))
         times = stage_time(graphs[-1], system, strategy, backend, comm_overlap,
-                           cal.host_launch).with_unpaired_ep(
+                           cal.host_launch, layer_memo).with_unpaired_ep(
             unpaired_pass_share(strategy.schedule, strategy.pp, strategy.vpp, m))
         if strategy.cpu_offload_activation_layers or strategy.offload_modules:
             offloaded = offloaded_activation_bytes(model, strategy, params.num_layers,
@@ -223,8 +227,7 @@ def estimate_training(
                           calib, passes)
     # The critical GPU: the one with the most work (its own stage m times, except DualPipe).
     # Each device's (stage, micro-batches) with work: zero terms add exactly nothing.
-    work = [[(i, w) for i, w in enumerate(row) if w]
-            for row in _device_stage_work(strategy, m)]
+    work = _device_stage_work(strategy, m)
     totals = [p.total_s for p in passes]
     busy = [sum(w * totals[i] for i, w in row) for row in work]
     critical = max(range(strategy.pp), key=lambda d: busy[d])
@@ -370,15 +373,15 @@ def _interval(cal: Calibration, model: ModelSpec, system: SystemSpec, strategy: 
                                    bands.min_sources, bands.widen_factor)
 
 
-def _device_stage_work(strategy: Strategy, m: int) -> tuple[tuple[float, ...], ...]:
-    """[device][stage] micro-batches of work; m on the diagonal for one-directional schedules
-    (skips building the plan's routes in the common case)."""
+def _device_stage_work(strategy: Strategy, m: int) -> list[list[tuple[int, float]]]:
+    """[device] (stage, micro-batches) pairs with work: (d, m) alone for one-directional
+    schedules (skips building the plan's routes in the common case)."""
     if strategy.schedule != "dualpipe":
-        return tuple(tuple(float(m) if d == i else 0.0 for i in range(strategy.pp))
-                     for d in range(strategy.pp))
+        return [[(d, float(m))] for d in range(strategy.pp)]
     from perfcast.schedule.orders import device_stage_work, schedule_plan  # DualPipe only
 
-    return device_stage_work(schedule_plan("dualpipe", strategy.pp, m))
+    return [[(i, w) for i, w in enumerate(row) if w]
+            for row in device_stage_work(schedule_plan("dualpipe", strategy.pp, m))]
 
 
 def _recomputed_fraction(model: ModelSpec, strategy: Strategy) -> float:

@@ -189,6 +189,34 @@ def _layer_classes(model: ModelSpec, strategy: Strategy, layers: Sequence[int],
     return classes
 
 
+def _layer_parts(model: ModelSpec, shape: LayerShape, moe: bool, bf16: bool
+                 ) -> tuple[tuple[ComputeOp, ...], tuple[CommOp, ...], tuple[OpShare, ...]]:
+    """A layer group's compute ops, collectives and op-SAC shares. Memoized for hashable
+    shapes, so the stages of one strategy hold the same tuples for the same kind of layer
+    (``schedule.stage_time`` then times it once by identity); the bulk search's array-valued
+    shapes are built each time."""
+    try:
+        return _layer_parts_memo(model, shape, moe, bf16)
+    except TypeError:  # unhashable (numpy-array) shape fields
+        return _build_layer_parts(model, shape, moe, bf16)
+
+
+@lru_cache(maxsize=1024)
+def _layer_parts_memo(model: ModelSpec, shape: LayerShape, moe: bool, bf16: bool
+                      ) -> tuple[tuple[ComputeOp, ...], tuple[CommOp, ...], tuple[OpShare, ...]]:
+    return _build_layer_parts(model, shape, moe, bf16)
+
+
+def _build_layer_parts(model: ModelSpec, shape: LayerShape, moe: bool, bf16: bool
+                       ) -> tuple[tuple[ComputeOp, ...], tuple[CommOp, ...], tuple[OpShare, ...]]:
+    if bf16:
+        compute, comm = layer_ops(model, replace(shape, fp8_recipe=None))
+        compute = bf16_layer_ops(compute)
+    else:
+        compute, comm = layer_ops(model, shape)
+    return tuple(compute), tuple(comm), op_sac_gemm_shares(model, moe)
+
+
 def _stage_graph(model: ModelSpec, strategy: Strategy, seq_length: int, stage: int) -> StageGraph:
     last = stage == strategy.pp - 1
     mtp = strategy.mtp_num_layers if last else 0
@@ -198,13 +226,7 @@ def _stage_graph(model: ModelSpec, strategy: Strategy, seq_length: int, stage: i
         if count == 0:
             continue
         shape = layer_shape(model, strategy, seq_length, moe)
-        if bf16:
-            compute, comm = layer_ops(model, replace(shape, fp8_recipe=None))
-            compute = bf16_layer_ops(compute)
-        else:
-            compute, comm = layer_ops(model, shape)
-        groups.append(LayerGroup(count, moe, tuple(compute), tuple(comm),
-                                 op_sac_gemm_shares(model, moe)))
+        groups.append(LayerGroup(count, moe, *_layer_parts(model, shape, moe, bf16)))
     shape = layer_shape(model, strategy, seq_length, False)
     extra: list[ComputeOp] = []
     if stage == 0:

@@ -17,7 +17,7 @@ from perfcast.memory import activations as A
 from perfcast.memory.cuda_graphs import cuda_graph_static_bytes
 from perfcast.memory.inflight import inflight_layer_units
 from perfcast.memory.report import MemoryReport, StageMemory
-from perfcast.memory.states import state_bytes
+from perfcast.memory.states import StateBytes, state_bytes
 from perfcast.schedule.activation_offload import offloaded_layers
 from perfcast.specs.compat import (
     check_strategy_for_model,
@@ -127,7 +127,8 @@ def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_
                  num_micro_batches, overheads: MemoryOverheads,
                  layer_activations: tuple | None = None,
                  opts: A.ActivationOptions | None = None,
-                 buffers: LayerCommBuffers | None = None) -> StageMemory:
+                 buffers: LayerCommBuffers | None = None,
+                 states: StateBytes | None = None) -> StageMemory:
     """Peak bytes per GPU of pipeline stage ``params.stage``: states, stored activations of
     the in-flight micro-batches, embedding/loss buffers and calibrated allowances.
 
@@ -135,13 +136,14 @@ def stage_memory(model: ModelSpec, strategy: Strategy, params: StageParams, seq_
     numpy arrays (the bulk search); the result's fields are then arrays. ``layer_activations``
     passes a stage-mix's (per micro-batch, working set) bytes already computed for another stage,
     ``opts`` the strategy's ``activation_options`` already built for another stage,
-    ``buffers`` the per-layer communication buffers already computed for another stage.
+    ``buffers`` the per-layer communication buffers already computed for another stage,
+    ``states`` the ``state_bytes`` of another stage holding the same parameters.
     """
     stage, cal = params.stage, overheads
     s = seq_length / strategy.cp
     b = strategy.micro_batch_size
     opts = activation_options(model, strategy) if opts is None else opts
-    states = state_bytes(params, strategy)
+    states = state_bytes(params, strategy) if states is None else states
     per_mb, working = layer_activations or _stage_layer_activations(
         model, strategy, params.num_layers, params.num_moe_layers, s, b
     )
@@ -231,6 +233,8 @@ def estimate_memory(
     counts = count_params(model)
     m = num_micro_batches(workload, strategy)
     per_mix: dict[tuple[int, int], tuple] = {}  # stages with one layer mix share activations
+    per_params: dict[tuple, StateBytes] = {}  # and stages with equal parameters (but the
+    # stage index, which ``state_bytes`` does not read), their states
     opts = activation_options(model, strategy)
     buffers = LayerCommBuffers.of(model, strategy, workload.seq_length / strategy.cp,
                                   strategy.micro_batch_size)
@@ -242,8 +246,11 @@ def estimate_memory(
             per_mix[mix] = _stage_layer_activations(
                 model, strategy, *mix, workload.seq_length / strategy.cp,
                 strategy.micro_batch_size)
+        same = tuple(v for k, v in vars(params).items() if k != "stage")
+        if same not in per_params:
+            per_params[same] = state_bytes(params, strategy)
         return stage_memory(model, strategy, params, workload.seq_length, m, cal, per_mix[mix],
-                            opts, buffers)
+                            opts, buffers, per_params[same])
 
     stages = tuple(one_stage(stage) for stage in range(strategy.pp))
     if strategy.schedule == "dualpipe":

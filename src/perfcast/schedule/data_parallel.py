@@ -77,7 +77,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfcast.arrays import Floats
+from perfcast.arrays import Floats, all_scalars
 from perfcast.calibration.comm_overlap import CommOverlapCalibration
 from perfcast.calibration.host_launch import HostLaunchCalibration, load_host_launch
 from perfcast.graph.fp8_casts import gathered_weight_bytes_per_param, scope_converts
@@ -173,9 +173,13 @@ def zero3_host_s_per_collective(strategy: Strategy, host_s_per_op: float):
 
 def _time(name, collective, group, size_bytes, system, strategy):
     """Seconds of one collective of ``size_bytes``; 0 when there are no bytes to move (the
-    expert group of a dense model)."""
+    expert group of a dense model). Array-friendly; a scalar size skips numpy's ``where``
+    (same value, as a numpy float)."""
     op = CommOp(name, Phase.BACKWARD_WGRAD, group, collective, size_bytes)
-    return np.where(np.greater(size_bytes, 0), comm_op_time_s(op, system, strategy), 0.0)[()]
+    seconds = comm_op_time_s(op, system, strategy)
+    if all_scalars(size_bytes, seconds):
+        return np.float64(seconds if size_bytes > 0 else 0.0)
+    return np.where(np.greater(size_bytes, 0), seconds, 0.0)[()]
 
 
 def data_parallel_time(params: StageParams, times: StageTime, system: SystemSpec,

@@ -26,7 +26,6 @@ from perfcast.graph.ops import (
 )
 from perfcast.kernels.backend import KernelBackend
 from perfcast.kernels.scaled_gemm import scaled_gemm_time_ratio
-from perfcast.kernels.unfused_attention import unfused_attention_time_s
 from perfcast.specs.hardware import Precision, SystemSpec
 from perfcast.specs.strategy import Strategy
 
@@ -44,7 +43,9 @@ def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
     if isinstance(op, AttentionOp):
         precision = attention_precision(strategy)
         backward = op.phase.value != "forward"
-        if not op.fused:
+        if not op.fused:  # eager attention only (imported on first use)
+            from perfcast.kernels.unfused_attention import unfused_attention_time_s
+
             return op.count * unfused_attention_time_s(
                 backend, gpu, op.batch, op.heads, op.seq_q, op.seq_kv, op.head_dim_qk,
                 op.head_dim_v, backward, precision, op.dropout)

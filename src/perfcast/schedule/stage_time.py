@@ -495,9 +495,28 @@ def assemble_stage_time(layers, extra: ExtraTime, strategy: Strategy) -> StageTi
 
 def stage_time(graph: StageGraph, system: SystemSpec, strategy: Strategy,
                backend: KernelBackend, overlap: CommOverlapCalibration | None = None,
-               host: HostLaunchCalibration | None = None) -> StageTime:
-    """Seconds of ``graph`` for one micro-batch on one GPU, by part."""
-    layers = [(group.count, layer_time(group, system, strategy, backend, overlap, host))
-              for group in graph.layers]
+               host: HostLaunchCalibration | None = None,
+               layer_memo: dict | None = None) -> StageTime:
+    """Seconds of ``graph`` for one micro-batch on one GPU, by part.
+
+    ``layer_memo`` (a dict the caller keeps for one system, strategy, backend and calibration,
+    e.g. over the stages of one forecast) shares the ``layer_time`` of layer groups holding the
+    same op tuples (``graph.stage`` builds one set per kind of layer) between stages: a layer's
+    time does not depend on how many such layers the stage holds (``LayerGroup.count``), so
+    the pipeline's stages time each kind of layer once. Keyed by identity (hashing the ops
+    would cost as much as timing them); each entry keeps its tuples alive and is checked
+    against them, so a reused ``id`` never matches another layer."""
+    layers = []
+    for group in graph.layers:
+        parts = (group.moe, group.compute, group.comm, group.op_sac_shares)
+        key = tuple(map(id, parts))
+        hit = None if layer_memo is None else layer_memo.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], parts, strict=True)):
+            seconds = hit[1]
+        else:
+            seconds = layer_time(group, system, strategy, backend, overlap, host)
+            if layer_memo is not None:
+                layer_memo[key] = (parts, seconds)
+        layers.append((group.count, seconds))
     return assemble_stage_time(layers, extra_time(graph.extra_compute, system, strategy, backend),
                                strategy)
