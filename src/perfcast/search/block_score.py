@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfcast.search.block_stream import SLICE_STRATEGIES, score_in_slices
 from perfcast.search.bulk import BulkEvaluator
 from perfcast.search.rank import Objective, objective_score, pareto_front, top_k
 from perfcast.search.recompute_fit import (
@@ -96,12 +97,16 @@ class BlockScorer:
     top: int
     fit_min_counts: int = FIT_MIN_COUNTS
     fit_min_rows: int = FIT_MIN_ROWS
+    slice_strategies: int = SLICE_STRATEGIES
+    """Strategies per evaluated slice of a large block (``search.block_stream``)."""
 
     def __call__(self, index: int, block: StrategyBlock) -> BlockSummary:
         if (has_recompute_axis(block) and block.recompute_num_layers.size >= self.fit_min_counts
                 and len(block) >= self.fit_min_rows):
-            return self.fewest_recomputed(index, block)
-        return self.every_row(index, block)
+            path = self.fewest_recomputed
+        else:
+            path = self.every_row
+        return score_in_slices(index, block, path, self.top, self.slice_strategies)
 
     def every_row(self, index: int, block: StrategyBlock) -> BlockSummary:
         """The summary of ``block`` from the step time and memory of each of its rows."""

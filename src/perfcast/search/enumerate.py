@@ -31,6 +31,7 @@ smaller here.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -49,10 +50,10 @@ from perfcast.search.recompute_sets import (
     module_set_text,
     recompute_module_sets,
 )
+from perfcast.search.row_table import LayerKeyIndex, RowTable, micro_batches, select_rows
 from perfcast.search.space import (
     CUDA_GRAPH_SCOPES,
     DISPATCHERS,
-    LayerKey,
     SearchConstraints,
     StrategyBlock,
     StrategySpace,
@@ -199,7 +200,7 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
     categorical = list(itertools.product(
         c.allowed("recompute", c.recompute), shardings, precisions, sp_modes))
 
-    layer_keys: dict[LayerKey, int] = {}
+    layer_keys = LayerKeyIndex()
     blocks: list[StrategyBlock] = []
     valid_layouts = 0
     for pp in pps:
@@ -229,42 +230,36 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
         max_layers = max(layers_per_stage(model.num_hidden_layers, pp))
         schedules = [(name, vs) for name, vs in rules.pipeline_schedules(pp, vpp_ok)
                      if c.allows("schedule", name)]
-        tables = {sp: _RowTable.build(rows, sp, overlaps[sp], moe_options, precisions,
+        tables = {sp: RowTable.build(rows, sp, overlaps[sp], moe_options, precisions,
                                       scope_codes, pp, n, workload, layer_keys)
                   for sp in sp_modes}
+        selected = functools.cache(functools.partial(select_rows, tables))
         for (schedule, vs), (recompute, sharding, prec, sp), modules in (
                 (a, b, m) for a, b in itertools.product(schedules, categorical)
                 for m in module_sets(b[0], b[2][0], b[2][1])):
-            t = tables[sp]
             offload = c.allowed("offload", rules.offload_layers(max_layers, pp, recompute))
-            mask = t.interleaves.copy() if schedule == "interleaved" else np.ones(len(t), bool)
-            if sharding != "none":
-                mask &= t.has_dp
             # No EP overlap with full recompute nor with 'moe' recomputed (MLM:TC L3002-3046)
-            if recompute == "full" or any("moe" in m for m in modules):
-                mask &= ~t.ep_overlap.ravel()
-            if not vs or not offload or not scopes or not mask.any():
+            rows_of = selected(sp, schedule == "interleaved", sharding != "none",
+                               recompute == "full" or any("moe" in m for m in modules))
+            if not vs or not offload or not scopes or rows_of is None:
                 continue
             blocks.append(StrategyBlock(
                 num_gpus=n, pp=pp, schedule=schedule, recompute=recompute, sharding=sharding,
-                precision=prec[0], sequence_parallel=sp, tp_comm_overlap=t.overlap[mask],
-                ep_overlap=t.ep_overlap[mask], dispatcher=t.dispatcher[mask],
-                tp=t.tp[mask], cp=t.cp[mask], ep=t.ep[mask], etp=t.etp[mask],
-                micro_batch_size=t.mbs[mask], layer_key=t.keys[prec][mask],
-                cp_comm=t.cp_comm[mask], cp_a2a=t.cp_a2a[mask], tp2d_rows=t.tp2d_rows[mask],
+                precision=prec[0], sequence_parallel=sp, layer_key=rows_of.keys[prec],
+                **rows_of.sizes,
                 vpp=np.array(vs, dtype=np.int64).reshape(1, -1, 1),
                 recompute_num_layers=np.array(
                     _recompute_layers(recompute, max_layers), dtype=np.int64).reshape(1, 1, -1),
                 grad_reduce_dtype=options.grad_reduce_dtype,
                 flash_attention=options.flash_attention, fp8_recipe=prec[1],
-                cuda_graphs=t.graphs[mask], cpu_offload_activation_layers=np.array(
+                cpu_offload_activation_layers=np.array(
                     offload, dtype=np.int64).reshape(1, 1, -1),
                 options=block_options(options, recompute, modules[0] if modules else None,
                                       prec[2]),
                 module_sets=modules, module_set=np.arange(max(len(modules), 1),
                                                           dtype=np.int64).reshape(1, 1, -1),
             ))
-    return StrategySpace(num_gpus=n, blocks=tuple(blocks), layer_keys=tuple(layer_keys),
+    return StrategySpace(num_gpus=n, blocks=tuple(blocks), layer_keys=tuple(layer_keys.keys),
                          invalid=raw - valid_layouts, options=options)
 
 
@@ -321,88 +316,14 @@ def _moe_options(c: SearchConstraints, rules: LayoutRules, options: Strategy) ->
         without_ep=_no_moe_options(c, options).without_ep)
 
 
-def _micro_batches(workload: Workload, mbs, dp):
-    return workload.global_batch_size // (mbs * dp)
-
-
 def _count_layouts(rows, vpp_ok, pp: int, n: int, workload: Workload) -> int:
     """Valid (row, vpp) layouts: every row with vpp 1, interleaved ones where the
     micro-batches per step are a multiple of pp."""
     table = np.array(rows, dtype=np.int64)
     dp = n // (table[:, 0] * pp * table[:, 1])
-    interleaves = interleaved_micro_batches_ok(_micro_batches(workload, table[:, 4], dp), pp)
+    interleaves = interleaved_micro_batches_ok(micro_batches(workload, table[:, 4], dp), pp)
     num_interleaved = sum(v > 1 for v in vpp_ok)
     return len(rows) * (len(vpp_ok) - num_interleaved) + int(interleaves.sum()) * num_interleaved
-
-
-@dataclass(frozen=True)
-class _RowTable:
-    """Size rows (tp, cp, ep, etp, micro-batch, CP exchange code, 2D TP rows, CP all-to-all
-    ranks) of one pp and one
-    sequence-parallel mode, each repeated per TP comm overlap setting, per MoE option
-    (dispatcher, EP overlap) and per CUDA-graph scope, as (rows, 1, 1) arrays, with their
-    layer keys."""
-
-    tp: np.ndarray
-    cp: np.ndarray
-    ep: np.ndarray
-    etp: np.ndarray
-    mbs: np.ndarray
-    cp_comm: np.ndarray
-    tp2d_rows: np.ndarray
-    cp_a2a: np.ndarray
-    overlap: np.ndarray
-    dispatcher: np.ndarray
-    ep_overlap: np.ndarray
-    graphs: np.ndarray
-    """CUDA-graph scope per row, an index into ``CUDA_GRAPH_SCOPES``."""
-    keys: dict[tuple[str, str], np.ndarray]
-    """(precision, FP8 recipe, FP8 GEMM scope) -> layer key index per row."""
-    interleaves: np.ndarray
-    has_dp: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.interleaves)
-
-    @classmethod
-    def build(cls, rows, sp: bool, overlaps, moe: MoeOptions, precisions, scopes, pp: int,
-              n: int, workload: Workload, layer_keys: dict[LayerKey, int]) -> _RowTable:
-        # 2D TP rows (row[6] > 1) need sequence parallelism and run without TP overlap.
-        chosen = [(*row, int(o), d, int(eo), g) for row in rows if row[0] > 1 or not sp
-                  if row[6] == 1 or sp for o in overlaps if row[6] == 1 or not o
-                  for d, eo in moe.of(row[2]) for g in scopes]
-        table = np.array(chosen, dtype=np.int64).reshape(-1, 12)
-        (tp, cp, ep, etp, mbs, cp_comm, tp2d_rows, cp_a2a, overlap, dispatcher, ep_overlap,
-         graphs) = (table[:, i].reshape(-1, 1, 1) for i in range(12))
-        dp = n // (tp * pp * cp)
-        keys = {prec: np.array([layer_keys.setdefault(_layer_key(row, sp, *prec), len(layer_keys))
-                                for row in chosen], dtype=np.int64).reshape(-1, 1, 1)
-                for prec in precisions}
-        return cls(tp=tp, cp=cp, ep=ep, etp=etp, mbs=mbs, cp_comm=cp_comm, tp2d_rows=tp2d_rows,
-                   cp_a2a=cp_a2a, overlap=overlap.astype(bool),
-                   dispatcher=dispatcher, ep_overlap=ep_overlap.astype(bool), graphs=graphs,
-                   keys=keys,
-                   interleaves=interleaved_micro_batches_ok(
-                       _micro_batches(workload, mbs, dp), pp).ravel(),
-                   has_dp=((dp * cp > 1) | ((tp * cp * dp) // (ep * etp) > 1)).ravel())
-
-
-
-def _layer_key(row: tuple[int, ...], sp: bool, precision: str, fp8_recipe: str,
-               fp8_gemm_scope: str = "all") -> LayerKey:
-    """The ``LayerKey`` of a ``_RowTable`` row (tp, cp, ep, etp, micro-batch, CP exchange code,
-    2D TP rows, CP all-to-all ranks, TP overlap, dispatcher index, EP overlap, CUDA-graph scope
-    code) under ``precision``, ``fp8_recipe`` and ``fp8_gemm_scope``."""
-    (tp, cp, ep, etp, mbs, cp_comm, tp2d_rows, cp_a2a, overlap, dispatcher, ep_overlap,
-     graphs) = (int(v) for v in row)
-    hierarchical = CP_COMM_TYPES[cp_comm] == "a2a+p2p" and cp > 1
-    return LayerKey(tp=tp, cp=cp, ep=ep, etp=etp, micro_batch_size=mbs, sequence_parallel=sp,
-                    precision=precision, tp_comm_overlap=bool(overlap), fp8_recipe=fp8_recipe,
-                    moe_token_dispatcher=DISPATCHERS[dispatcher], ep_overlap=bool(ep_overlap),
-                    cp_comm_type=CP_COMM_TYPES[cp_comm],
-                    hierarchical_cp_a2a_size=cp_a2a if hierarchical else None,
-                    tp2d_rows=tp2d_rows, cuda_graphs=CUDA_GRAPH_SCOPES[graphs],
-                    fp8_gemm_scope=fp8_gemm_scope)
 
 
 def default_rules() -> LayoutRules:

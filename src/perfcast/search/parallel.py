@@ -128,10 +128,12 @@ def parallel_layer_tables(model, system, space, seq_length: int, backend, calibr
                           jobs: int = 1):
     """``bulk.layer_tables`` with the layer keys spread over ``jobs`` processes (same
     arguments; the per-key times do not depend on which process computes them)."""
-    from perfcast.search.bulk import layer_rows, stack_layer_rows
+    from perfcast.search.bulk import concat_layer_tables, layer_rows, stack_layer_rows
 
     runs = contiguous_runs([1] * len(space.layer_keys), jobs * RUNS_PER_JOB)
-    parts = parallel_map(lambda r: layer_rows(model, system, space, seq_length, backend,
-                                              calibration, runs[r]),
+    # Each run's rows stacked as arrays where they are computed: a pipe carries arrays, not a
+    # million small dataclasses, and the stacking runs on every core.
+    parts = parallel_map(lambda r: stack_layer_rows([layer_rows(model, system, space, seq_length,
+                                                                backend, calibration, runs[r])]),
                          [len(run) for run in runs], jobs if len(runs) > 1 else 1)
-    return stack_layer_rows(parts)
+    return concat_layer_tables(parts)

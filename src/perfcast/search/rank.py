@@ -49,9 +49,44 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return idx[np.lexsort((idx, -scores[idx]))]
 
 
+PREFILTER_MIN_POINTS = 4096
+"""Fewest points whose Pareto front is taken after ``_unbeaten_by_sample`` drops the points a
+sample's front beats (a sort of n points costs ~n log n; the filter ~n log of the sample's
+front, a few dozen points)."""
+PREFILTER_SAMPLE = 1024
+"""Points of the evenly strided sample whose front filters the rest."""
+
+
 def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Indices of the points no other point beats in both ``x`` and ``y`` (both maximized),
-    by decreasing ``x``; of identical points only one is kept."""
+    by decreasing ``x``; of identical points only one is kept (the lowest index)."""
+    x, y = np.asarray(x), np.asarray(y)
+    if len(x) >= PREFILTER_MIN_POINTS and np.isfinite(x).all() and np.isfinite(y).all():
+        kept = _unbeaten_by_sample(x, y)
+        return kept[_pareto_front(x[kept], y[kept])]
+    return _pareto_front(x, y)
+
+
+def _unbeaten_by_sample(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices (ascending) of the points that no point of a sample's front beats: a point q
+    beats p where it comes first in ``_pareto_front``'s order with y_q >= y_p (x_q > x_p and
+    y_q >= y_p, or x_q >= x_p and y_q > y_p). Dropping beaten points leaves the front as it
+    was: a point beaten by a dropped point is beaten by the sample point that beat it (the
+    order is total), the sample's front points are never dropped (along a front y rises
+    strictly as x falls), and the kept points keep their relative order (ties: lowest index
+    first)."""
+    sample = np.arange(0, len(x), max(len(x) // PREFILTER_SAMPLE, 1))
+    front = sample[_pareto_front(x[sample], y[sample])]  # by decreasing x, increasing y
+    neg_x = -x[front]
+    best_y = np.concatenate(([-np.inf], y[front]))  # best y of the first k front points
+    ahead = np.searchsorted(neg_x, -x, side="left")  # front points with x_q > x_p
+    level = np.searchsorted(neg_x, -x, side="right")  # front points with x_q >= x_p
+    beaten = (best_y[ahead] >= y) | (best_y[level] > y)
+    return np.flatnonzero(~beaten)
+
+
+def _pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``pareto_front`` by one sort of every point."""
     order = np.lexsort((-y, -x))
     ys = y[order]
     best_before = np.concatenate(([-np.inf], np.maximum.accumulate(ys)[:-1]))
