@@ -81,16 +81,22 @@ def has_custom_split(strategy) -> bool:
 
 
 def _one_size(value) -> int:
-    """A pipeline size as an int: a Python or numpy integer, or a one-element array."""
-    return int(value.item()) if hasattr(value, "item") else int(value)
+    """A pipeline size as an int: a Python or numpy integer, or an array holding one value
+    (a search block's vpp, possibly broadcast over its rows)."""
+    if not hasattr(value, "ravel"):
+        return int(value)
+    values = set(value.ravel().tolist())
+    if len(values) != 1:
+        raise ValueError(f"a stated pipeline split needs one vpp; got {sorted(values)}")
+    return int(values.pop())
 
 
 def chunk_layer_counts(num_layers: int, strategy) -> list[int]:
     """Decoder layers of each virtual pipeline chunk, vpp-major (index = chunk·pp + rank);
     sum = ``num_layers``. Raises ``InputError`` for a layout Megatron-Core refuses.
 
-    ``strategy`` may be a search block (``search.space.StrategyBlock``) whose vpp is a
-    one-element array: the search gives each stated split a block of one vpp
+    ``strategy`` may be a search block (``search.space.StrategyBlock``) whose vpp is an
+    array of one value: the search gives each stated split a block of one vpp
     (``LayoutRules.split_groups``)."""
     pp, vpp = _one_size(strategy.pp), _one_size(strategy.vpp)
     chunks = pp * vpp
