@@ -105,7 +105,7 @@ def test_sliced_evaluation_with_parallel_tables_equals_estimate_training():
                                         tables=lambda *args: tables)
     rng = np.random.default_rng(18)
     rules = default_rules()
-    checked = 0
+    checked = split_checked = 0
     for block in space.blocks:
         bounds = slice_bounds(block, 64)
         per_row = len(block) // row_count(block)
@@ -114,13 +114,13 @@ def test_sliced_evaluation_with_parallel_tables_equals_estimate_training():
         for i in rng.choice(len(metrics.step_time_s), size=min(2, len(metrics.step_time_s)),
                             replace=False):
             strategy = block.strategy(a * per_row + int(i))
-            if any(rules.split_fields(model.num_hidden_layers, strategy.pp,
-                                      strategy.vpp).values()):
-                # embedding / loss counted as layers: the bulk scores the even split
-                # (pre-existing, not this path's; the search re-forecasts its best in full)
-                continue
+            # the block carries the split the framework needs (embedding / loss as layers)
+            split = rules.split_fields(model.num_hidden_layers, strategy.pp, strategy.vpp)
+            assert {k: getattr(strategy, k) for k in split} == split
+            split_checked += any(split.values())
             report = estimate_training(model, system, strategy, workload)
             assert metrics.step_time_s[i] == pytest.approx(report.step_time_s, rel=1e-9)
             assert metrics.memory_bytes[i] == pytest.approx(report.memory.peak_bytes, rel=1e-9)
             checked += 1
     assert checked >= 60 and any(len(b.module_sets) > 1 for b in space.blocks)
+    assert split_checked  # strategies with embedding / loss counted as layers are covered

@@ -243,22 +243,22 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                                recompute == "full" or any("moe" in m for m in modules))
             if not vs or not offload or not scopes or rows_of is None:
                 continue
-            blocks.append(StrategyBlock(
+            shared = block_options(options, recompute, modules[0] if modules else None, prec[2])
+            blocks.extend(StrategyBlock(
                 num_gpus=n, pp=pp, schedule=schedule, recompute=recompute, sharding=sharding,
                 precision=prec[0], sequence_parallel=sp, layer_key=rows_of.keys[prec],
                 **rows_of.sizes,
-                vpp=np.array(vs, dtype=np.int64).reshape(1, -1, 1),
+                vpp=np.array(group, dtype=np.int64).reshape(1, -1, 1),
                 recompute_num_layers=np.array(
                     _recompute_layers(recompute, max_layers), dtype=np.int64).reshape(1, 1, -1),
                 grad_reduce_dtype=options.grad_reduce_dtype,
                 flash_attention=options.flash_attention, fp8_recipe=prec[1],
                 cpu_offload_activation_layers=np.array(
                     offload, dtype=np.int64).reshape(1, 1, -1),
-                options=block_options(options, recompute, modules[0] if modules else None,
-                                      prec[2]),
+                options=with_split(shared, split),
                 module_sets=modules, module_set=np.arange(max(len(modules), 1),
                                                           dtype=np.int64).reshape(1, 1, -1),
-            ))
+            ) for split, group in rules.split_groups(model.num_hidden_layers, pp, vs))
     return StrategySpace(num_gpus=n, blocks=tuple(blocks), layer_keys=tuple(layer_keys.keys),
                          invalid=raw - valid_layouts, options=options)
 
@@ -292,6 +292,14 @@ def block_options(options: Strategy, recompute: str, modules: tuple[str, ...] | 
     elif options.recompute == "selective":
         update |= {"recompute": "none",
                    "recompute_modules": Strategy.model_fields["recompute_modules"].default}
+    return options.model_copy(update=update) if update else options
+
+
+def with_split(options: Strategy, split: dict[str, bool | str | None]) -> Strategy:
+    """``options`` with the pipeline-split fields of a block's vpps
+    (``LayoutRules.split_groups``), so the bulk score and ``StrategyBlock.strategy`` run the
+    split the framework needs, as the full forecast of the best does (``search.run``)."""
+    update = {k: v for k, v in split.items() if getattr(options, k) != v}
     return options.model_copy(update=update) if update else options
 
 

@@ -254,6 +254,27 @@ class LayoutRules:
                 "account_for_loss_in_pipeline_split": "--account-for-loss-in-pipeline-split" in flags,
                 "pipeline_layout": layout}
 
+    def split_groups(self, num_layers: int, pp: int, vpps: list[int]
+                     ) -> list[tuple[dict[str, bool | str | None], list[int]]]:
+        """``vpps`` grouped by the ``Strategy`` fields of their split (``split_fields``), in
+        ``vpps`` order: the vpps of the default split share one group; a vpp whose split is
+        stated (embedding/loss as layers, a layout string) is a group of its own, since its
+        chunks' layer counts (``specs.pipeline_layout.chunk_layer_counts``) depend on vpp.
+        The search builds one block per group, so the bulk score evaluates the split the
+        full forecast runs."""
+        groups: list[tuple[dict[str, bool | str | None], list[int]]] = []
+        default: list[int] = []
+        for vpp in vpps:
+            fields = self.split_fields(num_layers, pp, vpp)
+            if any(fields.values()):
+                groups.append((fields, [vpp]))
+            elif not default:
+                default.append(vpp)
+                groups.append((fields, default))
+            else:
+                default.append(vpp)
+        return groups
+
     def split_flags(self, num_layers: int, pp: int, vpp: int) -> tuple[str, ...]:
         """Framework flags the layout needs for its split (empty for an even split)."""
         split = self.pipeline_split(num_layers, pp, vpp)

@@ -139,10 +139,9 @@ def search_strategies(
         pareto = []
 
     def candidate(b: int, i: int) -> SearchCandidate:
+        # The block's options carry the split the framework needs (embedding/loss as layers,
+        # a layout string: ``LayoutRules.split_groups``), as the bulk score ran it.
         strategy = space.blocks[b].strategy(int(i))
-        # The re-scored forecast runs the split the framework needs (embedding/loss as layers).
-        strategy = Strategy.model_validate({**strategy.model_dump(), **rules.split_fields(
-            model.num_hidden_layers, strategy.pp, strategy.vpp)})
         report = estimate_training(model, system, strategy, workload,
                                    kernel_backend=kernel_backend, calibration=calibration)
         t = float(time_to_train_s(token_budget, report.tokens_per_s_per_gpu, num_gpus))

@@ -341,11 +341,12 @@ class StrategySpace:
 
 def _variants(blocks, kept, layouts) -> int:
     """Rows of ``blocks`` beyond one per layout, over groups of blocks that agree in every
-    scalar choice and in ``kept(block)`` (the choices other than the one counted);
-    ``layouts(block)`` is the number of layouts of a block (the group's largest counts)."""
+    scalar choice, in their vpps (a stated split's vpp has a block of its own) and in
+    ``kept(block)`` (the choices other than the one counted); ``layouts(block)`` is the number
+    of layouts of a block (the group's largest counts)."""
     groups: dict[tuple, list[tuple[int, int]]] = {}
     for b in blocks:
-        key = (b.pp, b.schedule, b.recompute, b.sharding, b.precision, b.fp8_recipe,
-               b.sequence_parallel, *kept(b))
+        key = (b.pp, b.schedule, tuple(b.vpp.ravel().tolist()), b.recompute, b.sharding,
+               b.precision, b.fp8_recipe, b.sequence_parallel, *kept(b))
         groups.setdefault(key, []).append((len(b), layouts(b)))
     return sum(sum(n for n, _ in sizes) - max(k for _, k in sizes) for sizes in groups.values())

@@ -80,10 +80,25 @@ def has_custom_split(strategy) -> bool:
             or bool(getattr(strategy, "account_for_loss_in_pipeline_split", False)))
 
 
+def _one_size(value) -> int:
+    """A pipeline size as an int: a Python or numpy integer, or an array holding one value
+    (a search block's vpp, possibly broadcast over its rows)."""
+    if not hasattr(value, "ravel"):
+        return int(value)
+    values = set(value.ravel().tolist())
+    if len(values) != 1:
+        raise ValueError(f"a stated pipeline split needs one vpp; got {sorted(values)}")
+    return int(values.pop())
+
+
 def chunk_layer_counts(num_layers: int, strategy) -> list[int]:
     """Decoder layers of each virtual pipeline chunk, vpp-major (index = chunk·pp + rank);
-    sum = ``num_layers``. Raises ``InputError`` for a layout Megatron-Core refuses."""
-    pp, vpp = strategy.pp, strategy.vpp
+    sum = ``num_layers``. Raises ``InputError`` for a layout Megatron-Core refuses.
+
+    ``strategy`` may be a search block (``search.space.StrategyBlock``) whose vpp is an
+    array of one value: the search gives each stated split a block of one vpp
+    (``LayoutRules.split_groups``)."""
+    pp, vpp = _one_size(strategy.pp), _one_size(strategy.vpp)
     chunks = pp * vpp
     if strategy.pipeline_layout is not None:
         segments = parse_pipeline_layout(strategy.pipeline_layout)
