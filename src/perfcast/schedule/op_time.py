@@ -26,6 +26,7 @@ from perfcast.graph.ops import (
 )
 from perfcast.kernels.backend import KernelBackend
 from perfcast.kernels.scaled_gemm import scaled_gemm_time_ratio
+from perfcast.memo import PerObjectMemo
 from perfcast.specs.hardware import Precision, SystemSpec
 from perfcast.specs.strategy import Strategy
 
@@ -126,13 +127,17 @@ def _group_table(order, tp, cp, dp, pp, etp, ep, edp, cp_a2a=1,
     }
 
 
-@lru_cache(maxsize=8192)
-def _collective_s(kind: str, size_bytes: float, system: SystemSpec, size: int, stride: int,
-                  algorithm: str | None) -> float:
-    """One collective's seconds (scalar, memoized: a step repeats the same few collectives)."""
+def _system_collective_s(system: SystemSpec, kind: str, size_bytes: float, size: int,
+                         stride: int, algorithm: str | None) -> float:
+    """One collective's seconds on ``system`` (scalar)."""
     from perfcast.comm import group_collective_time_s
 
     return float(group_collective_time_s(kind, size_bytes, system, size, stride, algorithm))
+
+
+_collective_memo = PerObjectMemo(_system_collective_s, maxsize=8192)
+"""Scalar collectives memoized per system (a step repeats the same few), the system found by
+identity before equality (``perfcast.memo``)."""
 
 
 def _dispatch_bytes(op: CommOp, system: SystemSpec, size, stride):
@@ -161,8 +166,8 @@ def comm_op_time_s(op: CommOp, system: SystemSpec, strategy: Strategy):
     if all_scalars(size, stride, size_bytes):
         if size <= 1:
             return 0.0
-        return op.count * _collective_s(op.collective.value, float(size_bytes), system,
-                                        int(size), int(stride), op.algorithm)
+        return op.count * _collective_memo(system)(op.collective.value, float(size_bytes),
+                                                   int(size), int(stride), op.algorithm)
     from perfcast.comm import group_collective_time_s
 
     return op.count * group_collective_time_s(op.collective.value, size_bytes, system, size,

@@ -1,0 +1,66 @@
+"""PerObjectMemo (perfcast.memo): identity fast path, equality fallback, same values as the
+unmemoized function; the backend and collective memos built on it return identical times."""
+
+from __future__ import annotations
+
+from perfcast import memo as memo_module
+from perfcast.catalog.systems import load_system
+from perfcast.kernels.analytical import AnalyticalBackend
+from perfcast.memo import PerObjectMemo
+from perfcast.schedule import op_time
+
+
+def test_memo_per_object_identity_and_equality():
+    calls = []
+
+    def power(base: tuple, exponent: int) -> int:
+        calls.append((base, exponent))
+        return sum(base) ** exponent
+
+    memo = PerObjectMemo(power, maxsize=16)
+    a, b = (1, 2), (1, 2)  # equal, built separately
+    assert memo(a)(3) == 27 and memo(a)(3) == 27
+    assert memo(a) is memo(b)  # an equal object finds the same table
+    assert memo(b)(3) == 27 and len(calls) == 1
+    assert memo((2, 2))(2) == 16 and memo(a)(2) == 9  # distinct objects, distinct tables
+    assert len(calls) == 3
+    memo.cache_clear()
+    assert memo(a)(3) == 27 and len(calls) == 4
+
+
+def test_memo_drops_tables_past_the_bound(monkeypatch):
+    monkeypatch.setattr(memo_module, "MAX_OBJECTS", 2)
+    memo = PerObjectMemo(lambda x, y: x * y, maxsize=4)
+    for x in range(5):
+        assert memo(x)(3) == 3 * x
+    assert len(memo._tables) <= 2
+    assert memo(1)(7) == 7
+
+
+def test_backend_memo_matches_unmemoized_formula():
+    system = load_system("dgx-h100", num_gpus=8)
+    gpu = system.gpu
+    backend = AnalyticalBackend()
+    shapes = [(4096.0, 4096.0, 4096.0, 1.0), (8192.0, 1024.0, 7168.0, 8.0), (1.0, 2.0, 3.0, 1.0)]
+    for m, n, k, batch in shapes:
+        for grouped in (False, True):
+            expected = backend._gemm_time_s(gpu, m, n, k, batch, "bf16", grouped)
+            assert backend.gemm_time_s(gpu, m, n, k, batch, "bf16", grouped=grouped) == expected
+            copy = gpu.model_copy()  # equal, not identical: same table, same value
+            assert backend.gemm_time_s(copy, m, n, k, batch, "bf16", grouped=grouped) == expected
+    faster = gpu.model_copy(update={"hbm_bandwidth_Bps": gpu.hbm_bandwidth_Bps * 2})
+    assert backend.memory_bound_time_s(faster, 1e9) < backend.memory_bound_time_s(gpu, 1e9)
+    assert backend.memory_bound_time_s(gpu, 1e9) == backend._memory_bound_time_s(gpu, 1e9)
+
+
+def test_collective_memo_matches_unmemoized_formula():
+    system = load_system("dgx-h100", num_gpus=64)
+    other = load_system("dgx-a100", num_gpus=64)
+    for sys_spec in (system, other, system):
+        for size, stride in ((8, 1), (8, 8), (64, 1)):
+            memoized = op_time._collective_memo(sys_spec)("all_reduce", 2.0**26, size, stride,
+                                                          None)
+            assert memoized == op_time._system_collective_s(sys_spec, "all_reduce", 2.0**26,
+                                                            size, stride, None)
+    assert (op_time._collective_memo(system)("all_reduce", 2.0**26, 64, 1, None)
+            != op_time._collective_memo(other)("all_reduce", 2.0**26, 64, 1, None))
