@@ -64,3 +64,20 @@ def test_collective_memo_matches_unmemoized_formula():
                                                             size, stride, None)
     assert (op_time._collective_memo(system)("all_reduce", 2.0**26, 64, 1, None)
             != op_time._collective_memo(other)("all_reduce", 2.0**26, 64, 1, None))
+
+
+def test_group_sizes_follow_the_strategy_object():
+    from perfcast.graph.ops import Group
+    from perfcast.specs import Strategy
+
+    first = Strategy(num_gpus=1024, tp=2, pp=8, ep=64)
+    second = Strategy(num_gpus=1024, tp=8, pp=4, ep=8, placement_order="tp-cp-dp-ep-pp")
+    for strategy in (first, first, second, first, second, second):
+        expected = op_time._group_table(
+            strategy.placement_order, strategy.tp, strategy.cp, strategy.dp, strategy.pp,
+            strategy.expert_tp, strategy.ep, strategy.expert_dp, strategy.cp_a2a_size,
+            strategy.tp2d_rows)
+        for group in (Group.TP, Group.DP, Group.EP, Group.EDP, Group.PP):
+            assert op_time.group_size_and_stride(group, strategy) == expected[group]
+    assert op_time.group_size_and_stride(Group.TP, first) == (2, 1)
+    assert op_time.group_size_and_stride(Group.TP, second) == (8, 1)

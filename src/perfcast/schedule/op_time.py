@@ -85,12 +85,23 @@ def attention_precision(strategy: Strategy) -> Precision:
 def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:
     """Size of ``group`` and the rank distance between its members (placement order).
     Array-friendly; scalar strategies take a memoized path (a step asks for the same few)."""
+    global _last_groups
+    last_strategy, last_table = _last_groups
+    if last_strategy is strategy:  # the same frozen strategy as the previous call
+        return last_table[group]
     sizes = (strategy.placement_order, strategy.tp, strategy.cp, strategy.dp, strategy.pp,
              strategy.expert_tp, strategy.ep, strategy.expert_dp, strategy.cp_a2a_size,
              getattr(strategy, "tp2d_rows", 1))
     if all_scalars(*sizes[1:]):
-        return _groups(*sizes)[group]
+        table = _groups(*sizes)
+        _last_groups = (strategy, table)  # one tuple, replaced in one assignment
+        return table[group]
     return _group_table(*sizes)[group]
+
+
+_last_groups: tuple[object, dict] = (None, {})
+"""(strategy, its ``_groups`` table) of the last scalar ``group_size_and_stride`` call: a
+forecast asks for the groups of one strategy object ~30 times (identity, not hashing)."""
 
 
 @lru_cache(maxsize=4096)
