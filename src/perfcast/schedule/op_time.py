@@ -36,8 +36,11 @@ def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
     """Seconds for ``op`` (all its ``count`` repetitions) on one GPU."""
     gpu = system.gpu
     if isinstance(op, GemmOp):
-        precision = gemm_precision(op, strategy)
-        ratio = scaled_gemm_time_ratio(backend, strategy.fp8_recipe, precision)
+        if strategy.precision != "fp8":  # no GEMM in FP8/FP4: 16-bit, no scaling ratio
+            precision, ratio = attention_precision(strategy), 1.0
+        else:
+            precision = gemm_precision(op, strategy)
+            ratio = scaled_gemm_time_ratio(backend, strategy.fp8_recipe, precision)
         return ratio * op.count * backend.gemm_time_s(gpu, op.m, op.n, op.k, op.batch,
                                                       precision, gemm_pass=op.phase.value,
                                                       grouped=op.grouped_kernel)
