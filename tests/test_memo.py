@@ -81,3 +81,34 @@ def test_group_sizes_follow_the_strategy_object():
             assert op_time.group_size_and_stride(group, strategy) == expected[group]
     assert op_time.group_size_and_stride(Group.TP, first) == (2, 1)
     assert op_time.group_size_and_stride(Group.TP, second) == (8, 1)
+
+
+def test_last_pair_table_follows_identity():
+    from perfcast.memo import LastPairTable
+
+    pairs = LastPairTable()
+    a, b = [1], [1]  # equal, distinct objects
+    table = pairs.table(a, b)
+    table["x"] = 1
+    assert pairs.table(a, b) is table
+    assert pairs.table(b, a) == {}  # another pair starts empty
+    assert pairs.table(a, b) == {}  # and the old table is gone
+    assert pairs.table(None, None) is not pairs.table(None, None)  # None is never a key
+
+
+def test_stage_params_and_graphs_equal_the_equality_memo():
+    from perfcast.catalog.models import load_model
+    from perfcast.graph import param_sharding, stage
+    from perfcast.specs import Strategy
+
+    model = load_model("deepseek-v3")
+    first = Strategy(num_gpus=1024, tp=2, pp=8, ep=64)
+    second = Strategy(num_gpus=1024, tp=4, pp=4, ep=64)
+    for strategy in (first, second, first, first.model_copy(), second):
+        for s in range(strategy.pp):
+            assert (param_sharding.stage_params(model, strategy, s)
+                    == param_sharding._stage_params(model, strategy, s))
+            assert stage.stage_graph(model, strategy, 4096, s) == stage._stage_graph(
+                model, strategy, 4096, s)
+    assert (param_sharding.stage_params(model, first, 0)
+            != param_sharding.stage_params(model, second, 0))

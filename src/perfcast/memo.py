@@ -48,3 +48,26 @@ class PerObjectMemo:
         """Forget every table."""
         self._tables = {}
         self._last = (None, None)
+
+
+class LastPairTable:
+    """A dict of results for the (first, second) object pair of the previous call, found by
+    identity: a forecast asks a memo keyed on the same model and strategy objects dozens of
+    times, and hashing those pydantic specs costs more than the lookup saves. A new pair
+    starts an empty table (the caller's own memo, keyed by equality, fills it).
+
+    Thread-safe: the (first, second, table) triple is one tuple, replaced in one assignment;
+    a table holds values for its own pair only."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: tuple[object, object, dict[Any, Any]] = (None, None, {})
+
+    def table(self, first: object, second: object) -> dict[Any, Any]:
+        last_first, last_second, table = self._last
+        if last_first is first and last_second is second and first is not None:
+            return table
+        table = {}
+        self._last = (first, second, table)
+        return table
