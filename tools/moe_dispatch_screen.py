@@ -147,11 +147,11 @@ def variant(name: str, fake_gate_keys: frozenset[tuple]) -> Iterator[None]:
         elif name.startswith("rank dedup"):
             training.stage_graph = _stash_model(saved[0], fake_gate_keys)
             op_time._dispatch_bytes = _dedup_bytes(saved[1], "fake gate" in name)
-            op_time._collective_s.cache_clear()
+            op_time._collective_memo.cache_clear()
         yield
     finally:
         training.stage_graph, op_time._dispatch_bytes, fit_moe_routing.NO_PAIR_PRIOR = saved
-        op_time._collective_s.cache_clear()
+        op_time._collective_memo.cache_clear()
 
 
 def cv_table(data) -> tuple[dict[str, float], dict[str, float]]:

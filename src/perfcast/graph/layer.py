@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from perfcast.arrays import Floats
 from perfcast.graph.context_parallel import ContextParallelSplit, context_parallel_comm_ops
-from perfcast.graph.eager_elementwise import eager_elementwise_ops
 from perfcast.graph.fp8_casts import (
     DEEPSEEK_TILE,
     fp8_cast_ops,
@@ -37,7 +36,6 @@ from perfcast.graph.ops import (
     Phase,
 )
 from perfcast.graph.tensor_parallel_2d import tp2d_comm_ops
-from perfcast.graph.torch_context_parallel import torch_ring_comm_ops, torch_ring_memory_ops
 from perfcast.op_counts import fused_chain_bytes
 from perfcast.specs.dtypes import ACTIVATION_BYTES, BYTES_PER_ELEMENT
 from perfcast.specs.model import ModelSpec
@@ -357,7 +355,9 @@ def layer_comm_ops(model: ModelSpec, shape: LayerShape) -> list[Op]:
             else:
                 ops.append(CommOp("tp_all_reduce", phase, Group.TP, Collective.ALL_REDUCE,
                                   hidden_bytes, count=2))
-    if shape.cp_torch_ring:
+    if shape.cp_torch_ring:  # PyTorch's ring (imported on first use, like the eager ops)
+        from perfcast.graph.torch_context_parallel import torch_ring_comm_ops
+
         ops += torch_ring_comm_ops(model, T, shape.tp, shape.cp)
     else:
         ops += context_parallel_comm_ops(model, T, shape.tp, shape.cp_split)
@@ -423,7 +423,9 @@ def layer_ops(model: ModelSpec, shape: LayerShape) -> tuple[list[ComputeOp], lis
     with the FP8 cast/scale kernels of the strategy's recipe (``graph.fp8_casts``)."""
     forward = (attention_forward_ops(model, shape) + mlp_forward_ops(model, shape)
                + layer_memory_bound_ops(model, shape))
-    if shape.eager_elementwise:
+    if shape.eager_elementwise:  # eager PyTorch only (imported on first use)
+        from perfcast.graph.eager_elementwise import eager_elementwise_ops
+
         norm_tokens = shape.tokens / shape.tp if shape.sequence_parallel else shape.tokens
         forward += eager_elementwise_ops(model, shape.tokens, norm_tokens, shape.tp, shape.moe)
     forward = scoped_fp8_ops(forward, shape.fp8_gemm_scope)
@@ -431,6 +433,8 @@ def layer_ops(model: ModelSpec, shape: LayerShape) -> tuple[list[ComputeOp], lis
                          tp_gather=shape.tp if shape.fp8_tp_gather else 1)
     compute = [op for op in forward + backward_ops(forward) + casts if not isinstance(op, CommOp)]
     if shape.cp_torch_ring:
+        from perfcast.graph.torch_context_parallel import torch_ring_memory_ops
+
         compute += torch_ring_memory_ops(model, shape.tokens, shape.tp, shape.cp)
     comm = [op for op in layer_comm_ops(model, shape) if isinstance(op, CommOp)]
     return compute, comm

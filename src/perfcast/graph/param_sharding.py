@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from perfcast.graph import params as P
 from perfcast.graph import weight_tensors as W
+from perfcast.memo import LastPairTable
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.pipeline_layout import (
     even_stage_counts,
@@ -122,8 +123,16 @@ def stage_params(model: ModelSpec, strategy: Strategy, stage: int) -> StageParam
     estimator asks for the same stage from the memory and the time paths); the bulk search's
     array-valued strategy blocks are computed each time."""
     if type(strategy) is Strategy:
-        return _stage_params_memo(model, strategy, stage)
+        table = _last_pair.table(model, strategy)  # same objects as the last call: no hashing
+        hit = table.get(stage)
+        if hit is None:
+            hit = table[stage] = _stage_params_memo(model, strategy, stage)
+        return hit
     return _stage_params(model, strategy, stage)
+
+
+_last_pair = LastPairTable()
+"""``stage_params`` of the last (model, strategy) objects asked, by stage."""
 
 
 @lru_cache(maxsize=4096)

@@ -20,6 +20,7 @@ from perfcast.graph.op_sac import OpShare, op_sac_gemm_shares
 from perfcast.graph.ops import CommOp, ComputeOp, GemmOp, MemoryOp, Phase
 from perfcast.graph.param_sharding import is_moe_layer, strategy_stage_layers
 from perfcast.graph.params import allocated_vocab_size
+from perfcast.memo import LastPairTable
 from perfcast.specs.model import ModelSpec
 from perfcast.specs.strategy import Strategy
 
@@ -152,8 +153,17 @@ def stage_graph(model: ModelSpec, strategy: Strategy, seq_length: int, stage: in
     Memoized for a frozen ``Strategy`` and an integer sequence length: the graph is a pure,
     immutable function of them (frozen dataclasses of tuples)."""
     if type(strategy) is Strategy and type(seq_length) is int:
-        return _stage_graph_memo(model, strategy, seq_length, stage)
+        table = _last_pair.table(model, strategy)  # same objects as the last call: no hashing
+        hit = table.get((seq_length, stage))
+        if hit is None:
+            hit = table[(seq_length, stage)] = _stage_graph_memo(model, strategy, seq_length,
+                                                                 stage)
+        return hit
     return _stage_graph(model, strategy, seq_length, stage)
+
+
+_last_pair = LastPairTable()
+"""``stage_graph`` of the last (model, strategy) objects asked, by (sequence length, stage)."""
 
 
 @lru_cache(maxsize=1024)

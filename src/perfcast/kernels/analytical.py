@@ -10,16 +10,14 @@ catalog (TPU, Gaudi, parts whose clock is not published) is timed by the rooflin
 Speed: a training estimate asks for the same few dozen scalar GEMM shapes again and again (and
 the search's layer tables for the same shapes per layer key), so scalar GEMM calls are
 memoized per backend instance on (GPU, shape, precision), scalar memory-bound calls on (GPU,
-bytes), and scalar attention calls in ``analytical_attention``; array calls are evaluated
-every time. Both run the same formulas, so a memoized value equals the array path's element
-exactly.
+bytes), the GPU found by identity before equality (``perfcast.memo``), and scalar attention
+calls in ``analytical_attention``; array calls are evaluated every time. Both run the same
+formulas, so a memoized value equals the array path's element exactly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 
 import numpy as np
 
@@ -43,6 +41,7 @@ from perfcast.kernels.attention_kernels import FA2_NATIVE, resolve_attention_ker
 from perfcast.kernels.backend import KernelBackendName
 from perfcast.kernels.memory_bound import memory_bound_kernels_time_s
 from perfcast.kernels.roofline import ATTENTION_16BIT_PEAK, RooflineBackend
+from perfcast.memo import PerObjectMemo
 from perfcast.specs.hardware import GPUSpec, Precision
 from perfcast.specs.strategy import AttentionKernel
 
@@ -54,16 +53,16 @@ class AnalyticalBackend:
     calibration: KernelAnalyticalCalibration = field(default_factory=load_kernel_analytical)
     roofline: RooflineBackend = field(default_factory=RooflineBackend)
     name: KernelBackendName = KernelBackendName.ANALYTICAL
-    _gemm_memo: Callable[..., Floats] = field(init=False, repr=False, compare=False)
-    _memory_memo: Callable[[GPUSpec, float], Floats] = field(init=False, repr=False,
-                                                             compare=False)
+    _gemm_memo: PerObjectMemo = field(init=False, repr=False, compare=False)
+    _memory_memo: PerObjectMemo = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # Per-instance memo of scalar GEMM calls (key: GPU, m, n, k, batch, precision, grouped).
-        memo = lru_cache(maxsize=analytical_gemm.GEMM_MEMO_SIZE)(self._gemm_time_s)
+        # Per-instance memo of scalar GEMM calls (per GPU; key: m, n, k, batch, precision,
+        # grouped), the GPU found by identity first (``perfcast.memo``).
+        memo = PerObjectMemo(self._gemm_time_s, analytical_gemm.GEMM_MEMO_SIZE)
         object.__setattr__(self, "_gemm_memo", memo)
-        # And of scalar memory-bound calls (key: GPU, bytes): numpy on scalars is slow.
-        memory_memo = lru_cache(maxsize=analytical_gemm.GEMM_MEMO_SIZE)(self._memory_bound_time_s)
+        # And of scalar memory-bound calls (per GPU; key: bytes): numpy on scalars is slow.
+        memory_memo = PerObjectMemo(self._memory_bound_time_s, analytical_gemm.GEMM_MEMO_SIZE)
         object.__setattr__(self, "_memory_memo", memory_memo)
 
     def __reduce__(self) -> tuple:
@@ -119,8 +118,8 @@ class AnalyticalBackend:
         if self.uses_roofline(gpu):
             return self.roofline.gemm_time_s(gpu, m, n, k, batch, precision)
         if all_scalars(m, n, k, batch):
-            return self._gemm_memo(gpu, float(m), float(n), float(k), float(batch), precision,
-                                   grouped)
+            return self._gemm_memo(gpu)(float(m), float(n), float(k), float(batch), precision,
+                                        grouped)
         return self._gemm_time_s(gpu, m, n, k, batch, precision, grouped)
 
     def _gemm_time_s(self, gpu: GPUSpec, m: Floats, n: Floats, k: Floats, batch: Floats,
@@ -190,7 +189,7 @@ class AnalyticalBackend:
         """One memory-bound kernel: bytes/(BW·η_hbm) + t_launch, seconds (``memory_bound``);
         scalar calls memoized per backend instance, like GEMMs (same formula, same value)."""
         if all_scalars(bytes_moved):
-            return self._memory_memo(gpu, float(bytes_moved))
+            return self._memory_memo(gpu)(float(bytes_moved))
         return self._memory_bound_time_s(gpu, bytes_moved)
 
     def _memory_bound_time_s(self, gpu: GPUSpec, bytes_moved: Floats) -> Floats:

@@ -12,7 +12,6 @@ from perfcast.graph.context_parallel import cp_comm_buffer_bytes
 from perfcast.graph.param_sharding import StageParams, stage_params
 from perfcast.graph.params import allocated_vocab_size, count_params
 from perfcast.graph.tensor_parallel_2d import tp2d_buffer_bytes
-from perfcast.graph.torch_context_parallel import torch_ring_buffer_bytes
 from perfcast.memory import activations as A
 from perfcast.memory.cuda_graphs import cuda_graph_static_bytes
 from perfcast.memory.inflight import inflight_layer_units
@@ -113,7 +112,9 @@ class LayerCommBuffers:
         cp_bytes = cp_comm_buffer_bytes(model, s * b, strategy.tp, strategy.cp,
                                         strategy.cp_a2a_size, strategy.cp_kv_all_gather)
         torch_ring = getattr(strategy, "cp_torch_ring", False)
-        if np.any(torch_ring):  # PyTorch's ring (graph.torch_context_parallel)
+        if np.any(torch_ring):  # PyTorch's ring (graph.torch_context_parallel, on first use)
+            from perfcast.graph.torch_context_parallel import torch_ring_buffer_bytes
+
             cp_bytes = np.where(torch_ring, torch_ring_buffer_bytes(
                 model, s * b, strategy.tp, strategy.cp), cp_bytes)[()]
         return cls(

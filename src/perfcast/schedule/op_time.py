@@ -26,6 +26,7 @@ from perfcast.graph.ops import (
 )
 from perfcast.kernels.backend import KernelBackend
 from perfcast.kernels.scaled_gemm import scaled_gemm_time_ratio
+from perfcast.memo import PerObjectMemo
 from perfcast.specs.hardware import Precision, SystemSpec
 from perfcast.specs.strategy import Strategy
 
@@ -35,8 +36,11 @@ def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
     """Seconds for ``op`` (all its ``count`` repetitions) on one GPU."""
     gpu = system.gpu
     if isinstance(op, GemmOp):
-        precision = gemm_precision(op, strategy)
-        ratio = scaled_gemm_time_ratio(backend, strategy.fp8_recipe, precision)
+        if strategy.precision != "fp8":  # no GEMM in FP8/FP4: 16-bit, no scaling ratio
+            precision, ratio = attention_precision(strategy), 1.0
+        else:
+            precision = gemm_precision(op, strategy)
+            ratio = scaled_gemm_time_ratio(backend, strategy.fp8_recipe, precision)
         return ratio * op.count * backend.gemm_time_s(gpu, op.m, op.n, op.k, op.batch,
                                                       precision, gemm_pass=op.phase.value,
                                                       grouped=op.grouped_kernel)
@@ -84,12 +88,23 @@ def attention_precision(strategy: Strategy) -> Precision:
 def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:
     """Size of ``group`` and the rank distance between its members (placement order).
     Array-friendly; scalar strategies take a memoized path (a step asks for the same few)."""
+    global _last_groups
+    last_strategy, last_table = _last_groups
+    if last_strategy is strategy:  # the same frozen strategy as the previous call
+        return last_table[group]
     sizes = (strategy.placement_order, strategy.tp, strategy.cp, strategy.dp, strategy.pp,
              strategy.expert_tp, strategy.ep, strategy.expert_dp, strategy.cp_a2a_size,
              getattr(strategy, "tp2d_rows", 1))
     if all_scalars(*sizes[1:]):
-        return _groups(*sizes)[group]
+        table = _groups(*sizes)
+        _last_groups = (strategy, table)  # one tuple, replaced in one assignment
+        return table[group]
     return _group_table(*sizes)[group]
+
+
+_last_groups: tuple[object, dict] = (None, {})
+"""(strategy, its ``_groups`` table) of the last scalar ``group_size_and_stride`` call: a
+forecast asks for the groups of one strategy object ~30 times (identity, not hashing)."""
 
 
 @lru_cache(maxsize=4096)
@@ -126,13 +141,17 @@ def _group_table(order, tp, cp, dp, pp, etp, ep, edp, cp_a2a=1,
     }
 
 
-@lru_cache(maxsize=8192)
-def _collective_s(kind: str, size_bytes: float, system: SystemSpec, size: int, stride: int,
-                  algorithm: str | None) -> float:
-    """One collective's seconds (scalar, memoized: a step repeats the same few collectives)."""
+def _system_collective_s(system: SystemSpec, kind: str, size_bytes: float, size: int,
+                         stride: int, algorithm: str | None) -> float:
+    """One collective's seconds on ``system`` (scalar)."""
     from perfcast.comm import group_collective_time_s
 
     return float(group_collective_time_s(kind, size_bytes, system, size, stride, algorithm))
+
+
+_collective_memo = PerObjectMemo(_system_collective_s, maxsize=8192)
+"""Scalar collectives memoized per system (a step repeats the same few), the system found by
+identity before equality (``perfcast.memo``)."""
 
 
 def _dispatch_bytes(op: CommOp, system: SystemSpec, size, stride):
@@ -161,8 +180,8 @@ def comm_op_time_s(op: CommOp, system: SystemSpec, strategy: Strategy):
     if all_scalars(size, stride, size_bytes):
         if size <= 1:
             return 0.0
-        return op.count * _collective_s(op.collective.value, float(size_bytes), system,
-                                        int(size), int(stride), op.algorithm)
+        return op.count * _collective_memo(system)(op.collective.value, float(size_bytes),
+                                                   int(size), int(stride), op.algorithm)
     from perfcast.comm import group_collective_time_s
 
     return op.count * group_collective_time_s(op.collective.value, size_bytes, system, size,

@@ -255,12 +255,15 @@ def layer_op_seconds(group: LayerGroup, system, strategy, backend,
     for op in group.compute:
         t = op_time(op, system, strategy, backend)
         times.append(t)
+        phase = op.phase
+        forward = phase == Phase.FORWARD
         if routed_expert_op(op):
-            expert[op.phase] = expert[op.phase] + t
-        issued[op.phase == Phase.FORWARD].append((op.name, op.count, t))
-        kind_s[type(op)] += t
-        by_pass[(type(op), op.phase == Phase.FORWARD)] += t
-        if op.phase == Phase.BACKWARD_WGRAD:
+            expert[phase] = expert[phase] + t
+        issued[forward].append((op.name, op.count, t))
+        kind = type(op)
+        kind_s[kind] += t
+        by_pass[(kind, forward)] += t
+        if phase == Phase.BACKWARD_WGRAD:
             wgrad = wgrad + t
     # Timed whatever the granularity (the bulk search times layers once per layer key);
     # ``assemble_stage_time`` charges it only under selective recompute.
