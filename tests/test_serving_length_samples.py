@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from functools import cache
 
 import numpy as np
@@ -74,3 +75,46 @@ def test_each_answer_takes_at_least_its_decode_steps():
     decode_s = run.finish_s - run.first_token_s
     assert np.all(decode_s >= (run.output_len - 1) * floor_s * 0.97)
     assert run.finish_s.max() >= run.arrival_s[run.output_len == 1000].max() + 999 * floor_s * 0.97
+
+
+def _infer(*args: str):
+    from typer.testing import CliRunner
+
+    from perfcast.cli.main import app
+    return CliRunner().invoke(app, ["infer", "--model", "llama-3.1-8b", "--system", "dgx-h100",
+                                    "--gpus", "1", "--request-rate", "20",
+                                    "--num-requests", "200", *args])
+
+
+def test_cli_reads_a_saved_benchmark_result(tmp_path):
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps({"input_lens": [s.input_len for s in TAIL],
+                                "output_lens": [s.output_len for s in TAIL], "ttfts": []}))
+    result = _infer("--length-samples", str(path), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["workload"]["output_len"] == 1000 and data["workload"]["input_len"] == 200
+    assert len(data["workload"]["length_samples"]) == 10
+    fixed = json.loads(_infer("--input-len", "200", "--output-len", "136", "--json").stdout)
+    assert data["output_tokens_per_s"] < fixed["output_tokens_per_s"]
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    ("not json", "is not JSON"),
+    ('{"input_lens": [10, 20], "output_lens": [5]}', "output_lens 1"),
+    ('{"input_lens": [10, 0], "output_lens": [5, 6]}', "positive integer"),
+    ('{"output_lens": [5]}', "input_lens"),
+])
+def test_bad_length_samples_file_is_a_one_line_error(tmp_path, content, reason):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    result = _infer("--length-samples", str(path))
+    assert result.exit_code == 2
+    assert "length_samples" in result.output and reason in result.output
+    assert "Traceback" not in result.output
+
+
+def test_missing_length_samples_file_is_a_one_line_error(tmp_path):
+    result = _infer("--length-samples", str(tmp_path / "none.json"))
+    assert result.exit_code == 2 and "cannot be read" in result.output
+    assert "Traceback" not in result.output

@@ -99,10 +99,15 @@ class ServingWorkload(BaseModel):
 def serving_workload(*, concurrency: int | None, request_rate: float | None,
                      num_requests: int | None, input_len: int, output_len: int,
                      length_range_ratio: float = 1.0, warmup_requests: int = 0,
-                     arrival_draws: int = 8) -> ServingWorkload:
+                     arrival_draws: int = 8,
+                     length_samples: tuple[LengthSample, ...] | None = None) -> ServingWorkload:
     """The ``ServingWorkload`` the flags describe (offline when neither concurrency nor rate is
     given); ``--num-requests`` defaults to 10 × concurrency, at least 100. ``infer-search``
-    builds its workloads here too, so its numbers are those of ``infer``."""
+    builds its workloads here too, so its numbers are those of ``infer``. Measured
+    ``length_samples`` replace ``input_len``/``output_len`` by their largest."""
+    if length_samples:
+        input_len = max(x.input_len for x in length_samples)
+        output_len = max(x.output_len for x in length_samples)
     mode: Literal["concurrency", "request_rate", "offline"] = (
         "concurrency" if concurrency is not None
         else "request_rate" if request_rate is not None else "offline")
@@ -111,4 +116,5 @@ def serving_workload(*, concurrency: int | None, request_rate: float | None,
         mode=mode, concurrency=concurrency, request_rate_per_s=request_rate,
         num_requests=num_requests or default_requests, input_len=input_len,
         output_len=output_len, length_range_ratio=length_range_ratio,
-        warmup_requests=warmup_requests, arrival_draws=arrival_draws)
+        warmup_requests=warmup_requests, arrival_draws=arrival_draws,
+        length_samples=length_samples or None)
