@@ -131,6 +131,10 @@ def infer_command(
     arrival_draws: Annotated[int, _opt(
         "--arrival-draws", help="Poisson arrival sequences averaged with --request-rate (the "
         "expected statistics of one run).")] = 8,
+    length_samples: Annotated[Path | None, _opt(
+        "--length-samples", help="Draw request lengths from a saved benchmark result (JSON "
+        "with input_lens and output_lens, vLLM benchmark_serving --save-result); replaces "
+        "--input-len/--output-len.")] = None,
     engine: Annotated[EngineOpt, _opt(
         "--engine", help="Serving engine profile of the simulation.")] = EngineOpt.vllm,
     engine_version: Annotated[str | None, _opt(
@@ -196,7 +200,8 @@ def infer_command(
                     request_rate=request_rate, offline=offline, num_requests=num_requests,
                     input_len=input_len, output_len=output_len,
                     length_range_ratio=length_range_ratio, warmup_requests=warmup_requests,
-                    arrival_draws=arrival_draws, engine=engine.value,
+                    arrival_draws=arrival_draws, length_samples=length_samples,
+                    engine=engine.value,
                     engine_version=engine_version, json=json)
         return
     if curve or plot is not None:

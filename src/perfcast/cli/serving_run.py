@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 from perfcast.errors import InputError
 
 if TYPE_CHECKING:  # imported lazily at run time (``perfcast --help`` stays light)
+    from pathlib import Path
+
     from perfcast.estimate.inference import InferenceOptions
     from perfcast.specs.hardware import SystemSpec
     from perfcast.specs.model import ModelSpec
@@ -22,9 +24,10 @@ def run_serving(model: ModelSpec, system: SystemSpec, strategy: Strategy,
                 request_rate: float | None, offline: bool, num_requests: int | None,
                 input_len: int, output_len: int, length_range_ratio: float,
                 warmup_requests: int, engine: str, engine_version: str | None,
-                arrival_draws: int = 8,
+                arrival_draws: int = 8, length_samples: Path | None = None,
                 json: bool) -> None:
     from perfcast.estimate.serving import estimate_serving
+    from perfcast.specs.length_samples import load_length_samples
     from perfcast.specs.serving import serving_workload
 
     modes = [name for name, on in (("--concurrency", concurrency is not None),
@@ -43,7 +46,9 @@ def run_serving(model: ModelSpec, system: SystemSpec, strategy: Strategy,
                                 num_requests=num_requests, input_len=input_len,
                                 output_len=output_len, length_range_ratio=length_range_ratio,
                                 warmup_requests=warmup_requests,
-                                arrival_draws=arrival_draws)
+                                arrival_draws=arrival_draws,
+                                length_samples=(load_length_samples(length_samples)
+                                                if length_samples is not None else None))
     report = estimate_serving(
         model, system, strategy, workload, engine=engine, engine_version=engine_version,
         precision=options["precision"], kv_precision=options["kv_precision"],

@@ -78,8 +78,14 @@ class SimulatedRun:
 
 
 def sample_lengths(w: ServingWorkload, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Input and output lengths: fixed, or uniform integers in [ratio·L, L]."""
+    """Input and output lengths: fixed, uniform integers in [ratio·L, L], or measured pairs
+    drawn uniformly with replacement (``ServingWorkload.length_samples``)."""
     n = w.num_requests
+    if w.length_samples is not None:
+        pick = rng.integers(0, len(w.length_samples), size=n)
+        ins = np.array([x.input_len for x in w.length_samples])
+        outs = np.array([x.output_len for x in w.length_samples])
+        return ins[pick], outs[pick]
     if w.length_range_ratio >= 1.0:
         return np.full(n, w.input_len), np.full(n, w.output_len)
     def draw(top: int) -> np.ndarray:
