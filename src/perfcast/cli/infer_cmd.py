@@ -128,9 +128,9 @@ def infer_command(
     warmup_requests: Annotated[int, _opt(
         "--warmup-requests", help="First requests left out of the latency statistics (e.g. the "
         "concurrency: the closed loop's start-up burst).")] = 0,
-    arrival_draws: Annotated[int, _opt(
+    arrival_draws: Annotated[int | None, _opt(
         "--arrival-draws", help="Poisson arrival sequences averaged with --request-rate (the "
-        "expected statistics of one run).")] = 8,
+        "expected statistics of one run; default 8).")] = None,
     length_samples: Annotated[Path | None, _opt(
         "--length-samples", help="Draw request lengths from a saved benchmark result (JSON "
         "with input_lens and output_lens, vLLM benchmark_serving --save-result); replaces "

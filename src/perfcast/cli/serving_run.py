@@ -24,7 +24,7 @@ def run_serving(model: ModelSpec, system: SystemSpec, strategy: Strategy,
                 request_rate: float | None, offline: bool, num_requests: int | None,
                 input_len: int, output_len: int, length_range_ratio: float,
                 warmup_requests: int, engine: str, engine_version: str | None,
-                arrival_draws: int = 8, length_samples: Path | None = None,
+                arrival_draws: int | None = None, length_samples: Path | None = None,
                 json: bool) -> None:
     from perfcast.estimate.serving import estimate_serving
     from perfcast.specs.length_samples import load_length_samples
