@@ -49,9 +49,9 @@ class GraphReplayCalibration(BaseModel):
     fit: str = Field(min_length=1, description="How the values were obtained.")
     vendors: dict[Vendor, VendorKernelGap]
 
-    def kernel_gap_s(self, vendor: str) -> float:
-        """Seconds per kernel boundary of a replayed graph on ``vendor``'s GPUs (0 if unknown)."""
-        entry = self.vendors.get(vendor)  # type: ignore[call-overload]
+    def kernel_gap_s(self, vendor: Vendor) -> float:
+        """Seconds per kernel boundary of a replayed graph on ``vendor``'s GPUs (0 if absent)."""
+        entry = self.vendors.get(vendor)
         return 0.0 if entry is None else entry.kernel_gap_s
 
 

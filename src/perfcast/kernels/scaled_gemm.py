@@ -64,8 +64,10 @@ def scaled_gemm_time_ratio(backend: KernelBackend, recipe: FP8Recipe | None,
     """Time ratio of an FP8 / FP4 GEMM of ``recipe`` over the calibrated FP8 / FP4 GEMM
     (module docstring): 1 for 16-bit GEMMs, recipes on the calibrated kernel, and calibrations
     without the class (``backend.attention_kernels``, ``KernelBackend``)."""
-    kernel = SCALED_GEMM_KERNEL.get(recipe) if recipe is not None else None
-    if precision not in LOW_PRECISION_GEMMS or kernel is None:
+    if precision not in LOW_PRECISION_GEMMS or recipe is None:
+        return 1.0
+    kernel = SCALED_GEMM_KERNEL.get(recipe)
+    if kernel is None:
         return 1.0
     entry = backend.attention_kernels.scaled_gemm.get(kernel)
     return entry.time_ratio if entry is not None else 1.0

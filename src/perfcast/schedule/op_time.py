@@ -36,11 +36,8 @@ def compute_op_time_s(op: ComputeOp, system: SystemSpec, strategy: Strategy,
     """Seconds for ``op`` (all its ``count`` repetitions) on one GPU."""
     gpu = system.gpu
     if isinstance(op, GemmOp):
-        if strategy.precision != "fp8":  # no GEMM in FP8/FP4: 16-bit, no scaling ratio
-            precision, ratio = attention_precision(strategy), 1.0
-        else:
-            precision = gemm_precision(op, strategy)
-            ratio = scaled_gemm_time_ratio(backend, strategy.fp8_recipe, precision)
+        precision = gemm_precision(op, strategy)
+        ratio = scaled_gemm_time_ratio(backend, strategy.fp8_recipe, precision)
         return ratio * op.count * backend.gemm_time_s(gpu, op.m, op.n, op.k, op.batch,
                                                       precision, gemm_pass=op.phase.value,
                                                       grouped=op.grouped_kernel)
@@ -75,7 +72,7 @@ def attention_kernel_keys(op: AttentionOp, gpu):
     return sliding_window_keys_visited(op.window, op.seq_kv, blocks.block_q, blocks.block_kv)
 def gemm_precision(op: GemmOp, strategy: Strategy) -> Precision:
     """Format ``op`` runs in: the FP8 recipe's when the recipe casts it, else fp16/bf16."""
-    if gemm_in_fp8(op, strategy.precision, strategy.fp8_recipe):
+    if strategy.precision == "fp8" and gemm_in_fp8(op, strategy.precision, strategy.fp8_recipe):
         return gemm_format(strategy.fp8_recipe)
     return attention_precision(strategy)
 
