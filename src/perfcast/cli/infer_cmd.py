@@ -139,6 +139,11 @@ def infer_command(
         "--engine", help="Serving engine profile of the simulation.")] = EngineOpt.vllm,
     engine_version: Annotated[str | None, _opt(
         "--engine-version", help="Engine version whose defaults apply (default: latest).")] = None,
+    scheduler_recv_interval: Annotated[int | None, _opt(
+        "--scheduler-recv-interval", "--num-scheduler-steps",
+        help="Decode steps between the scheduler's reads of new requests (SGLang "
+        "--scheduler-recv-interval, vLLM V0 --num-scheduler-steps; default: the engine's, "
+        "1).")] = None,
     calibration: CalibrationOption = None,
     json: Annotated[bool, _opt("--json", help="Print one JSON object.")] = False,
 ) -> None:
@@ -169,6 +174,8 @@ def infer_command(
     check_positive("num_draft_tokens", num_draft_tokens, MAX_GENERATED_TOKENS)
     if gpus is not None:
         check_positive("gpus", gpus, MAX_GPUS)
+    if scheduler_recv_interval is not None:
+        check_positive("scheduler_recv_interval", scheduler_recv_interval, MAX_GENERATED_TOKENS)
     if ep > 1 and tp % ep != 0:
         raise InputError("ep", ep, f"must divide tp={tp} (experts are split inside the TP group)")
     spec = load_model(model)
@@ -201,9 +208,12 @@ def infer_command(
                     input_len=input_len, output_len=output_len,
                     length_range_ratio=length_range_ratio, warmup_requests=warmup_requests,
                     arrival_draws=arrival_draws, length_samples=length_samples,
-                    engine=engine.value,
-                    engine_version=engine_version, json=json)
+                    engine=engine.value, engine_version=engine_version,
+                    scheduler_recv_interval=scheduler_recv_interval, json=json)
         return
+    if scheduler_recv_interval is not None:
+        raise InputError("scheduler_recv_interval", scheduler_recv_interval, "applies to a "
+                         "simulated request stream (--concurrency, --request-rate, --offline)")
     if curve or plot is not None:
         _print_curve(inference_curve(spec, hardware, strategy, **options), plot, json)
     else:

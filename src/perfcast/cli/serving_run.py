@@ -2,7 +2,12 @@
 the flags, run ``estimate_serving`` and print it (fits / does not fit first).
 
 The engine profile replaces ``--batching``, ``--prefill-chunk`` and ``--cuda-graphs``;
-offloading and speculative decoding are not simulated and are refused."""
+offloading and speculative decoding are not simulated and are refused.
+``--scheduler-recv-interval N`` replaces the engine's admission interval
+(``EngineConfig.scheduler_steps``: new requests join only every N decode steps, SGLang
+``--scheduler-recv-interval`` / vLLM V0 ``--num-scheduler-steps``); SGLang's receive skipper
+refuses attention DP (SGL@0.5.12 managers/scheduler_recv_skipper.py: ``assert not
+server_args.enable_dp_attention``), and so does this option with ``--engine sglang``."""
 
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ def run_serving(model: ModelSpec, system: SystemSpec, strategy: Strategy,
                 input_len: int, output_len: int, length_range_ratio: float,
                 warmup_requests: int, engine: str, engine_version: str | None,
                 arrival_draws: int | None = None, length_samples: Path | None = None,
-                json: bool) -> None:
+                scheduler_recv_interval: int | None = None, json: bool) -> None:
     from perfcast.estimate.serving import estimate_serving
     from perfcast.specs.length_samples import load_length_samples
     from perfcast.specs.serving import serving_workload
@@ -42,6 +47,12 @@ def run_serving(model: ModelSpec, system: SystemSpec, strategy: Strategy,
                          "speculative decoding is not simulated with --concurrency/--request-rate")
     if offload is not None and offload.any:
         raise InputError("offload", True, "offloading is not simulated with --concurrency/--request-rate")
+    overrides: dict[str, object] = {}
+    if scheduler_recv_interval is not None:
+        if engine == "sglang" and options["attention_dp"]:
+            raise InputError("scheduler_recv_interval", scheduler_recv_interval,
+                             "SGLang's receive skipper does not run with attention DP")
+        overrides["scheduler_steps"] = scheduler_recv_interval
     workload = serving_workload(concurrency=concurrency, request_rate=request_rate,
                                 num_requests=num_requests, input_len=input_len,
                                 output_len=output_len, length_range_ratio=length_range_ratio,
@@ -52,7 +63,8 @@ def run_serving(model: ModelSpec, system: SystemSpec, strategy: Strategy,
     report = estimate_serving(
         model, system, strategy, workload, engine=engine, engine_version=engine_version,
         precision=options["precision"], kv_precision=options["kv_precision"],
-        weight_precision=options["weight_precision"], attention_dp=options["attention_dp"])
+        weight_precision=options["weight_precision"], attention_dp=options["attention_dp"],
+        engine_overrides=overrides or None)
     if json:
         from perfcast.report.json_out import to_json
 
