@@ -44,6 +44,7 @@ RankTokenBudget = Literal["full", "half", "split"]
 TPAllReduce = Literal["custom", "nccl"]
 MLADecodeWeights = Literal["split", "absorbed"]
 AttentionDPGather = Literal["nccl_all_gather", "in_tp_all_reduce"]
+EagerLaunch = Literal["python", "native"]
 
 _SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
              "token_budget_per_step", "max_running_seqs",
@@ -52,7 +53,8 @@ _SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
              "decode_attention_kernel",
              "overlap_scheduler", "moe_dispatch", "kv_admission", "fp8_checkpoint_kv_cache",
              "scheduler_steps", "attention_dp_rank_budget", "tp_all_reduce",
-             "mla_decode_head_block", "mla_decode_weights", "attention_dp_gather")
+             "mla_decode_head_block", "mla_decode_weights", "attention_dp_gather",
+             "eager_launch")
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,15 @@ class EngineConfig:
     collective all-gather of the hidden states every layer before the MLP, then its TP
     all-reduce (SGLang 0.4.3-0.4.4); ``in_tp_all_reduce`` = no gather collective charged
     beyond the layer's one TP all-reduce of all ranks' tokens (the model's default form)."""
+    eager_launch: EagerLaunch
+    """Who issues the kernels of a step that is not replayed as a graph: ``python`` = the
+    model's forward runs as PyTorch modules called from Python (vLLM, SGLang, the TensorRT-LLM
+    PyTorch backend), ~10 µs of host time an op (``calibration/host_launch.yaml``
+    ``host_s_per_op``), so an eager step takes at least its ops × that
+    (``inference_phases.eager_host_floor_s``) -- the bound that matters where graphs are off
+    (TensorRT-LLM PyTorch backend before 1.0) for a model of many small decode ops (DeepSeek-V3:
+    ~1,400 ops a step); ``native`` = a C++ runtime launches a prebuilt engine (NIM's TensorRT
+    engines): no host floor beyond the kernels' own launch floor."""
     sources: tuple[tuple[str, str], ...]
     """(setting, source) of every resolved value."""
     max_chunk_tokens: int | None = None

@@ -76,6 +76,10 @@ class ServingContext:
     graph_kernel_gap_s: float = 0.0
     """Device seconds per dependent-kernel boundary of a replayed graph (graphed decode steps;
     ``calibration/graph_replay.yaml`` by GPU vendor)."""
+    eager_host_s_per_op: float = 0.0
+    """Host seconds to issue one op of an eager (not graphed) step: an engine whose forward runs
+    as PyTorch modules from Python (``EngineConfig.eager_launch`` ``python``) takes
+    ``calibration/host_launch.yaml`` ``host_s_per_op``; 0 = no host floor (``eager_host_floor_s``)."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +165,28 @@ def graph_gap_s(ctx: ServingContext, tokens: Floats, passes: tuple[AttentionPass
               for moe in {is_moe_layer(model, layer) for layer in layers}}
     kernels = sum(counts[is_moe_layer(model, layer)] for layer in layers)
     return kernels * ctx.graph_kernel_gap_s
+
+
+def eager_host_floor_s(ctx: ServingContext, tokens: Floats,
+                       passes: tuple[AttentionPass, ...]) -> float:
+    """Host seconds to issue one eager step: ops × ``eager_host_s_per_op``.
+
+    An eager step is issued op by op by the host thread (PyTorch eager: the Python module call,
+    the dispatcher and cudaLaunchKernel, ~10 µs an op, ``calibration/host_launch.yaml``
+    ``host_s_per_op`` and its sources); the GPU cannot finish the step before the host has
+    issued its last kernel, so the step takes at least this long (``host_bound_s``: the max).
+    Ops are those of the op graph: every layer's compute ops, collectives and attention passes
+    (``layer_kernel_count``) plus the final norm and LM head; with ``passes`` empty the
+    attention kernels are left out (priced apart, ``serving_step_cost``)."""
+    if ctx.eager_host_s_per_op <= 0:
+        return 0.0
+    model = ctx.model
+    layers = range(model.num_hidden_layers)
+    counts = {moe: layer_kernel_count(ctx, tokens, passes, moe)
+              for moe in {is_moe_layer(model, layer) for layer in layers}}
+    ops = sum(counts[is_moe_layer(model, layer)] for layer in layers)
+    ops += len(head_step_ops(model, ctx.strategy, 1.0))
+    return ops * ctx.eager_host_s_per_op
 
 
 def tp_comm_time_s(op: CommOp, ctx: ServingContext) -> float:
@@ -267,6 +293,15 @@ def step_time(ctx: ServingContext, tokens: Floats, passes: tuple[AttentionPass, 
         gemm_s=total.gemm_s, attention_s=total.attention_s, memory_bound_s=total.memory_bound_s,
         tp_comm_s=total.tp_comm_s, ep_comm_s=total.ep_comm_s, pp_comm_s=send,
         offload_s=total.offload_s, overhead_s=total.overhead_s + _step_overhead_s(ctx, prefill))
+
+
+def host_bound_s(ctx: ServingContext, step_s: Floats, tokens: Floats,
+                 passes: tuple[AttentionPass, ...], graphed: bool) -> Floats:
+    """A step of ``step_s`` GPU seconds lengthened to the host's issue time where that is
+    longer (``eager_host_floor_s``); a replayed graph is one launch, no floor."""
+    if graphed or ctx.eager_host_s_per_op <= 0:
+        return step_s
+    return np.maximum(step_s, eager_host_floor_s(ctx, tokens, passes))
 
 
 def bottleneck_stage_time(ctx: ServingContext, tokens: float, passes: tuple[AttentionPass, ...],

@@ -33,6 +33,7 @@ from functools import partial
 from typing import Any, Literal, cast
 
 from perfcast.calibration.graph_replay import load_graph_replay
+from perfcast.calibration.host_launch import load_host_launch
 from perfcast.calibration.inference_overheads import InferenceOverheads, load_inference_overheads
 from perfcast.catalog.serving_engines import EngineConfig, engine_config, engine_target
 from perfcast.errors import InputError
@@ -120,6 +121,13 @@ def default_kv_cache(engine: EngineConfig, weights: str,
     return "fp16" if activations == "fp16" else "bf16"
 
 
+def eager_host_s_per_op(engine: EngineConfig) -> float:
+    """Host seconds an op of an eager step costs the engine (``EngineConfig.eager_launch``):
+    ``calibration/host_launch.yaml`` ``host_s_per_op`` for a Python (PyTorch eager) forward,
+    0 for a native runtime."""
+    return load_host_launch().host_s_per_op.value if engine.eager_launch == "python" else 0.0
+
+
 def gqa_exponent(engine: EngineConfig, overheads: InferenceOverheads) -> float:
     """KV reads per KV head: once (grouped kernels, x = 0) or per query head (the fitted
     exponent of 2023 masked-MHA kernels, ``inference_overheads.yaml``)."""
@@ -184,7 +192,8 @@ def serving_setup(
                   mla_decode_head_block=config.mla_decode_head_block,
                   mla_decode_weights=config.mla_decode_weights,
                   attention_dp_gather=config.attention_dp_gather,
-                  graph_kernel_gap_s=load_graph_replay().kernel_gap_s(system.gpu.vendor))
+                  graph_kernel_gap_s=load_graph_replay().kernel_gap_s(system.gpu.vendor),
+                  eager_host_s_per_op=eager_host_s_per_op(config))
     if config.overlap_scheduler:  # host scheduling/sampling hidden behind the GPU step
         ctx = replace(ctx, overhead=ctx.overhead.model_copy(update={"step_overhead_s": 0.0}))
     return ServingSetup(config=config, memory=memory, ctx=ctx)

@@ -34,7 +34,7 @@ import numpy as np
 
 from perfcast.catalog.serving_engines import EngineConfig
 from perfcast.estimate.inference_ops import AttentionPass
-from perfcast.estimate.inference_phases import ServingContext, step_time
+from perfcast.estimate.inference_phases import ServingContext, host_bound_s, step_time
 
 
 def _grid(top: float, points_per_octave: int = 2) -> np.ndarray:
@@ -140,7 +140,8 @@ def _body(ctx: ServingContext, tokens: np.ndarray, prefill: bool, graphs: bool,
           no_ep_comm: bool) -> np.ndarray:
     c = replace(ctx, cuda_graphs=graphs)
     step = step_time(c, tokens, (), np.ones_like(tokens), prefill=prefill)
-    return _seconds(step, no_ep_comm) * np.ones_like(tokens)
+    seconds = host_bound_s(c, _seconds(step, no_ep_comm), tokens, (), graphs and not prefill)
+    return seconds * np.ones_like(tokens)
 
 
 def _causal_attention(ctx: ServingContext, lengths: np.ndarray) -> np.ndarray:

@@ -33,7 +33,7 @@ import numpy as np
 
 from perfcast.errors import InputError
 from perfcast.estimate.inference_ops import AttentionPass
-from perfcast.estimate.inference_phases import ServingContext, step_time
+from perfcast.estimate.inference_phases import ServingContext, host_bound_s, step_time
 from perfcast.estimate.serving import serving_setup
 from perfcast.estimate.serving_step_cost import replicated_moe
 from perfcast.serving_search.space import InstanceLayout
@@ -76,7 +76,9 @@ class ScreenMetrics:
 def _total_s(ctx: ServingContext, tokens, passes, logits, prefill: bool, no_ep_comm: bool):
     step = step_time(ctx, tokens, passes, logits, prefill=prefill)
     total = np.asarray(step.total_s, dtype=float)
-    return total - np.asarray(step.ep_comm_s, dtype=float) if no_ep_comm else total
+    if no_ep_comm:
+        total = total - np.asarray(step.ep_comm_s, dtype=float)
+    return host_bound_s(ctx, total, tokens, passes, ctx.cuda_graphs and not prefill)
 
 
 def layout_table(model: ModelSpec, system: SystemSpec, layout: InstanceLayout, input_len: int,
