@@ -25,6 +25,7 @@ runner = CliRunner()
 H100 = load_system("dgx-h100").gpu
 A100 = load_system("dgx-a100").gpu
 B200 = load_system("dgx-b200").gpu
+MI300X = load_system("mi300x-8").gpu
 SHAPE = (4, 32, 4096, 4096, 128, 128, True)  # batch, heads, s_q, s_kv, d_qk, d_v, causal
 
 
@@ -46,6 +47,21 @@ def test_triton_is_fa2_times_the_calibrated_ratio_of_its_generation(gpu, backend
     for backward in (False, True):
         assert backend.attention_time_s(gpu, *SHAPE, backward, kernel="triton") == pytest.approx(
             ratio * backend.attention_time_s(gpu, *SHAPE, backward, kernel="fa2"), rel=1e-12)
+
+
+@pytest.mark.parametrize("backend", [RooflineBackend(), AnalyticalBackend()])
+@pytest.mark.parametrize("backward", [False, True])
+def test_cdna_flash_kernel_is_fa2_and_triton_is_slower_by_the_ratio(backend, backward):
+    """CDNA's own flash kernel (CK FMHA, the FA2 algorithm) is its FA2; PyTorch's ROCm default
+    AOTriton kernel is the Triton class over it, at the ratio of a generation without its own."""
+    auto = backend.attention_time_s(MI300X, *SHAPE, backward)
+    assert backend.attention_time_s(MI300X, *SHAPE, backward, kernel="fa2") == pytest.approx(
+        auto, rel=1e-12)
+    triton = load_attention_kernels().derived["triton"]
+    assert "cdna3" not in triton.time_ratio_by_generation
+    assert backend.attention_time_s(MI300X, *SHAPE, backward, kernel="triton") == pytest.approx(
+        triton.time_ratio * auto, rel=1e-12)
+    assert triton.time_ratio > 1.0
 
 
 def test_triton_ratio_is_its_generations_own():
@@ -150,13 +166,14 @@ def test_unfused_attention_costs_a_megatron_gpt_step_time():
     ("torchtitan + torch.compile", "hopper", "fa2"),
     ("torchtitan", "ampere", "fa2"),
     ("torchtitan @6fc499f6 + torchao 0.13.0", "blackwell", "auto"),
-    ("torchtitan @2c8b5947 + torchao 0.13.0, ROCm 6.4", "cdna3", "auto"),
+    ("torchtitan @2c8b5947 + torchao 0.13.0, ROCm 6.4", "cdna3", "triton"),
     ("Composer + llm-foundry (FlashAttention)", "ampere", "triton"),
     ("NeMo 2.0 / Megatron-Core", "hopper", "auto"),
 ])
 def test_validation_rows_map_framework_to_kernel(framework, generation, kernel):
     """The row's framework profile names the kernel class per GPU generation (torchtitan's
-    PyTorch SDPA: FlashAttention-2 on Ampere/Hopper, the generation's own kernel elsewhere)."""
+    PyTorch SDPA: FlashAttention-2 on Ampere/Hopper, AOTriton on ROCm, the generation's own
+    kernel on Blackwell)."""
     notes: list[str] = []
     facts = RunFacts(tp=1, ep=1, precision="bf16", generation=generation, layers_per_stage=32)
     fields = framework_fields({"framework": framework, "source_id": "x"}, {}, facts, notes)

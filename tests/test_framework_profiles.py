@@ -196,7 +196,7 @@ def test_torchtitan_release_selects_activation_checkpointing():
 
 @pytest.mark.parametrize(("generation", "kernel"), [
     ("ampere", "fa2"), ("hopper", "fa2"), ("blackwell", "auto"), ("blackwell-ultra", "auto"),
-    ("cdna3", "auto"),
+    ("cdna2", "triton"), ("cdna3", "triton"), ("cdna4", "triton"),
 ])
 def test_torchtitan_sdpa_kernel_per_generation(generation, kernel):
     facts = RunFacts(tp=1, ep=1, precision="bf16", generation=generation, layers_per_stage=32)
@@ -295,10 +295,12 @@ def _strategy(row):
 
 def test_torchtitan_rows_on_blackwell_and_cdna3_are_forecast_with_sdpa_kernel():
     rows = _rows()
-    # 521-524 MI300X, 532 B200, 538 GB200 (525-529 state a power cap without its value: skipped)
-    for row_id in [str(i) for i in range(521, 525)] + ["532", "538"]:
+    # 532 B200, 538 GB200 (525-529 state a power cap without its value: skipped): cuDNN, the
+    # generation's own kernel; 521-524 MI300X: ROCm SDPA's default AOTriton kernel
+    for row_id, kernel in [("532", "auto"), ("538", "auto")] + [
+            (str(i), "triton") for i in range(521, 525)]:
         parsed = _strategy(rows[row_id])
-        assert parsed.strategy.attention_kernel == "auto"
+        assert parsed.strategy.attention_kernel == kernel
         assert any("SDPA" in note for note in parsed.notes)
 
 

@@ -200,6 +200,14 @@ rows), dense 8.14 -> 8.08%; mcore_moe_modelzoo 15.38 -> 14.84% (560 +0.195 -> +0
 0.10 -> 0.095, MoE 0.18 -> 0.175, mcore_moe_modelzoo 0.16 -> 0.15. Moved the wrong way (within
 their bounds; fold refits only, none of their rows moves 0.4 point): torchao_moe 30.96 -> 31.14%,
 torchtitan_nvfp4 13.29 -> 13.35%, megatron_dsv3_gb200 19.96 -> 20.03%.
+Branch fp8_21b (issue 21, MI300X torchtitan rows too fast): PyTorch SDPA on ROCm runs AOTriton
+(Triton FlashAttention kernels) by default, so the torchtitan profile times CDNA attention as the
+``triton`` class over CDNA's own FA2-algorithm (CK FMHA) kernel (``FA2_NATIVE``), where it had
+the generation's own kernel at full speed. Refit: all 8.75 -> 8.58%, dense 7.46 -> 7.26%,
+torchao_float8 24.94 -> 15.79% (MI300X bf16 521 +35 -> +21%, tensorwise 522 +60 -> +38%,
+rowwise_with_gw_hp 523 +21 -> +8%, rowwise 524 +25 -> +11%; the H100 rows 518-520 unchanged);
+no other source moved. Bounds tightened: all 0.09 -> 0.087, dense 0.08 -> 0.075,
+torchao_float8 0.255 -> 0.16.
 """
 
 from __future__ import annotations
@@ -213,8 +221,8 @@ from cv_data import training_cv
 NUM_ROWS = 379
 NUM_DENSE_ROWS = 329
 NUM_MOE_ROWS = 50
-CV_MAPE_BOUND = 0.09
-CV_DENSE_MAPE_BOUND = 0.08
+CV_MAPE_BOUND = 0.087
+CV_DENSE_MAPE_BOUND = 0.075
 CV_DENSE_MEDIAN_BOUND = 0.055
 CV_DENSE_WITHIN_10_MIN = 0.73
 CV_DENSE_WITHIN_20_MIN = 0.89
@@ -226,7 +234,7 @@ CV_SOURCE_BOUNDS = {
     "mosaic_mpt": 0.065,
     "nemo_automodel": 0.165,
     "nemo_perf": 0.11,
-    "torchao_float8": 0.255,
+    "torchao_float8": 0.16,
     "torchao_moe": 0.27,
     "torchtitan": 0.095,
     "torchtitan_nvfp4": 0.14,

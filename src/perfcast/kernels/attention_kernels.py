@@ -24,9 +24,13 @@ from perfcast.errors import InputError
 from perfcast.specs.hardware import GPUSpec
 from perfcast.specs.strategy import AttentionKernel
 
-FA2_NATIVE: frozenset[str] = frozenset({"ampere"})
-"""Generations whose own calibrated kernel (``auto``) is FlashAttention-2: FA3 needs Hopper's
-TMA and WGMMA (Shah et al. 2024, §3), Blackwell and CDNA run kernels of their own."""
+FA2_NATIVE: frozenset[str] = frozenset({"ampere", "cdna2", "cdna3", "cdna4"})
+"""Generations whose own calibrated kernel (``auto``) is the FlashAttention-2 algorithm: FA3
+needs Hopper's TMA and WGMMA (Shah et al. 2024, §3) and Blackwell runs cuDNN/FA4 kernels of
+its own; on AMD Instinct the flash kernel is FlashAttention-2's algorithm (ROCm/flash-attention,
+the FA2 port on composable_kernel FMHA, and CK's ``fmha_fwd``/``fmha_bwd``: one thread block
+per query tile, online softmax, no producer/consumer warp specialization). A class timed
+against FA2 (``triton``) there is timed against the generation's own curve."""
 
 
 def resolve_attention_kernel(

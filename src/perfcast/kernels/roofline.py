@@ -33,7 +33,11 @@ from perfcast.calibration.kernel_roofline import (
     KernelRooflineCalibration,
     load_kernel_roofline,
 )
-from perfcast.kernels.attention_kernels import resolve_attention_kernel, uncalibrated_kernel_error
+from perfcast.kernels.attention_kernels import (
+    FA2_NATIVE,
+    resolve_attention_kernel,
+    uncalibrated_kernel_error,
+)
 from perfcast.kernels.backend import KernelBackendName
 from perfcast.kernels.efficiency import (
     attention_roofline_time_s,
@@ -136,7 +140,7 @@ class RooflineBackend:
         (FP8 only for a calibrated ``auto`` forward; everything else at the 16-bit peak)."""
         params = self.params(gpu)
         peak16 = gpu.peak_flops(ATTENTION_16BIT_PEAK)
-        if kernel == "fa2":
+        if kernel == "fa2" and gpu.generation not in FA2_NATIVE:
             curve = params.attention_fa2_backward if backward else params.attention_fa2_forward
             if curve is None:
                 raise uncalibrated_kernel_error(gpu, kernel)

@@ -41,9 +41,10 @@ AttentionKernel = Literal["auto", "fa2", "triton"]
 CudaGraphScope = Literal["none", "attention", "moe", "full"]
 """Fused-attention kernel class (``kernels.attention_kernels``): ``auto`` = the GPU generation's
 own calibrated kernel (FlashAttention-2 on Ampere, FlashAttention-3/cuDNN on Hopper, the SM100
-cuDNN kernel on Blackwell, composable_kernel on CDNA); ``fa2`` = FlashAttention-2, also PyTorch
-SDPA's flash backend; ``triton`` = the FlashAttention Triton kernel (attention bias, e.g. ALiBi
-in llm-foundry's ``attn_impl: triton``)."""
+cuDNN kernel on Blackwell, composable_kernel's FA2-algorithm FMHA on CDNA); ``fa2`` =
+FlashAttention-2, also PyTorch SDPA's flash backend on CUDA; ``triton`` = the FlashAttention
+Triton kernel (attention bias, e.g. ALiBi in llm-foundry's ``attn_impl: triton``; AOTriton, PyTorch
+SDPA's default flash backend on ROCm)."""
 OffloadModule = Literal["attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm",
                         "expert_fc1", "moe_act"]
 """Megatron-Core fine-grained activation offloading modules (frameworks.md §1.3)."""
