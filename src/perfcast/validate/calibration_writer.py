@@ -189,6 +189,26 @@ def write_inference_file(text_model: Any, parameters: Sequence[ParameterEstimate
     return path
 
 
+def write_graph_replay_file(fit: Any, out_dir: Path, data_sha256: dict[str, str],
+                            ranges: dict[str, tuple[float, float]]) -> Path:
+    """Write graph_replay.yaml of a kernel-gap fit (``validate.fit_graph_replay``);
+    ``ranges``: parameter name -> (min, max) over the leave-one-source-out folds."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / FILE_NAMES["graph_replay"]
+    record = fit_record(fit.parameters, data_sha256, fit.rows_used, "roofline")
+    vendors = {}
+    for vendor, entry in fit.calibration.vendors.items():
+        span = ranges.get(f"kernel_gap_s[{vendor}]")
+        vendors[vendor] = entry.model_copy(update={
+            "kernel_gap_s": _round(entry.kernel_gap_s),
+            "loso_range_s": None if span is None else (_round(span[0]), _round(span[1]))})
+    model = fit.calibration.model_copy(update={"vendors": vendors})
+    path.write_text(_header("graph_replay", "Device time per dependent-kernel boundary in a "
+                            "replayed CUDA/HIP graph (graphed decode steps),\n# per GPU vendor.")
+                    + _dump(model, record), encoding="utf-8")
+    return path
+
+
 def write_routing_file(fit: Any, out_dir: Path, data_sha256: dict[str, str],
                        kernel_backend: str) -> Path:
     """Write moe_routing.yaml of a routing fit (``validate.fit_moe_routing.RoutingFit``)."""
