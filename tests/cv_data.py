@@ -11,6 +11,7 @@ from perfcast.validate.cross_validate import (
     cross_validate_inference,
     cross_validate_training,
 )
+from perfcast.validate.fit_graph_replay import GapTable, build_gap_table
 from perfcast.validate.fit_inference import ServingRows, load_inference_cases
 from perfcast.validate.fit_training import TrainingData, load_training_data
 from perfcast.validate.serving_table import ServingTable
@@ -42,5 +43,12 @@ def serving_table() -> ServingTable:
 
 
 @cache
+def gap_table() -> GapTable:
+    """Decode rows the graph kernel gap reaches, at each node (shipped calibration)."""
+    return build_gap_table(serving_rows().cases, load_calibration())
+
+
+@cache
 def serving_cv() -> CrossValidation:
-    return cross_validate_inference(serving_rows(), load_calibration(), serving_table())
+    return cross_validate_inference(serving_rows(), load_calibration(), serving_table(),
+                                    gap_table())

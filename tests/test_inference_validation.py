@@ -6,10 +6,11 @@ cross_validate.cross_validate_inference``; ``perfcast validate --cross-validate 
 
 Scope: rows at static batching or batch 1 are forecast either by ``estimate_inference`` (the
 fitted serving overheads) or, when an engine of today serves them (vLLM, SGLang, TensorRT-LLM
->= 0.17), by the engine-scheduler simulation (``estimate_serving``, not fitted). Rows measured
-at fixed concurrency / request rate / max throughput are simulated too and bounded on their
-own (no parameter is fitted on them, so their CV error equals the in-sample error;
-tests/test_serving_validation.py bounds them per metric).
+>= 0.17), by the engine-scheduler simulation (``estimate_serving``; its graphed decode steps
+pay the graph kernel gap, ``calibration/graph_replay.yaml``, refitted in every fold by
+``validate.fit_graph_replay``). Rows measured at fixed concurrency / request rate / max
+throughput are simulated too and bounded here on their CV error and in
+tests/test_serving_validation.py per metric in-sample.
 
 Measured (2026-11-24, calibration = ``perfcast calibrate`` on shared/ground_truth): 453
 static/batch-1 time rows, CV MAPE 15.3% (median 12.9%; was 23.9% / 21.6% before the
@@ -66,6 +67,16 @@ gpt-oss blog 25.3 -> 11.6%, NIM 18.3 -> 14.0%, InferenceX 35.2 -> 30.9%, vLLM FP
 21.2% (bounds tightened); gpt-fast, FasterTransformer, TensorRT-LLM 0.5-0.7 unchanged (static
 engines keep their fitted overheads, the gap is not charged on them); batch-1 decode 13.04%
 unchanged.
+Branch gapcal17 (the gap is part of the calibration: fitted by ``perfcast calibrate``, mean
+|log error| per vendor, NVIDIA 1.146 us / AMD 2.30 us, and REFITTED IN EVERY FOLD, so the
+held-out source no longer chooses its own gap): the CV became honest and moved up, stated:
+static/batch-1 14.17% -> 14.23%; concurrency 30.16% -> 30.64% (TTFT/TPOT/throughput 37.19 /
+17.56 / 37.70 -> 37.10 / 18.55 / 38.16%); InferenceX static rows (8 rows, B200/B300
+DeepSeek-V3 TTFT/TPOT at batch 1) 30.67% -> 36.08%: without InferenceX the NVIDIA gap is fitted
+on older engines' rows and comes out 1.53 us; bound 0.32 -> 0.365 (LOOSENED, because the figure
+is now out of sample, not because a forecast changed; the lead decides). Tightened: argonne
+26.17 -> 25.64% (0.28 -> 0.265), SGLang gpt-oss blog 11.62 -> 10.03% (0.13 -> 0.11), NIM
+14.00 -> 13.51% (0.15 -> 0.14).
 """
 
 from __future__ import annotations
@@ -85,13 +96,13 @@ NUM_CONCURRENCY_ROWS = 272
 CV_STATIC_MAPE_BOUND = 0.145
 CV_CONCURRENCY_MAPE_BOUND = 0.32
 CV_SOURCE_BOUNDS = {
-    "argonne-llm-inference-bench": 0.28,
+    "argonne-llm-inference-bench": 0.265,
     "fastertransformer-docs-gpt-guide-md-performance-section": 0.14,
     "kipply-transformer-inference-arithmetic-real-fastertransformer": 0.165,
-    "lmsys-sglang-blog-sglang-for-gpt-oss": 0.13,
-    "nim-llm-benchmarking-docs-performance-page": 0.15,
+    "lmsys-sglang-blog-sglang-for-gpt-oss": 0.11,
+    "nim-llm-benchmarking-docs-performance-page": 0.14,
     "pytorch-labs-gpt-fast-readme-benchmarks": 0.145,
-    "semianalysis-inferencex": 0.32,
+    "semianalysis-inferencex": 0.365,  # 0.32 -> 0.365, docstring (gapcal17)
     "tensorrt-llm-blog-falcon-180b-on-a-single": 0.30,
     "tensorrt-llm-blog-h100-has-4-6x-a100": 0.11,
     "tensorrt-llm-blog-h200-achieves-nearly-12": 0.12,  # 0.11 -> 0.12, module docstring

@@ -128,6 +128,12 @@ graph_replay.yaml: NVIDIA 1.0 us, AMD 2.5 us), TTFT/TPOT/throughput before -> af
 Bounds tightened where the numbers improved; one moved the wrong way and is loosened, stated:
 dstack 405B TTFT 0.34 -> 0.37 (its saturated request-rate rows queue behind the now slower
 decode steps: 32.4 -> 36.2%).
+Branch gapcal17 (the gap fitted by ``perfcast calibrate``, NVIDIA 1.0 -> 1.146 us, AMD 2.5 ->
+2.30 us), in-sample TTFT/TPOT/throughput 37.19/17.56/37.71 -> 37.20/17.41/37.46%; ATOM
+-/7.65/6.56 -> -/6.85/6.03%, InferenceX blog -/4.28/4.69 -> -/3.88/3.75%, InferenceX
+42.29/8.50/9.23 -> 42.31/8.61/9.42%, vLLM FP8 blog 20.53/16.10/17.82 -> 20.51/15.62/17.24%
+(bounds unchanged; the out-of-sample figures, with the gap refitted per fold, are in
+tests/test_inference_validation.py).
 Branch ttft17b (KV pool and device tier from the driver-reported memory, ``usable_hbm_bytes``):
 NIM 17.5/8.3/5.3 -> 13.5/6.7/4.2% (its c >= 100 rows are KV-bound: ~85 sequences run by Little's
 law, 80 -> 91 forecast), overall TTFT 39.75 -> 39.39%; bounds tightened (overall TTFT 0.43 ->

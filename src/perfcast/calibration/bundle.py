@@ -1,6 +1,6 @@
 """``Calibration``: every fitted calibration file as one frozen object, and its loader.
 
-The end-to-end fits (``perfcast calibrate``) write six files, each read by its own loader:
+The end-to-end fits (``perfcast calibrate``) write seven files, each read by its own loader:
 
 * ``training_overheads.yaml``: per-generation kernel overhead fraction, pooled ``default``;
 * ``comm_overlap.yaml``: SMs held by collectives, TP-overlap and stream-overlap shares;
@@ -9,6 +9,8 @@ The end-to-end fits (``perfcast calibrate``) write six files, each read by its o
 * ``forecast_intervals.yaml``: 80% bands from the cross-validated residuals;
 * ``moe_routing.yaml``: the busiest EP rank's load under dropless learned routing, fitted on
   forced-balance / real-routing pairs (``validate.fit_moe_routing``);
+* ``graph_replay.yaml``: device time per kernel boundary of a replayed CUDA/HIP graph, per GPU
+  vendor, fitted on engine-simulated decode rows (``validate.fit_graph_replay``);
 
 and, not fitted but sourced priors a user may replace, ``host_launch.yaml`` (host time per
 eager op, graph launch and device-host sync).
@@ -41,6 +43,11 @@ from perfcast.calibration.forecast_intervals import (
     ForecastIntervals,
     load_forecast_intervals,
 )
+from perfcast.calibration.graph_replay import (
+    GRAPH_REPLAY_PATH,
+    GraphReplayCalibration,
+    load_graph_replay,
+)
 from perfcast.calibration.host_launch import (
     HOST_LAUNCH_PATH,
     HostLaunchCalibration,
@@ -71,6 +78,7 @@ FILE_NAMES: Final[dict[str, str]] = {
     "intervals": FORECAST_INTERVALS_PATH.name,
     "host_launch": HOST_LAUNCH_PATH.name,
     "moe_routing": MOE_ROUTING_PATH.name,
+    "graph_replay": GRAPH_REPLAY_PATH.name,
 }
 """``Calibration`` field -> file name in a calibration directory."""
 
@@ -134,6 +142,8 @@ class Calibration:
     """Host launch/sync priors (``host_launch.yaml``; sourced, not fitted). None: shipped."""
     moe_routing: MoeRoutingCalibration | None = None
     """Dropless learned-routing imbalance (``moe_routing.yaml``). None: shipped."""
+    graph_replay: GraphReplayCalibration | None = None
+    """Kernel gap of replayed graphs per vendor (``graph_replay.yaml``). None: shipped."""
     directory: Path | None = None
     """Directory the files came from (None: the shipped calibration)."""
 
@@ -147,6 +157,11 @@ class Calibration:
     def routing(self) -> MoeRoutingCalibration:
         """``moe_routing`` or, when None, the shipped file."""
         return self.moe_routing or load_moe_routing()
+
+    @property
+    def graph_gaps(self) -> GraphReplayCalibration:
+        """``graph_replay`` or, when None, the shipped file."""
+        return self.graph_replay or load_graph_replay()
 
     def with_kernels(self, backend: _Backend) -> _Backend:
         """``backend`` timing this calibration's derived kernel classes (its
@@ -208,5 +223,6 @@ def load_calibration(directory: Path | str | None = None) -> Calibration:
         intervals=load_forecast_intervals(_file(directory, "intervals")),
         host_launch=load_host_launch(_file(directory, "host_launch")),
         moe_routing=load_moe_routing(_file(directory, "moe_routing")),
+        graph_replay=load_graph_replay(_file(directory, "graph_replay")),
         directory=directory,
     )

@@ -10,9 +10,11 @@ primary's completion and memory flush; PDL exists to overlap that boundary). The
 (``kernels.efficiency.roofline_time_s``) charges each kernel its roofline time plus torchao's
 2 µs launch floor (measured on H100, transferred to every GPU); ``kernel_gap_s`` is the extra
 device time per kernel boundary in a graphed decode step, one value per vendor (CUDA graphs on
-NVIDIA GPUs, HIP graphs on AMD's multi-die CDNA parts), fitted by
-``tools/fit_graph_kernel_gap.py`` (the ``fit`` block says on what, and its leave-one-source-out
-choices).
+NVIDIA GPUs, HIP graphs on AMD's multi-die CDNA parts), fitted by ``perfcast calibrate``
+(``validate.fit_graph_replay``; the ``fit`` block says on what data, with each value's standard
+error, and ``loso_range_s`` the range of the values fitted with each source left out). It is
+part of the ``Calibration`` bundle (``calibration.bundle``), so ``--calibration DIR`` replaces
+it and ``perfcast validate --cross-validate source`` refits it in every fold.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from perfcast.calibration._files import CALIBRATION_DIR, load_yaml_model
+from perfcast.calibration.fit_record import FitRecord
 from perfcast.specs.hardware import Vendor
 
 GRAPH_REPLAY_PATH: Final[Path] = CALIBRATION_DIR / "graph_replay.yaml"
@@ -36,8 +39,9 @@ class VendorKernelGap(BaseModel):
 
     kernel_gap_s: float = Field(ge=0, le=50e-6, description="Seconds per dependent kernel.")
     fit_rows: int = Field(ge=0, description="Decode-latency rows of this vendor in the fit.")
-    loso_values_s: tuple[float, ...] = Field(
-        default=(), description="Values chosen with each source left out in turn.")
+    loso_range_s: tuple[float, float] | None = Field(
+        default=None, description="Smallest and largest value fitted with each source left "
+                                  "out in turn (None: not cross-validated).")
     source: str = Field(min_length=1)
 
 
@@ -46,7 +50,7 @@ class GraphReplayCalibration(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    fit: str = Field(min_length=1, description="How the values were obtained.")
+    fit: FitRecord | None = Field(default=None, description="How the file was fitted.")
     vendors: dict[Vendor, VendorKernelGap]
 
     def kernel_gap_s(self, vendor: Vendor) -> float:

@@ -31,6 +31,7 @@ def run_serving(model: ModelSpec, system: SystemSpec, strategy: Strategy,
                 warmup_requests: int, engine: str, engine_version: str | None,
                 arrival_draws: int | None = None, length_samples: Path | None = None,
                 scheduler_recv_interval: int | None = None, json: bool) -> None:
+    from perfcast.calibration.bundle import load_calibration
     from perfcast.estimate.serving import estimate_serving
     from perfcast.specs.length_samples import load_length_samples
     from perfcast.specs.serving import serving_workload
@@ -60,11 +61,13 @@ def run_serving(model: ModelSpec, system: SystemSpec, strategy: Strategy,
                                 arrival_draws=arrival_draws,
                                 length_samples=(load_length_samples(length_samples)
                                                 if length_samples is not None else None))
+    cal = options.get("calibration") or load_calibration()
     report = estimate_serving(
         model, system, strategy, workload, engine=engine, engine_version=engine_version,
         precision=options["precision"], kv_precision=options["kv_precision"],
         weight_precision=options["weight_precision"], attention_dp=options["attention_dp"],
-        engine_overrides=overrides or None)
+        engine_overrides=overrides or None,
+        overheads=cal.inference_overheads, graph_replay=cal.graph_gaps)
     if json:
         from perfcast.report.json_out import to_json
 

@@ -69,7 +69,12 @@ def validate_command(
     backend = make_backend(kernel_backend.value, kernel_table)
     report: ValidationReport | InferenceValidationReport
     if inference:
-        report = validate_inference(data, partial(estimate_inference, calibration=cal))
+        from perfcast.estimate.serving import estimate_serving
+
+        report = validate_inference(
+            data, partial(estimate_inference, calibration=cal),
+            serving_estimator=partial(estimate_serving, overheads=cal.inference_overheads,
+                                      graph_replay=cal.graph_gaps))
     else:
         estimator = partial(estimate_training, kernel_backend=backend, calibration=cal)
         report = validate_training(data, estimator=estimator, qualities=_qualities(quality))

@@ -224,6 +224,11 @@ def estimate_inference(
     ``precision`` is the activation/GEMM format (bf16, fp16, fp8, fp4); ``weight_precision``
     defaults to it (int8/int4 = weight-only); ``kv_precision`` defaults to 16-bit.
     ``cuda_graphs`` replays decode steps as CUDA graphs (no host overhead per layer or step).
+    The device time per kernel boundary of a replayed graph (``calibration.graph_replay``,
+    charged on engine-simulated graphed steps) is not charged here: measured 2026-11-24, with
+    the gap refitted per fold, it moves the static/batch-1 CV from 14.30% to 14.43% and
+    gpt-fast (the static engine that graphs its decode step) from 12.8% to 15.5% (forecasts
+    already slightly slow: Inductor fuses the pointwise ops the op graph counts as kernels).
     ``static_engine`` names a static-batching engine profile (``catalog.inference_engines``:
     fastertransformer, gpt-fast, tensorrt-llm-0.5, tensorrt-llm-0.7): its TP all-reduce, decode
     CUDA graphs, pipeline micro-batching and decode-attention kernel (GQA KV read once per group

@@ -32,7 +32,7 @@ from dataclasses import dataclass, fields, replace
 from functools import partial
 from typing import Any, Literal, cast
 
-from perfcast.calibration.graph_replay import load_graph_replay
+from perfcast.calibration.graph_replay import GraphReplayCalibration, load_graph_replay
 from perfcast.calibration.host_launch import load_host_launch
 from perfcast.calibration.inference_overheads import InferenceOverheads, load_inference_overheads
 from perfcast.catalog.serving_engines import EngineConfig, engine_config, engine_target
@@ -162,8 +162,11 @@ def serving_setup(
     engine_overrides: dict[str, object] | None = None,
     kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE,
     overheads: InferenceOverheads | None = None,
+    graph_replay: GraphReplayCalibration | None = None,
 ) -> ServingSetup:
-    """Engine config, memory and step-cost context of one deployment (no side effects)."""
+    """Engine config, memory and step-cost context of one deployment (no side effects);
+    ``overheads`` / ``graph_replay``: the serving overheads and graph kernel gaps of a
+    ``Calibration`` (None: the shipped files)."""
     # device tiers and the KV pool both follow the memory the driver reports (vLLM
     # ``gpu_memory_utilization`` x torch.cuda.mem_get_info total; TensorRT-LLM
     # free_gpu_memory_fraction of cudaMemGetInfo free; SGLang mem_fraction_static and its tier
@@ -192,7 +195,8 @@ def serving_setup(
                   mla_decode_head_block=config.mla_decode_head_block,
                   mla_decode_weights=config.mla_decode_weights,
                   attention_dp_gather=config.attention_dp_gather,
-                  graph_kernel_gap_s=load_graph_replay().kernel_gap_s(system.gpu.vendor),
+                  graph_kernel_gap_s=(graph_replay or load_graph_replay()).kernel_gap_s(
+                      system.gpu.vendor),
                   eager_host_s_per_op=eager_host_s_per_op(config))
     if config.overlap_scheduler:  # host scheduling/sampling hidden behind the GPU step
         ctx = replace(ctx, overhead=ctx.overhead.model_copy(update={"step_overhead_s": 0.0}))
@@ -214,6 +218,7 @@ def estimate_serving(
     engine_overrides: dict[str, object] | None = None,
     kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE,
     overheads: InferenceOverheads | None = None,
+    graph_replay: GraphReplayCalibration | None = None,
 ) -> ServingReport:
     """Simulate ``workload`` served by ``engine`` (no side effects; module docstring)."""
     strategy = strategy or Strategy(num_gpus=1)
@@ -221,7 +226,7 @@ def estimate_serving(
         model, system, strategy, engine=engine, engine_version=engine_version,
         precision=precision, kv_precision=kv_precision, weight_precision=weight_precision,
         attention_dp=attention_dp, engine_overrides=engine_overrides,
-        kernel_backend=kernel_backend, overheads=overheads)
+        kernel_backend=kernel_backend, overheads=overheads, graph_replay=graph_replay)
     config, memory, ctx = setup.config, setup.memory, setup.ctx
     replicas = strategy.dp
     share = replica_workload(workload, replicas)

@@ -39,6 +39,17 @@ def render_calibration(result: CalibrationResult, console) -> None:
             f"{r.value:.3f} ± {_number(r.estimate.standard_error)} from {len(r.pairs)} "
             "forced-balance / dropless pairs" if not r.fallback
             else "not fitted (no forced-balance / dropless pair; the base file is kept)"))
+    if result.graph_replay is not None:
+        g = result.graph_replay
+        cv = result.serving_cv
+        parts = []
+        for p in g.parameters:
+            span = cv.parameter_range(p.name) if cv is not None else None
+            parts.append(f"{escape(p.name)} {p.value * 1e6:.3g} ± "
+                         f"{_number(None if p.standard_error is None else p.standard_error * 1e6)}"
+                         " µs" + (f" (folds {span[0] * 1e6:.3g}-{span[1] * 1e6:.3g})"
+                                  if span else "") + (" at bound" if p.at_bound else ""))
+        console.print(f"graph kernel gap ({g.rows_used} decode rows): " + "; ".join(parts))
     if result.training_cv is not None:
         stats = result.training_cv.stats()
         console.print(f"training leave-one-source-out: MAPE {stats.mape:.1%}, median "

@@ -3,8 +3,10 @@ write it (the API behind ``perfcast calibrate``).
 
 Training CSVs (training.csv schema) fit the training overheads, the stream-overlap share and
 the fitted attention-kernel ratios (``fit_training``); inference CSVs (inference.csv schema,
-told apart by their header) fit the serving overheads (``fit_inference``). The leave-one-
-source-out range of each training parameter is written beside its value. Training CSVs also
+told apart by their header) fit the serving overheads (``fit_inference``) and the device time per
+kernel boundary of a replayed graph per GPU vendor (``fit_graph_replay``). The leave-one-
+source-out range of each training parameter and of each kernel gap is written beside its
+value. Training CSVs also
 fit the MoE dropless-routing imbalance (``fit_moe_routing``) on their forced-balance / real-
 routing pairs, first: the overhead fit forecasts the dropless rows with it; data without such
 a pair keep the base file's value (as a user without serving rows keeps the serving file).
@@ -22,6 +24,7 @@ from perfcast.calibration.bundle import Calibration, load_calibration
 from perfcast.calibration.forecast_intervals import ForecastIntervals, ResidualBands
 from perfcast.errors import InputError
 from perfcast.validate.calibration_writer import (
+    write_graph_replay_file,
     write_inference_file,
     write_intervals_file,
     write_routing_file,
@@ -32,6 +35,7 @@ from perfcast.validate.cross_validate import (
     cross_validate_inference,
     cross_validate_training,
 )
+from perfcast.validate.fit_graph_replay import GraphReplayFit, build_gap_table, fit_graph_replay
 from perfcast.validate.fit_inference import InferenceFit, fit_inference, load_inference_cases
 from perfcast.validate.fit_moe_routing import RoutingFit, fit_routing, routing_calibration
 from perfcast.validate.fit_training import (
@@ -67,6 +71,9 @@ class CalibrationResult:
     """The 80% bands from the held-out residuals, with their held-out coverage."""
     routing: RoutingFit | None = None
     """The MoE dropless-routing imbalance fitted on the training rows' forced/real pairs."""
+    graph_replay: GraphReplayFit | None = None
+    """The graph kernel gap per vendor fitted on the engine-simulated decode rows."""
+    serving_cv: CrossValidation | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"written": [str(p) for p in self.written]}
@@ -83,6 +90,16 @@ class CalibrationResult:
             out["moe_routing"] = {"parameter": self.routing.estimate.to_dict(),
                                   "pairs": [p.label for p in self.routing.pairs],
                                   "fallback": self.routing.fallback}
+        if self.graph_replay is not None:
+            out["graph_replay"] = {
+                "rows_used": self.graph_replay.rows_used,
+                "rows_by_vendor": self.graph_replay.rows_by_vendor,
+                "fallback_vendors": list(self.graph_replay.fallback_vendors),
+                "parameters": {p.name: p.to_dict() for p in self.graph_replay.parameters}}
+            if self.serving_cv is not None:
+                out["graph_replay"]["cv_ranges"] = {
+                    p.name: self.serving_cv.parameter_range(p.name)
+                    for p in self.graph_replay.parameters}
         if self.intervals is not None:
             out["intervals"] = {kind: {k: getattr(getattr(self.intervals, kind), k) for k in
                                        ("prior_sources", "cv_coverage", "cv_coverage_by_source")}
@@ -111,7 +128,7 @@ def calibrate(paths: Sequence[Path], out_dir: Path | None, kernel_backend: str,
     already built response tables of the same files and base (rebuilt when None)."""
     base = base or load_calibration()
     training_paths, inference_paths = split_by_schema(paths)
-    training = cv = inference = routing = None
+    training = cv = inference = routing = graph = None
     written: list[Path] = []
     if training_paths:
         routing = _fit_routing(training_paths, training_data, base, kernel_backend)
@@ -135,11 +152,18 @@ def calibrate(paths: Sequence[Path], out_dir: Path | None, kernel_backend: str,
     if inference_paths:
         cases = load_inference_cases(inference_paths)
         inference = fit_inference(cases, base, table=serving_table)
-        serving_cv = cross_validate_inference(cases, base, serving_table)
+        gaps = build_gap_table(cases.cases, base)
+        graph = fit_graph_replay(gaps) if len(gaps.row_ids) else None
+        serving_cv = cross_validate_inference(cases, base, serving_table, gaps)
         if out_dir is not None:
             written.append(write_inference_file(
                 inference.calibration.inference_overheads, inference.parameters, out_dir,
                 data_sha256(inference_paths), inference.rows_used))
+            if graph is not None:  # no graphed decode row: the base (shipped) file holds
+                ranges = {p.name: serving_cv.parameter_range(p.name) for p in graph.parameters}
+                written.append(write_graph_replay_file(
+                    graph, out_dir, data_sha256(inference_paths),
+                    {k: v for k, v in ranges.items() if v is not None}))
     intervals = forecast_intervals(base, cv, serving_cv,
                                    cases.concurrency_ids if inference_paths else frozenset())
     if out_dir is not None:
@@ -147,7 +171,8 @@ def calibrate(paths: Sequence[Path], out_dir: Path | None, kernel_backend: str,
             intervals, out_dir, data_sha256(list(paths)),
             (training.rows_used if training else 0) + (inference.rows_used if inference else 0),
             training.kernel_backend if training else kernel_backend))
-    return CalibrationResult(training, cv, inference, tuple(written), intervals, routing)
+    return CalibrationResult(training, cv, inference, tuple(written), intervals, routing,
+                             graph, serving_cv)
 
 
 def _fit_routing(paths: Sequence[Path], data: TrainingData | None, base: Calibration,

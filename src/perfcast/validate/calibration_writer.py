@@ -34,11 +34,12 @@ def _sig(value: float | None) -> float | None:
 
 
 def fit_record(parameters: Sequence[ParameterEstimate], data_sha256: dict[str, str],
-               num_rows: int, kernel_backend: str, date: str | None = None) -> FitRecord:
+               num_rows: int, kernel_backend: str, date: str | None = None,
+               loss: str = LOSS_TEXT) -> FitRecord:
     """The ``fit:`` block for ``parameters`` (rounded as written)."""
     return FitRecord(
         tool=TOOL, date=date or datetime.date.today().isoformat(), data_sha256=data_sha256,
-        num_rows=num_rows, kernel_backend=kernel_backend, loss=LOSS_TEXT,
+        num_rows=num_rows, kernel_backend=kernel_backend, loss=loss,
         parameters={p.name: ParameterRecord(value=_round(p.value),
                                             standard_error=_sig(p.standard_error),
                                             at_bound=p.at_bound, low=p.low, high=p.high)
@@ -186,6 +187,28 @@ def write_inference_file(text_model: Any, parameters: Sequence[ParameterEstimate
     path.write_text(_header("inference_overheads", "Serving overheads per GPU generation; "
                             "default = the pooled fit.") + _dump(text_model, record),
                     encoding="utf-8")
+    return path
+
+
+def write_graph_replay_file(fit: Any, out_dir: Path, data_sha256: dict[str, str],
+                            ranges: dict[str, tuple[float, float]]) -> Path:
+    """Write graph_replay.yaml of a kernel-gap fit (``validate.fit_graph_replay``);
+    ``ranges``: parameter name -> (min, max) over the leave-one-source-out folds."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / FILE_NAMES["graph_replay"]
+    from perfcast.validate.fit_graph_replay import LOSS_TEXT as GAP_LOSS
+
+    record = fit_record(fit.parameters, data_sha256, fit.rows_used, "roofline", loss=GAP_LOSS)
+    vendors = {}
+    for vendor, entry in fit.calibration.vendors.items():
+        span = ranges.get(f"kernel_gap_s[{vendor}]")
+        vendors[vendor] = entry.model_copy(update={
+            "kernel_gap_s": _round(entry.kernel_gap_s),
+            "loso_range_s": None if span is None else (_round(span[0]), _round(span[1]))})
+    model = fit.calibration.model_copy(update={"vendors": vendors})
+    path.write_text(_header("graph_replay", "Device time per dependent-kernel boundary in a "
+                            "replayed CUDA/HIP graph (graphed decode steps),\n# per GPU vendor.")
+                    + _dump(model, record), encoding="utf-8")
     return path
 
 

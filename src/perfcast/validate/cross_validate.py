@@ -17,7 +17,9 @@ The statistics of these held-out forecasts are the out-of-sample accuracy (``cv_
 ``perfcast validate --cross-validate source --json``).
 
 Serving rows the same way (``cross_validate_inference``): refit the serving overheads without
-the source (``fit_inference`` on a ``ServingTable`` built once), forecast its rows in full.
+the source (``fit_inference`` on a ``ServingTable`` built once) and the graph kernel gap per
+GPU vendor (``fit_graph_replay`` on a ``GapTable`` built once), forecast its rows in full with
+both.
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ from typing import Any
 from perfcast.calibration.bundle import Calibration
 from perfcast.validate.compare import RowResult, compare_row
 from perfcast.validate.error_stats import ErrorStats, error_stats, summarize
+from perfcast.validate.fit_graph_replay import (
+    GapTable,
+    GraphReplayFit,
+    build_gap_table,
+    fit_graph_replay,
+)
 from perfcast.validate.fit_inference import InferenceFit, ServingRows, fit_inference
 from perfcast.validate.fit_moe_routing import RoutingFit, fit_routing, routing_calibration
 from perfcast.validate.fit_training import TrainingData, TrainingFit, fit_training
@@ -50,6 +58,9 @@ class FoldResult:
     routing: RoutingFit | None = None
     """Training folds: the MoE routing imbalance refitted without the source (its
     ``fallback``: no pair left, the balanced prior)."""
+    graph_replay: GraphReplayFit | None = None
+    """Serving folds: the graph kernel gap per vendor refitted without the source (None: no
+    row of another source reaches it; the base value holds)."""
 
 
 @dataclass(frozen=True)
@@ -70,8 +81,9 @@ class CrossValidation:
 
     def parameter_range(self, name: str) -> tuple[float, float] | None:
         """Smallest and largest value of a parameter over the folds (None if never fitted)."""
-        values = [p.value for fold in self.folds if fold.fit is not None
-                  for p in fold.fit.parameters if p.name == name and p.standard_error is not None]
+        fits = [f for fold in self.folds for f in (fold.fit, fold.graph_replay) if f is not None]
+        values = [p.value for fit in fits for p in fit.parameters
+                  if p.name == name and p.standard_error is not None]
         return (min(values), max(values)) if values else None
 
     def summary_dict(self) -> dict[str, Any]:
@@ -89,6 +101,9 @@ class CrossValidation:
                                              "pairs": len(f.routing.pairs),
                                              "fallback": f.routing.fallback}
                                for f in self.folds if f.routing is not None},
+            "cv_graph_kernel_gap_s": {f.source_id: {p.name: p.value
+                                                    for p in f.graph_replay.parameters}
+                                      for f in self.folds if f.graph_replay is not None},
         }
 
 
@@ -123,9 +138,11 @@ def cross_validate_training(data: TrainingData) -> CrossValidation:
 
 
 def cross_validate_inference(rows: ServingRows, base: Calibration,
-                             table: ServingTable | None = None) -> CrossValidation:
+                             table: ServingTable | None = None,
+                             gaps: GapTable | None = None) -> CrossValidation:
     """Leave-one-source-out over every source of ``rows`` (module docstring); ``table``: the
-    ``ServingTable`` of ``rows.fit_cases()`` under ``base`` (built when None)."""
+    ``ServingTable`` of ``rows.fit_cases()`` under ``base``, ``gaps``: the ``GapTable`` of
+    ``rows.cases`` under ``base`` (each built when None)."""
     from perfcast.estimate.inference import estimate_inference
     from perfcast.estimate.serving import estimate_serving
     from perfcast.validate.inference_compare import compare_serving_case
@@ -133,19 +150,25 @@ def cross_validate_inference(rows: ServingRows, base: Calibration,
     from perfcast.validate.serving_rows import ServingCase
 
     table = table or ServingTable(rows.fit_cases(), base, estimate_inference)
+    gaps = gaps or build_gap_table(rows.cases, base)
     folds = []
     for source in sorted({case.source_id for case in rows.cases}):
         left = [c for c in table.cases if c.source_id != source]
         fit = fit_inference(rows, base, exclude_source=source, table=table) if left else None
+        graph = (fit_graph_replay(gaps, exclude_source=source)
+                 if (gaps.source_ids != source).any() else None)
         cal = fit.calibration if fit else base
+        if graph is not None:
+            cal = cal.replace(graph_replay=graph.calibration)
         estimator = partial(estimate_inference, calibration=cal)
         simulations = ServingReportCache(partial(estimate_serving,
-                                                 overheads=cal.inference_overheads))
+                                                 overheads=cal.inference_overheads,
+                                                 graph_replay=cal.graph_gaps))
         held_out = [compare_serving_case(c, simulations) if isinstance(c, ServingCase)
                     else compare_case(c, estimator)
                     for c in rows.cases if c.source_id == source]
         folds.append(FoldResult(source, fit, tuple(
-            r for r in held_out if isinstance(r, InferenceRowResult))))
+            r for r in held_out if isinstance(r, InferenceRowResult)), graph_replay=graph))
     return CrossValidation(tuple(folds))
 
 

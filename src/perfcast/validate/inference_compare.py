@@ -175,7 +175,12 @@ def is_inference_file(path: Path | str) -> bool:
 
 
 def validate_inference(path: Path | str, estimator: InferenceEstimator | None = None,
-                       catalog: CatalogLookup | None = None) -> InferenceValidationReport:
-    """Forecast every row of an inference.csv-schema file and compare with the measurements."""
+                       catalog: CatalogLookup | None = None,
+                       serving_estimator: ServingEstimator | None = None
+                       ) -> InferenceValidationReport:
+    """Forecast every row of an inference.csv-schema file and compare with the measurements
+    (``estimator``: static/batch-1 rows, ``serving_estimator``: engine-simulated rows; each
+    None: the shipped calibration)."""
     parsed, skipped = parse_inference_rows(read_rows(Path(path)), catalog)
-    return compare_cases(parsed, skipped, estimator or default_inference_estimator())
+    return compare_cases(parsed, skipped, estimator or default_inference_estimator(),
+                         serving_estimator)
