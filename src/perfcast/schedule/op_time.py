@@ -92,7 +92,14 @@ def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:
     sizes = (strategy.placement_order, strategy.tp, strategy.cp, strategy.dp, strategy.pp,
              strategy.expert_tp, strategy.ep, strategy.expert_dp, strategy.cp_a2a_size,
              getattr(strategy, "tp2d_rows", 1))
-    table = _groups(*sizes) if all_scalars(*sizes[1:]) else _group_table(*sizes)
+    if all_scalars(*sizes[1:]):
+        table = _groups(*sizes)
+    else:
+        table = _group_table(*sizes)
+        for value in table.values():  # the next calls share the arrays
+            for part in value:
+                if isinstance(part, np.ndarray):
+                    part.flags.writeable = False
     _last_groups = (strategy, table)  # one tuple, replaced in one assignment
     return table[group]
 

@@ -333,7 +333,7 @@ class BulkEvaluator:
     tables: LayerTables
     backend: KernelBackend
     calibration: Calibration
-    _gathers: dict[tuple, tuple[np.ndarray, object]] = field(
+    _gathers: dict[tuple, tuple[np.ndarray, LayerTime]] = field(
         default_factory=dict, compare=False, repr=False)
     """``_gathered``'s tables by (table, id of the ``layer_key`` array)."""
 
@@ -392,9 +392,9 @@ class BulkEvaluator:
             num_moe = params.num_moe_layers
             layers = [(n, lt) for n, lt in ((params.num_layers - num_moe, dense), (num_moe, moe))
                       if n]
-            role = (stage == 0, stage == block.pp - 1)
-            extra = (self._gathered(role, block.layer_key) if any(role)
-                     else self.tables.extra[role])
+            extra = self.tables.extra[(stage == 0, stage == block.pp - 1)]
+            if stage == 0 or stage == block.pp - 1:  # a fresh copy: the stage time adds to it
+                extra = _gather(extra, block.layer_key)
             times = assemble_stage_time(layers, extra, strategy).with_unpaired_ep(
                 unpaired_pass_share(block.schedule, block.pp, block.vpp, m))
             if np.any(block.cpu_offload_activation_layers):  # as estimate_training does
@@ -416,18 +416,18 @@ class BulkEvaluator:
                               self.backend, calib)
         return np.broadcast_to(parts.step_time_s, shape).ravel(), memory_bytes
 
-    def _gathered(self, table: str | tuple[bool, bool], layer_key: np.ndarray):
-        """``tables.dense``, ``tables.moe`` or the ``tables.extra`` of a (first, last) stage
-        role at the rows' ``layer_key`` indices. Blocks that select the same rows share their
-        ``layer_key`` array (``search.row_table.SelectedRows``), so the gathered tables are
-        kept by that array's identity (``GATHERS_KEPT`` of them)."""
+    def _gathered(self, table: str, layer_key: np.ndarray) -> LayerTime:
+        """``tables.dense`` or ``tables.moe`` at the rows' ``layer_key`` indices, read-only.
+        Blocks that select the same rows share their ``layer_key`` array (``search.row_table.
+        SelectedRows``), so the gathered tables are kept by that array's identity
+        (``GATHERS_KEPT`` of them)."""
         key = (table, id(layer_key))
         found = self._gathers.get(key)
         if found is not None and found[0] is layer_key:
             return found[1]
-        source = (self.tables.extra[table] if isinstance(table, tuple)
-                  else getattr(self.tables, table))
-        gathered = _gather(source, layer_key)
+        gathered = _gather(getattr(self.tables, table), layer_key)
+        for f in fields(gathered):
+            getattr(gathered, f.name).flags.writeable = False  # shared by later blocks
         if len(self._gathers) >= GATHERS_KEPT:
             self._gathers.clear()
         self._gathers[key] = (layer_key, gathered)  # the array kept alive: its id stays its own
