@@ -80,9 +80,9 @@ def main(case: str = "dense", jobs: int | None = None,
     parent_cpu_s = time.process_time() - cpu
     print(f"search_wall_s: {wall_s:.2f}  jobs: {jobs}  "
           f"search_cpu_s: {parent_cpu_s:.2f} (parent) + {workers_cpu_s:.2f} (workers) = "
-          f"{parent_cpu_s + workers_cpu_s:.2f}  peak_rss_GiB: {rss_gib:.2f}  (evaluated {result.evaluated}, timed "
-          f"{getattr(result, 'timed', 0)}, memory_probed {getattr(result, 'memory_probed', 0)}, "
-          f"feasible {result.feasible})")
+          f"{parent_cpu_s + workers_cpu_s:.2f}  peak_rss_GiB: {rss_gib:.2f}  "
+          f"(evaluated {result.evaluated}, timed {result.timed}, "
+          f"memory_probed {result.memory_probed}, feasible {result.feasible})")
     print(f"search_strategies_per_s_per_core: "
           f"{result.evaluated / (parent_cpu_s + workers_cpu_s):.0f}")
 

@@ -51,7 +51,6 @@ from perfcast.search.recompute_sets import (
     recompute_module_sets,
 )
 from perfcast.search.row_table import LayerKeyIndex, RowTable, micro_batches, select_rows
-from perfcast.search.split_merge import SplitGroup, split_groups
 from perfcast.search.space import (
     CUDA_GRAPH_SCOPES,
     DISPATCHERS,
@@ -59,6 +58,7 @@ from perfcast.search.space import (
     StrategyBlock,
     StrategySpace,
 )
+from perfcast.search.split_merge import SplitGroup, split_groups
 from perfcast.specs.compat import check_strategy_for_model, check_workload_for_strategy
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.model import ModelSpec
