@@ -200,4 +200,5 @@ def _group_collective_s(system: SystemSpec, kind: str, size_bytes, size, stride,
 _array_collective_s = ArrayContentMemo(_group_collective_s, maxsize=4096)
 """Array collectives remembered by their sizes' contents: the bulk search's blocks of one pp
 share their rows, and each recompute choice asks for the same data-parallel collectives
-(``memo.ArrayContentMemo``; Llama-3.1-405B x 16,384: ~N distinct of ~M asked)."""
+(``memo.ArrayContentMemo``; Llama-3.1-405B x 16,384 in one process: 513 distinct of 5,860
+asked)."""
