@@ -10,6 +10,7 @@ so the values returned are exactly those of the unmemoized function.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Hashable
 from functools import lru_cache, partial
 from typing import Any, cast
@@ -76,10 +77,12 @@ class LastPairTable:
 
 
 def content_key(value: object) -> Hashable:
-    """A hashable key equal for equal inputs: a numpy array's shape, dtype and bytes (two
-    arrays with the same numbers give the same key), any other (hashable) value itself."""
+    """A hashable key equal for equal inputs: a numpy array's shape, dtype and a 128-bit
+    BLAKE2b digest of its bytes (two arrays with the same numbers give the same key; a key
+    costs 16 bytes whatever the array's size), any other (hashable) value itself."""
     if isinstance(value, np.ndarray):
-        return (value.shape, value.dtype.str, value.tobytes())
+        digest = hashlib.blake2b(np.ascontiguousarray(value).data, digest_size=16).digest()
+        return (value.shape, value.dtype.str, digest)
     return cast(Hashable, value)
 
 

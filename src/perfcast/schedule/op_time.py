@@ -197,8 +197,8 @@ def _group_collective_s(system: SystemSpec, kind: str, size_bytes, size, stride,
     return group_collective_time_s(kind, size_bytes, system, size, stride, algorithm)
 
 
-_array_collective_s = ArrayContentMemo(_group_collective_s, maxsize=4096)
+_array_collective_s = ArrayContentMemo(_group_collective_s, maxsize=1024)
 """Array collectives remembered by their sizes' contents: the bulk search's blocks of one pp
 share their rows, and each recompute choice asks for the same data-parallel collectives
 (``memo.ArrayContentMemo``; Llama-3.1-405B x 16,384 in one process: 513 distinct of 5,860
-asked)."""
+asked; at most 1,024 kept, each at most 4,096 values: 32 MiB)."""
