@@ -112,3 +112,29 @@ def test_stage_params_and_graphs_equal_the_equality_memo():
                 model, strategy, 4096, s)
     assert (param_sharding.stage_params(model, first, 0)
             != param_sharding.stage_params(model, second, 0))
+
+
+def test_array_content_memo_finds_equal_arrays_and_shares_read_only_values():
+    import numpy as np
+
+    from perfcast.memo import ArrayContentMemo
+
+    calls = []
+
+    def double(x, factor):
+        calls.append(1)
+        return np.asarray(x) * factor
+
+    memo = ArrayContentMemo(double, maxsize=2, max_elements=8)
+    a = memo(np.arange(4.0).reshape(4, 1), 2.0)
+    b = memo(np.arange(4.0).reshape(4, 1), 2.0)  # another array, the same numbers
+    assert b is a and len(calls) == 1
+    assert not a.flags.writeable  # shared: in-place changes would reach later callers
+    memo(np.arange(4.0).reshape(1, 4), 2.0)  # same bytes, another shape: another key
+    memo(np.arange(4.0).reshape(4, 1), 3.0)  # another scalar argument
+    assert len(calls) == 3
+    memo(np.arange(4.0).reshape(4, 1), 2.0)  # dropped: 2 keys kept, the oldest first out
+    assert len(calls) == 4
+    big = np.arange(9.0)
+    assert memo(big, 2.0) is not memo(big, 2.0)  # over max_elements: not remembered
+    assert len(calls) == 6

@@ -169,3 +169,16 @@ def test_a_search_on_a_server_thread_runs_in_one_process():
     thread.join(timeout=60)
     assert seen == [(False, 1, 1)]
     assert can_fork()
+
+
+def test_parallel_map_cuts_runs_by_cost_and_counts_progress_by_weight():
+    """``costs`` (``run.BLOCK_COST_STRATEGIES`` added to each block's size) cut the runs; the
+    results stay in item order and the progress still adds up the weights."""
+    weights = [1, 1, 1, 1, 1000, 1000]
+    seen = []
+    out = parallel_map(lambda i: i * i, weights, 2, seen.append,
+                       costs=[w + 500 for w in weights])
+    assert out == [i * i for i in range(len(weights))]
+    assert sum(seen) == sum(weights)
+    # by size alone the four small items form one run; with the fixed cost they split
+    assert len(contiguous_runs(weights, 4)) < len(contiguous_runs([w + 500 for w in weights], 4))

@@ -10,9 +10,12 @@ so the values returned are exactly those of the unmemoized function.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Hashable
 from functools import lru_cache, partial
-from typing import Any
+from typing import Any, cast
+
+import numpy as np
 
 MAX_OBJECTS = 256
 """Distinct objects kept; past that the tables are dropped and rebuilt on demand."""
@@ -71,3 +74,57 @@ class LastPairTable:
         table = {}
         self._last = (first, second, table)
         return table
+
+
+def content_key(value: object) -> Hashable:
+    """A hashable key equal for equal inputs: a numpy array's shape, dtype and a 128-bit
+    BLAKE2b digest of its bytes (two arrays with the same numbers give the same key; a key
+    costs 16 bytes whatever the array's size), any other (hashable) value itself."""
+    if isinstance(value, np.ndarray):
+        digest = hashlib.blake2b(np.ascontiguousarray(value).data, digest_size=16).digest()
+        return (value.shape, value.dtype.str, digest)
+    return cast(Hashable, value)
+
+
+class ArrayContentMemo:
+    """``memo(*args)`` -> ``function(*args)``, remembered by the arguments' contents
+    (``content_key``) for functions of numpy arrays, which ``lru_cache`` cannot hash.
+
+    The bulk search asks the same array-valued questions of many blocks (a block's
+    data-parallel collectives depend on its rows and stage parameters, which the blocks of
+    each recompute and schedule choice share): the value comes back as the array computed the
+    first time, read-only. Past ``maxsize`` keys the oldest is dropped (insertion order).
+    Arguments of more than ``max_elements`` numbers are not remembered (their keys would cost
+    memory, and their evaluation is array work, not the per-call overhead a memo saves).
+    Thread-safe for readers and writers of whole entries (dict operations are atomic)."""
+
+    __slots__ = ("_function", "_maxsize", "_max_elements", "_table")
+
+    def __init__(self, function: Callable[..., Any], maxsize: int,
+                 max_elements: int = 4096) -> None:
+        self._function = function
+        self._maxsize = maxsize
+        self._max_elements = max_elements
+        self._table: dict[Hashable, Any] = {}
+
+    def __call__(self, *args: object) -> Any:
+        if any(isinstance(a, np.ndarray) and a.size > self._max_elements for a in args):
+            return self._function(*args)
+        key = tuple(content_key(a) for a in args)
+        found = self._table.get(key, _MISSING)
+        if found is _MISSING:
+            found = self._function(*args)
+            if isinstance(found, np.ndarray):
+                found.flags.writeable = False  # shared by later callers
+            if len(self._table) >= self._maxsize:
+                self._table.pop(next(iter(self._table)), None)
+            self._table[key] = found
+        return found
+
+    def cache_clear(self) -> None:
+        """Forget every value."""
+        self._table = {}
+
+
+_MISSING = object()
+"""Marks a key ``ArrayContentMemo`` has not seen (a stored value may be None)."""

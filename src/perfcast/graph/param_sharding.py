@@ -60,7 +60,13 @@ def _moe_layers_per_stage(num_layers: int, pp: int, first_k_dense: int, freq: in
 
 def strategy_stage_layers(model: ModelSpec, strategy) -> list[Sequence[int]]:
     """Global decoder-layer indices held by each pipeline rank under ``strategy``'s split
-    (``specs.pipeline_layout``); the default split keeps each rank's layers contiguous."""
+    (``specs.pipeline_layout``); the default split keeps each rank's layers contiguous. A
+    search block (``search.space.StrategyBlock``) may carry them (``stage_layers``: one tuple
+    for the several vpps it holds, ``search.split_merge``)."""
+    if type(strategy) is not Strategy:
+        held = getattr(strategy, "stage_layers", None)
+        if held is not None:
+            return list(held)
     if has_custom_split(strategy):
         return list(stage_layer_indices(model.num_hidden_layers, strategy))
     return list(stage_layer_ranges(model.num_hidden_layers, strategy.pp))

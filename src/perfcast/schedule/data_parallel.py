@@ -174,7 +174,10 @@ def zero3_host_s_per_collective(strategy: Strategy, host_s_per_op: float):
 def _time(name, collective, group, size_bytes, system, strategy):
     """Seconds of one collective of ``size_bytes``; 0 when there are no bytes to move (the
     expert group of a dense model). Array-friendly; a scalar size skips numpy's ``where``
-    (same value, as a numpy float)."""
+    (same value, as a numpy float), and sizes that are all 0 (the expert groups of a dense
+    model's blocks in the bulk search) skip the collective."""
+    if not all_scalars(size_bytes) and not np.any(size_bytes):
+        return np.float64(0.0)
     op = CommOp(name, Phase.BACKWARD_WGRAD, group, collective, size_bytes)
     seconds = comm_op_time_s(op, system, strategy)
     if all_scalars(size_bytes, seconds):

@@ -45,6 +45,7 @@ from perfcast.kernels.backend import (
 )
 from perfcast.memory.activations import layer_activation_bytes, recompute_working_bytes
 from perfcast.memory.estimate import (
+    LayerCommBuffers,
     activation_options,
     offloaded_activation_bytes,
     stage_memory,
@@ -317,6 +318,11 @@ def _key_strategy(key: LayerKey, space: StrategySpace) -> Strategy:
     return space.options.model_copy(update=chosen)
 
 
+GATHERS_KEPT = 512
+"""Gathered layer tables ``BulkEvaluator`` keeps (a few hundred row selections per search, a
+few hundred rows of ~30 fields each: a few MB)."""
+
+
 @dataclass(frozen=True)
 class BulkEvaluator:
     """Evaluates the blocks of one space (model, system, workload fixed)."""
@@ -327,6 +333,9 @@ class BulkEvaluator:
     tables: LayerTables
     backend: KernelBackend
     calibration: Calibration
+    _gathers: dict[tuple, tuple[np.ndarray, LayerTime]] = field(
+        default_factory=dict, compare=False, repr=False)
+    """``_gathered``'s tables by (table, id of the ``layer_key`` array)."""
 
     @classmethod
     def for_space(cls, model: ModelSpec, system: SystemSpec, workload: Workload,
@@ -362,22 +371,29 @@ class BulkEvaluator:
         kinds = distinct_stages(model, strategy)
         set_bytes = self._set_layer_bytes(block)
         if with_time:
-            dense = self._with_modules(_gather(self.tables.dense, block.layer_key), block, 0)
-            moe = self._with_modules(_gather(self.tables.moe, block.layer_key), block, 1)
+            dense = self._with_modules(self._gathered("dense", block.layer_key), block, 0)
+            # a dense model's MoE table is its dense one, and no stage reads it
+            moe = (self._with_modules(self._gathered("moe", block.layer_key), block, 1)
+                   if model.is_moe else dense)
+        # the same on every stage, as ``memory.estimate.estimate_memory`` passes them
+        opts = activation_options(model, strategy)
+        buffers = LayerCommBuffers.of(model, strategy, s / strategy.cp,
+                                      strategy.micro_batch_size)
         stages, memory = [], []
         for stage, _ in kinds:
             params = stage_params(model, strategy, stage)
             memory.append(stage_memory(
                 model, strategy, params, s, m, load_memory_overheads(),
                 layer_activations=self._layer_activations(set_bytes, params.num_layers,
-                                                          params.num_moe_layers)).total_bytes)
+                                                          params.num_moe_layers),
+                opts=opts, buffers=buffers).total_bytes)
             if not with_time:
                 continue
             num_moe = params.num_moe_layers
             layers = [(n, lt) for n, lt in ((params.num_layers - num_moe, dense), (num_moe, moe))
                       if n]
             extra = self.tables.extra[(stage == 0, stage == block.pp - 1)]
-            if stage == 0 or stage == block.pp - 1:
+            if stage == 0 or stage == block.pp - 1:  # a fresh copy: the stage time adds to it
                 extra = _gather(extra, block.layer_key)
             times = assemble_stage_time(layers, extra, strategy).with_unpaired_ep(
                 unpaired_pass_share(block.schedule, block.pp, block.vpp, m))
@@ -399,6 +415,23 @@ class BulkEvaluator:
         parts = assemble_step(model, system, strategy, s, m, stages, [n for _, n in kinds],
                               self.backend, calib)
         return np.broadcast_to(parts.step_time_s, shape).ravel(), memory_bytes
+
+    def _gathered(self, table: str, layer_key: np.ndarray) -> LayerTime:
+        """``tables.dense`` or ``tables.moe`` at the rows' ``layer_key`` indices, read-only.
+        Blocks that select the same rows share their ``layer_key`` array (``search.row_table.
+        SelectedRows``), so the gathered tables are kept by that array's identity
+        (``GATHERS_KEPT`` of them)."""
+        key = (table, id(layer_key))
+        found = self._gathers.get(key)
+        if found is not None and found[0] is layer_key:
+            return found[1]
+        gathered = _gather(getattr(self.tables, table), layer_key)
+        for f in fields(gathered):
+            getattr(gathered, f.name).flags.writeable = False  # shared by later blocks
+        if len(self._gathers) >= GATHERS_KEPT:
+            self._gathers.clear()
+        self._gathers[key] = (layer_key, gathered)  # the array kept alive: its id stays its own
+        return gathered
 
     def _with_modules(self, layers: LayerTime, block: StrategyBlock, kind: int) -> LayerTime:
         """``layers`` with the selective recompute seconds of each of the block's module sets

@@ -58,6 +58,7 @@ from perfcast.search.space import (
     StrategyBlock,
     StrategySpace,
 )
+from perfcast.search.split_merge import SplitGroup, split_groups
 from perfcast.specs.compat import check_strategy_for_model, check_workload_for_strategy
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.model import ModelSpec
@@ -202,6 +203,12 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
 
     layer_keys = LayerKeyIndex()
     blocks: list[StrategyBlock] = []
+
+    @functools.cache
+    def groups_of(pp: int, vs: tuple[int, ...]) -> list[SplitGroup]:
+        """The vpps ``vs`` of ``pp`` stages, grouped into blocks (``search.split_merge``)."""
+        return split_groups(model, options, rules, pp, list(vs))
+
     valid_layouts = 0
     for pp in pps:
         vpp_ok = [v for v in vpps if rules.pipeline_split(model.num_hidden_layers, pp, v)
@@ -248,17 +255,21 @@ def enumerate_strategies(model: ModelSpec, system: SystemSpec, num_gpus: int,
                 num_gpus=n, pp=pp, schedule=schedule, recompute=recompute, sharding=sharding,
                 precision=prec[0], sequence_parallel=sp, layer_key=rows_of.keys[prec],
                 **rows_of.sizes,
-                vpp=np.array(group, dtype=np.int64).reshape(1, -1, 1),
+                vpp=np.array(group.vpps, dtype=np.int64).reshape(1, -1, 1),
                 recompute_num_layers=np.array(
                     _recompute_layers(recompute, max_layers), dtype=np.int64).reshape(1, 1, -1),
                 grad_reduce_dtype=options.grad_reduce_dtype,
                 flash_attention=options.flash_attention, fp8_recipe=prec[1],
                 cpu_offload_activation_layers=np.array(
                     offload, dtype=np.int64).reshape(1, 1, -1),
-                options=with_split(shared, split),
+                options=with_split(shared, group.splits[0]),
+                vpp_options=(tuple(with_split(shared, split) for split in group.splits)
+                             if any(split != group.splits[0] for split in group.splits)
+                             else ()),
+                stage_layers=group.stage_layers,
                 module_sets=modules, module_set=np.arange(max(len(modules), 1),
                                                           dtype=np.int64).reshape(1, 1, -1),
-            ) for split, group in rules.split_groups(model.num_hidden_layers, pp, vs))
+            ) for group in groups_of(pp, tuple(vs)))
     return StrategySpace(num_gpus=n, blocks=tuple(blocks), layer_keys=tuple(layer_keys.keys),
                          invalid=raw - valid_layouts, options=options)
 

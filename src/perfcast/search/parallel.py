@@ -75,7 +75,7 @@ def resolve_jobs(requested: int | None, num_strategies: int) -> int:
     return available_cores() if num_strategies >= PARALLEL_MIN_STRATEGIES else 1
 
 
-def contiguous_runs(weights: Sequence[int], num_runs: int) -> list[range]:
+def contiguous_runs(weights: Sequence[float], num_runs: int) -> list[range]:
     """Cut items with ``weights`` into at most ``num_runs`` non-empty contiguous ranges of
     about equal total weight, in order."""
     n = len(weights)
@@ -96,11 +96,14 @@ def _run(items: range) -> list:
 
 
 def parallel_map(work: Callable[[int], T], weights: Sequence[int], jobs: int,
-                 progress: Callable[[int], None] | None = None) -> list[T]:
+                 progress: Callable[[int], None] | None = None,
+                 costs: Sequence[float] | None = None) -> list[T]:
     """``[work(i) for i in range(len(weights))]`` over ``jobs`` processes, in item order.
 
     ``progress(w)`` is called with the summed weight of each finished run (of each item when
-    ``jobs`` is 1). ``work`` may be a closure: forked workers inherit it.
+    ``jobs`` is 1). ``costs`` (default: ``weights``) cut the runs: what an item costs to
+    compute where that is not its weight in the progress count. ``work`` may be a closure:
+    forked workers inherit it.
     """
     global _WORK
     if jobs <= 1 or len(weights) < 2 or not can_fork():
@@ -110,7 +113,7 @@ def parallel_map(work: Callable[[int], T], weights: Sequence[int], jobs: int,
             if progress is not None:
                 progress(weight)
         return out
-    runs = contiguous_runs(weights, jobs * RUNS_PER_JOB)
+    runs = contiguous_runs(weights if costs is None else costs, jobs * RUNS_PER_JOB)
     _WORK = work
     try:
         with ProcessPoolExecutor(max_workers=min(jobs, len(runs)),

@@ -42,6 +42,13 @@ DEFAULT_TOKEN_BUDGET = 1e12
 """Tokens to train for the time and cost objectives (1 T tokens) unless given."""
 MAX_PARETO_POINTS = 50
 """Pareto points forecast in full (evenly spaced along the front when it is longer)."""
+BLOCK_COST_STRATEGIES = 20_000
+"""What scoring one block costs beyond its strategies, in strategies (``search.parallel``
+cuts the blocks into runs of equal cost with it): ~2.5 ms of fixed work per block (its stages'
+parameters, memory and collectives, the summary) against ~0.11 us per strategy, fitted over
+the 1,008 blocks of the Llama-3.1-405B x 16,384 search on 2 shared cores. With the size
+alone, the last of 8 runs (the largest blocks, fewest of them) cost 1.68 CPU-s against
+0.32-0.71 for the others."""
 MAX_SEARCH_GPUS = MAX_GPUS.value
 """Largest GPU count searched (1,048,576): about five times the largest GPU clusters built to
 date (xAI Colossus, ~200,000 H100/H200 in 2025); beyond it a count is a typo, not a plan."""
@@ -120,7 +127,8 @@ def search_strategies(
             progress(done, total)
 
     summaries = parallel_map(lambda b: scorer(b, space.blocks[b]),
-                             [len(block) for block in space.blocks], jobs, advance)
+                             [len(block) for block in space.blocks], jobs, advance,
+                             [len(block) + BLOCK_COST_STRATEGIES for block in space.blocks])
     feasible = sum(summary.feasible for summary in summaries)
     timed = sum(summary.timed for summary in summaries)
     memory_probed = sum(summary.memory_probed for summary in summaries)

@@ -144,6 +144,15 @@ class StrategyBlock:
     module_set: np.ndarray = field(default_factory=lambda: np.zeros((1, 1, 1), dtype=np.int64))
     """Index into ``module_sets`` per strategy, on the last axis (selective blocks have one
     recompute layer count and no offload, so the axis is theirs)."""
+    vpp_options: tuple[Strategy, ...] = ()
+    """``options`` of each vpp of the vpp axis (same order) where the block merges vpps whose
+    stated splits differ (``search.split_merge``): each carries its vpp's split flags or
+    layout for ``strategy``; empty: ``options`` for every vpp."""
+    stage_layers: tuple[tuple[int, ...], ...] | None = None
+    """Global layer indices per pipeline rank (``graph.param_sharding.strategy_stage_layers``
+    reads them): those of the first vpp, whose ranks hold as many layers, MoE layers and BF16
+    layers as under every other vpp of the block (``search.split_merge``); None: from the split
+    of ``options``."""
     dp: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
@@ -248,7 +257,10 @@ class StrategyBlock:
         )
         if self.module_sets:
             enumerated["recompute_modules"] = self.module_sets[at("module_set")]
-        return Strategy(**(self.options.model_dump() | enumerated))
+        options = self.options
+        if self.vpp_options:
+            options = self.vpp_options[self.vpp.ravel().tolist().index(enumerated["vpp"])]
+        return Strategy(**(options.model_dump() | enumerated))
 
 
 @dataclass(frozen=True)
