@@ -32,7 +32,9 @@ def test_killed_sweep_loses_and_duplicates_nothing(tmp_path, suffix, seed):
 
 
 def _small_tasks():
-    return sweep_tasks("llama-3.2-1b", ["dgx-h100"], [8, 16], 32, 2048)
+    # 1 and 2 GPUs: two distinct tasks whose searches take ~0.3 s and ~2 s (8 and 16 GPUs took
+    # ~16 s each); the tests below check the file handling, which does not depend on the size.
+    return sweep_tasks("llama-3.2-1b", ["dgx-h100"], [1, 2], 32, 2048)
 
 
 def test_cut_off_csv_row_is_recomputed(tmp_path):
