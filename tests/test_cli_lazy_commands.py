@@ -29,3 +29,19 @@ def test_train_process_imports_no_other_command_module() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stderr.strip().splitlines()[-1] == "[]"
     assert '"tokens_per_s_per_gpu"' in done.stdout
+
+
+SERVING_ONLY = ("perfcast.calibration.inference_overheads", "perfcast.calibration.graph_replay",
+                "perfcast.estimate.inference", "perfcast.estimate.serving")
+
+
+def test_train_process_reads_no_serving_calibration() -> None:
+    """The serving-only calibration files are read (and their modules imported) on first use
+    (``calibration.bundle``): a training forecast never reads them."""
+    code = ("import sys; sys.argv = ['perfcast', 'train', '-m', 'llama-3-8b', '-g', '8', '--json']\n"
+            "import perfcast.cli.main as m\n"
+            "try:\n    m.run()\nexcept SystemExit:\n    pass\n"
+            f"print(sorted(n for n in {SERVING_ONLY!r} if n in sys.modules), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stderr.strip().splitlines()[-1] == "[]"
+    assert '"tokens_per_s_per_gpu"' in done.stdout

@@ -19,14 +19,19 @@ eager op, graph launch and device-host sync).
 shipped file otherwise (a user who fitted only training runs keeps the shipped serving
 calibration), so ``--calibration DIR`` can carry any subset. The estimators take the object
 (``calibration=``) instead of reading the shipped files themselves.
+
+The two serving-only files (``inference_overheads.yaml``, ``graph_replay.yaml``) are read, and
+their modules imported, on first use (``Calibration.inference_overheads``,
+``Calibration.graph_gaps``), from the same directory with the same fallback: a ``perfcast train``
+process never reads them (issue 18: a training forecast as a whole process in <= 0.3 s).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
-from typing import Any, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from perfcast.calibration.attention_kernels import (
     ATTENTION_KERNELS_PATH,
@@ -43,20 +48,10 @@ from perfcast.calibration.forecast_intervals import (
     ForecastIntervals,
     load_forecast_intervals,
 )
-from perfcast.calibration.graph_replay import (
-    GRAPH_REPLAY_PATH,
-    GraphReplayCalibration,
-    load_graph_replay,
-)
 from perfcast.calibration.host_launch import (
     HOST_LAUNCH_PATH,
     HostLaunchCalibration,
     load_host_launch,
-)
-from perfcast.calibration.inference_overheads import (
-    INFERENCE_OVERHEADS_PATH,
-    InferenceOverheads,
-    load_inference_overheads,
 )
 from perfcast.calibration.moe_routing import (
     MOE_ROUTING_PATH,
@@ -70,15 +65,19 @@ from perfcast.calibration.training_overheads import (
 )
 from perfcast.errors import InputError
 
+if TYPE_CHECKING:
+    from perfcast.calibration.graph_replay import GraphReplayCalibration
+    from perfcast.calibration.inference_overheads import InferenceOverheads
+
 FILE_NAMES: Final[dict[str, str]] = {
     "training_overheads": TRAINING_OVERHEADS_PATH.name,
     "comm_overlap": COMM_OVERLAP_PATH.name,
     "attention_kernels": ATTENTION_KERNELS_PATH.name,
-    "inference_overheads": INFERENCE_OVERHEADS_PATH.name,
+    "inference_overheads": "inference_overheads.yaml",  # INFERENCE_OVERHEADS_PATH.name (tested)
     "intervals": FORECAST_INTERVALS_PATH.name,
     "host_launch": HOST_LAUNCH_PATH.name,
     "moe_routing": MOE_ROUTING_PATH.name,
-    "graph_replay": GRAPH_REPLAY_PATH.name,
+    "graph_replay": "graph_replay.yaml",  # GRAPH_REPLAY_PATH.name (tested; module read lazily)
 }
 """``Calibration`` field -> file name in a calibration directory."""
 
@@ -135,7 +134,6 @@ class Calibration:
     training_overheads: TrainingOverheads
     comm_overlap: CommOverlapCalibration
     attention_kernels: AttentionKernelCalibration
-    inference_overheads: InferenceOverheads
     intervals: ForecastIntervals | None = None
     """80% bands from cross-validated residuals (None: forecasts carry no band)."""
     host_launch: HostLaunchCalibration | None = None
@@ -143,7 +141,11 @@ class Calibration:
     moe_routing: MoeRoutingCalibration | None = None
     """Dropless learned-routing imbalance (``moe_routing.yaml``). None: shipped."""
     graph_replay: GraphReplayCalibration | None = None
-    """Kernel gap of replayed graphs per vendor (``graph_replay.yaml``). None: shipped."""
+    """Kernel gap of replayed graphs per vendor (``graph_replay.yaml``). None: read on first use
+    (``graph_gaps``) from ``directory``, else shipped."""
+    serving_overheads: InferenceOverheads | None = None
+    """Per-generation serving overheads (``inference_overheads.yaml``). None: read on first use
+    (``inference_overheads``) from ``directory``, else shipped."""
     directory: Path | None = None
     """Directory the files came from (None: the shipped calibration)."""
 
@@ -153,15 +155,30 @@ class Calibration:
     def inference_status(self, generation: str) -> CalibrationStatus:
         return CalibrationStatus(generation, self.inference_overheads.uses_default(generation))
 
+    @cached_property
+    def inference_overheads(self) -> InferenceOverheads:
+        """``serving_overheads`` or, when None, the file in ``directory`` (else the shipped
+        one), read and validated on first use."""
+        if self.serving_overheads is not None:
+            return self.serving_overheads
+        from perfcast.calibration.inference_overheads import load_inference_overheads
+
+        return load_inference_overheads(_file(self.directory, "inference_overheads"))
+
     @property
     def routing(self) -> MoeRoutingCalibration:
         """``moe_routing`` or, when None, the shipped file."""
         return self.moe_routing or load_moe_routing()
 
-    @property
+    @cached_property
     def graph_gaps(self) -> GraphReplayCalibration:
-        """``graph_replay`` or, when None, the shipped file."""
-        return self.graph_replay or load_graph_replay()
+        """``graph_replay`` or, when None, the file in ``directory`` (else the shipped one),
+        read and validated on first use."""
+        if self.graph_replay is not None:
+            return self.graph_replay
+        from perfcast.calibration.graph_replay import load_graph_replay
+
+        return load_graph_replay(_file(self.directory, "graph_replay"))
 
     def with_kernels(self, backend: _Backend) -> _Backend:
         """``backend`` timing this calibration's derived kernel classes (its
@@ -205,6 +222,7 @@ def _file(directory: Path | None, key: str) -> Path | None:
 @cache
 def load_calibration(directory: Path | str | None = None) -> Calibration:
     """The calibration in ``directory`` (each missing file: the shipped one); None: shipped.
+    The serving-only files are read on first use (module docstring).
 
     Raises ``InputError`` when ``directory`` is not a directory or holds none of the files.
     """
@@ -219,10 +237,8 @@ def load_calibration(directory: Path | str | None = None) -> Calibration:
         training_overheads=load_training_overheads(_file(directory, "training_overheads")),
         comm_overlap=load_comm_overlap(_file(directory, "comm_overlap")),
         attention_kernels=load_attention_kernels(_file(directory, "attention_kernels")),
-        inference_overheads=load_inference_overheads(_file(directory, "inference_overheads")),
         intervals=load_forecast_intervals(_file(directory, "intervals")),
         host_launch=load_host_launch(_file(directory, "host_launch")),
         moe_routing=load_moe_routing(_file(directory, "moe_routing")),
-        graph_replay=load_graph_replay(_file(directory, "graph_replay")),
         directory=directory,
     )

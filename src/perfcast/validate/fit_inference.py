@@ -195,7 +195,7 @@ def fit_inference(rows: ServingRows, base: Calibration, exclude_source: str | No
     blocks |= unpack(np.array([e.value for e in pooled]), [POOLED_KEY])
     estimates = [_in_si(e, units[i % k]) for i, e in enumerate(found[:k * len(fitted)])]
     estimates += [_in_si(e, units[i]) for i, e in enumerate(pooled)] + list(found[k * len(fitted):])
-    calibration = base.replace(inference_overheads=_overheads(
+    calibration = base.replace(serving_overheads=_overheads(
         blocks, glob, base.inference_overheads, counts))
     final = np.log(predict(blocks, glob)) - log_measured
     return InferenceFit(

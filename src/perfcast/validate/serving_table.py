@@ -67,7 +67,7 @@ class ServingTable:
         def quantities(i: int, **probe) -> np.ndarray:
             key = (i, tuple(sorted(probe.items())))
             if key not in memo:
-                cal = calibration.replace(inference_overheads=_probe(base, **probe))
+                cal = calibration.replace(serving_overheads=_probe(base, **probe))
                 report = estimator(self.cases[i].model, self.cases[i].system,
                                    self.cases[i].strategy, **self.cases[i].options,
                                    calibration=cal)
