@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from perfcast.cli.errors import handle_input_errors
+from perfcast.cli.options import CalibrationOption
 
 
 class SearchEngineOpt(str, Enum):
@@ -52,8 +53,10 @@ def infer_search_command(
     json: Annotated[bool, _opt("--json", help="Print one JSON object.")] = False,
     plot: Annotated[Path | None, _opt(
         "--plot", help="Write the Pareto fronts (tokens/s/user vs tokens/s/GPU) as PNG/SVG.")] = None,
+    calibration: CalibrationOption = None,
 ) -> None:
     """Search serving deployments: screen all in bulk, re-score the best as `infer` does, rank."""
+    from perfcast.calibration.bundle import load_calibration
     from perfcast.catalog.models import load_model
     from perfcast.catalog.systems import load_system
     from perfcast.cli.paths import check_output_file
@@ -84,11 +87,12 @@ def infer_search_command(
     targets = Targets(ttft_s=ttft_ms / 1e3 if ttft_ms is not None else None,
                       tpot_s=tpot_ms / 1e3 if tpot_ms is not None else None,
                       min_tokens_per_s_per_user=min_tokens_per_s_per_user)
+    cal = load_calibration(calibration)
     spec_model = load_model(model)
     spec_system = load_system(system, num_gpus=gpus)
     result = search_deployments(spec_model, spec_system, gpus, input_len, output_len,
                                 targets=targets, engine=ENGINE_PROFILES[engine.value],
-                                disaggregated=disaggregated, top=top)
+                                disaggregated=disaggregated, top=top, calibration=cal)
     if plot is not None:
         from perfcast.report.infer_search_plot import plot_fronts
 
@@ -102,6 +106,7 @@ def infer_search_command(
     from perfcast.report.infer_search_text import render_infer_search
 
     console = make_console()
-    render_infer_search(result, console, model_arg=model, system_arg=system)
+    render_infer_search(result, console, model_arg=model, system_arg=system,
+                        calibration_arg=str(calibration) if calibration is not None else None)
     if plot is not None:
         console.print(f"plot written to {plot}")

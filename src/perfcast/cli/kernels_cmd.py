@@ -12,6 +12,7 @@ from perfcast.cli.options import (
     DEFAULT_KERNEL_BACKEND_OPT,
     SYSTEM_HELP,
     AttentionKernelOpt,
+    CalibrationOption,
     GpuClockOption,
     KernelBackendOpt,
     KernelBackendOption,
@@ -123,9 +124,11 @@ def attention_command(
     kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
     kernel_table: KernelTableOption = None,
     gpu_clock_mhz: GpuClockOption = None,
+    calibration: CalibrationOption = None,
     json: JsonFlag = False,
 ) -> None:
     """Time of one flash-attention forward (or backward) pass."""
+    from perfcast.calibration.bundle import load_calibration
     from perfcast.errors import InputError
     from perfcast.report.kernel_report import AttentionShape, attention_kernel_report
     from perfcast.specs.limits import (
@@ -146,7 +149,9 @@ def attention_command(
     if kv_heads is not None and heads % kv_heads != 0:
         raise InputError("kv_heads", kv_heads, f"must divide heads={heads} (each K/V head "
                          "serves a whole group of query heads, GQA)")
+    cal = load_calibration(calibration)  # derived kernel classes (attention_kernels.yaml)
     gpu, backend = _gpu_and_backend(system, gpu_name, gpu_clock_mhz, kernel_backend, kernel_table)
+    backend = cal.with_kernels(backend)
     shape = AttentionShape(batch, heads, kv_heads or heads, seq_q, seq_kv or seq_q, head_dim,
                            head_dim_v or head_dim, causal, backward, attention_kernel.value)
     _emit(attention_kernel_report(backend, gpu, shape, _precision(dtype, gpu)), json)

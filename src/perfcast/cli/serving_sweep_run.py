@@ -31,7 +31,8 @@ def run_serving_sweep(*, model: str, systems: list[str], gpu_counts: list[int], 
                       output_len: int, ttft_ms: str | None, tpot_ms: str | None,
                       min_tokens_per_s_per_user: float | None, serving_engine: str,
                       disaggregated: bool, out: Path | None, plot: Path | None, engine: str,
-                      scheduler: str | None, workers: int | None, json: bool) -> None:
+                      scheduler: str | None, workers: int | None, json: bool,
+                      calibration: Path | None = None) -> None:
     from perfcast.search.sweep import run_sweep
     from perfcast.serving_search.sweep import (
         run_serving_task,
@@ -56,10 +57,14 @@ def run_serving_sweep(*, model: str, systems: list[str], gpu_counts: list[int], 
     check_request_lengths(input_len, output_len)
     if min_tokens_per_s_per_user is not None:
         check_positive("min_tokens_per_s_per_user", min_tokens_per_s_per_user, MAX_TOKEN_RATE)
+    if calibration is not None:
+        from perfcast.calibration.bundle import load_calibration
+
+        load_calibration(calibration)  # fail early, once, on a bad directory
     tasks = serving_sweep_tasks(model, systems, gpu_counts, input_len, output_len,
                                 _targets_ms(ttft_ms, "ttft_ms"), _targets_ms(tpot_ms, "tpot_ms"),
                                 min_tokens_per_s_per_user, ENGINE_PROFILES[serving_engine],
-                                disaggregated)
+                                disaggregated, str(calibration.resolve()) if calibration else "")
     rows = run_sweep(tasks, out, engine, scheduler, workers, run=run_serving_task,
                      columns=serving_row_columns())
     if json:

@@ -123,7 +123,8 @@ def sweep_command(
             gpu_counts=_ints(gpus, "gpus"), input_len=input_len, output_len=output_len,
             ttft_ms=ttft_ms, tpot_ms=tpot_ms, min_tokens_per_s_per_user=min_tokens_per_s_per_user,
             serving_engine=serving_engine, disaggregated=disaggregated, out=out, plot=plot,
-            engine=engine.value, scheduler=scheduler, workers=workers, json=json)
+            engine=engine.value, scheduler=scheduler, workers=workers, json=json,
+            calibration=calibration)
         return
     if calibration is not None:
         from perfcast.calibration.bundle import load_calibration

@@ -39,7 +39,7 @@ def _row(rank: str, r: DeploymentResult) -> list[str]:
 
 
 def render_infer_search(result: InferSearchResult, console, model_arg: str,
-                        system_arg: str) -> None:
+                        system_arg: str, calibration_arg: str | None = None) -> None:
     from rich.table import Table
 
     console.print(verdict(result), highlight=False, soft_wrap=True)
@@ -66,6 +66,7 @@ def render_infer_search(result: InferSearchResult, console, model_arg: str,
     agg = result.best_of("aggregated")
     if agg is not None:
         args = agg.deployment.infer_args(model_arg, system_arg, result.input_len,
-                                         result.output_len, result.engine)
+                                         result.output_len, result.engine,
+                                         calibration=calibration_arg)
         console.print("reproduce the best aggregated deployment: perfcast "
                       + " ".join(shlex.quote(a) for a in args), highlight=False, soft_wrap=True)

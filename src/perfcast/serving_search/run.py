@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perfcast.calibration.bundle import Calibration
 from perfcast.search.rank import pareto_front, top_k
 from perfcast.serving_search.bulk import ScreenedSet, screen_aggregated, screen_disaggregated
 from perfcast.serving_search.exact import DeploymentResult, Targets, evaluate
@@ -111,10 +112,13 @@ def pareto_of(results: list[DeploymentResult]) -> tuple[DeploymentResult, ...]:
 
 
 def layout_tables(model: ModelSpec, system: SystemSpec, num_gpus: int, input_len: int,
-                  output_len: int, engine: str) -> list[LayoutTable]:
-    """Every valid instance layout of at most ``num_gpus`` GPUs, priced."""
+                  output_len: int, engine: str, *,
+                  calibration: Calibration | None = None) -> list[LayoutTable]:
+    """Every valid instance layout of at most ``num_gpus`` GPUs, priced with ``calibration``
+    (None: the shipped files)."""
     levels = np.array(concurrency_levels(), dtype=float)
-    tables = [layout_table(model, system, lay, input_len, output_len, levels, engine)
+    tables = [layout_table(model, system, lay, input_len, output_len, levels, engine,
+                           calibration=calibration)
               for lay in instance_layouts(model, system, num_gpus)]
     return [t for t in tables if t is not None]
 
@@ -141,12 +145,16 @@ def _candidates(screened: ScreenedSet, targets: Targets, keep: int) -> np.ndarra
 
 def search_deployments(model: ModelSpec, system: SystemSpec, num_gpus: int, input_len: int,
                        output_len: int, *, targets: Targets | None = None, engine: str = "vllm",
-                       disaggregated: bool = False, top: int = 5) -> InferSearchResult:
-    """The best deployments of ``model`` on ``num_gpus`` GPUs of ``system`` (module docstring)."""
+                       disaggregated: bool = False, top: int = 5,
+                       calibration: Calibration | None = None) -> InferSearchResult:
+    """The best deployments of ``model`` on ``num_gpus`` GPUs of ``system`` (module docstring);
+    the screen and the exact path both price with ``calibration`` (``perfcast calibrate --out
+    DIR``; None: the shipped files)."""
     targets = targets or Targets()
     system = system.with_num_gpus(num_gpus)
     t0 = time.perf_counter()
-    tables = layout_tables(model, system, num_gpus, input_len, output_len, engine)
+    tables = layout_tables(model, system, num_gpus, input_len, output_len, engine,
+                           calibration=calibration)
     t1 = time.perf_counter()
     sets = [screen_aggregated(tables, num_gpus, output_len)]
     if disaggregated and output_len >= 2:
@@ -159,8 +167,8 @@ def search_deployments(model: ModelSpec, system: SystemSpec, num_gpus: int, inpu
     for s in sets:
         for i in _candidates(s, targets, keep):
             chosen[s.deployment(tables, int(i))] = None
-    results = [evaluate(model, system, dep, input_len, output_len, engine, targets)
-               for dep in chosen]
+    results = [evaluate(model, system, dep, input_len, output_len, engine, targets,
+                        calibration=calibration) for dep in chosen]
     t3 = time.perf_counter()
     feasible = sum(int(np.count_nonzero(targets.met(
         s.metrics.ttft_s, s.metrics.tpot_s, s.metrics.output_tokens_per_s_per_user)

@@ -31,6 +31,7 @@ from typing import cast
 
 import numpy as np
 
+from perfcast.calibration.bundle import Calibration, load_calibration
 from perfcast.errors import InputError
 from perfcast.estimate.inference_ops import AttentionPass
 from perfcast.estimate.inference_phases import ServingContext, host_bound_s, step_time
@@ -82,13 +83,17 @@ def _total_s(ctx: ServingContext, tokens, passes, logits, prefill: bool, no_ep_c
 
 
 def layout_table(model: ModelSpec, system: SystemSpec, layout: InstanceLayout, input_len: int,
-                 output_len: int, levels: np.ndarray, engine: str) -> LayoutTable | None:
+                 output_len: int, levels: np.ndarray, engine: str, *,
+                 calibration: Calibration | None = None) -> LayoutTable | None:
     """Price ``layout`` (None where the model rejects it: heads, layers or experts not divisible,
-    a format the GPU lacks)."""
+    a format the GPU lacks) with the serving overheads and graph kernel gaps of ``calibration``
+    (``perfcast calibrate --out DIR``; None: the shipped files), as the simulation does."""
+    cal = calibration or load_calibration()
     try:
         setup = serving_setup(model, system, layout.strategy(layout.gpus), engine=engine,
                               precision=layout.precision, kv_precision=layout.kv_precision,
-                              attention_dp=layout.attention_dp)
+                              attention_dp=layout.attention_dp,
+                              overheads=cal.inference_overheads, graph_replay=cal.graph_gaps)
     except InputError:
         return None
     config, ctx = setup.config, setup.ctx

@@ -114,14 +114,16 @@ class Deployment:
                 f"{one(self.layout)}) {fmt} b{self.decode_batch}")
 
     def infer_args(self, model: str, system: str, input_len: int, output_len: int,
-                   engine: str) -> list[str]:
-        """The ``perfcast infer`` arguments that forecast this (aggregated) deployment."""
+                   engine: str, calibration: str | None = None) -> list[str]:
+        """The ``perfcast infer`` arguments that forecast this (aggregated) deployment
+        (``calibration``: the ``--calibration`` directory the search priced it with)."""
         lay = self.layout
         args = ["infer", "-m", model, "-s", system, "--gpus", str(self.num_gpus),
                 "--tp", str(lay.tp), "--pp", str(lay.pp), "--ep", str(lay.ep),
                 "--precision", lay.precision, "--kv-precision", lay.kv_precision,
                 "--input-len", str(input_len), "--output-len", str(output_len),
                 "--concurrency", str(self.concurrency), "--engine", engine]
+        args += ["--calibration", calibration] if calibration is not None else []
         return args + (["--attention-dp"] if lay.attention_dp else [])
 
 

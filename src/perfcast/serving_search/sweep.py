@@ -34,15 +34,18 @@ class ServingSweepTask:
     min_tokens_per_s_per_user: float | None = None
     engine: str = "vllm"
     disaggregated: bool = False
+    calibration_dir: str = ""
+    """Calibration directory (``perfcast calibrate --out``); empty: the shipped calibration."""
 
     @property
     def task_id(self) -> str:
         def show(v: float | None) -> str:
             return "-" if v is None else f"{v:g}"
+        calibration = f"|calibration={self.calibration_dir}" if self.calibration_dir else ""
         return (f"serving|{self.model}|{self.system}|{self.num_gpus}|{self.input_len}|"
                 f"{self.output_len}|ttft={show(self.ttft_s)}|tpot={show(self.tpot_s)}|"
                 f"user={show(self.min_tokens_per_s_per_user)}|{self.engine}|"
-                f"disagg={int(self.disaggregated)}")
+                f"disagg={int(self.disaggregated)}{calibration}")
 
 
 def serving_row_columns() -> tuple[str, ...]:
@@ -58,10 +61,11 @@ def serving_sweep_tasks(model: str, systems: Sequence[str], gpu_counts: Sequence
                         input_len: int, output_len: int, ttft_s: Sequence[float | None],
                         tpot_s: Sequence[float | None],
                         min_tokens_per_s_per_user: float | None, engine: str,
-                        disaggregated: bool) -> list[ServingSweepTask]:
-    """Tasks over systems × GPU counts × TTFT targets × TPOT targets."""
+                        disaggregated: bool, calibration_dir: str = "") -> list[ServingSweepTask]:
+    """Tasks over systems × GPU counts × TTFT targets × TPOT targets, priced with the
+    calibration in ``calibration_dir`` (empty: shipped)."""
     return [ServingSweepTask(model, system, gpus, input_len, output_len, ttft, tpot,
-                             min_tokens_per_s_per_user, engine, disaggregated)
+                             min_tokens_per_s_per_user, engine, disaggregated, calibration_dir)
             for system in systems for gpus in gpu_counts for ttft in ttft_s for tpot in tpot_s]
 
 
@@ -71,6 +75,7 @@ def _nan(value: float | None) -> float:
 
 def run_serving_task(task: ServingSweepTask) -> dict:
     """The best deployment at ``task``'s point as one flat row."""
+    from perfcast.calibration.bundle import load_calibration
     from perfcast.catalog.models import load_model
     from perfcast.catalog.systems import load_system
     from perfcast.serving_search import Targets, search_deployments
@@ -80,7 +85,8 @@ def run_serving_task(task: ServingSweepTask) -> dict:
     result = search_deployments(load_model(task.model),
                                 load_system(task.system, num_gpus=task.num_gpus),
                                 task.num_gpus, task.input_len, task.output_len, targets=targets,
-                                engine=task.engine, disaggregated=task.disaggregated, top=1)
+                                engine=task.engine, disaggregated=task.disaggregated, top=1,
+                                calibration=load_calibration(task.calibration_dir or None))
     row = {"task_id": task.task_id, "model": task.model, "system": task.system,
            "num_gpus": task.num_gpus, "input_len": task.input_len,
            "output_len": task.output_len, "target_ttft_s": _nan(task.ttft_s),
