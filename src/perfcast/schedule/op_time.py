@@ -26,7 +26,7 @@ from perfcast.graph.ops import (
 )
 from perfcast.kernels.backend import KernelBackend
 from perfcast.kernels.scaled_gemm import scaled_gemm_time_ratio
-from perfcast.memo import ArrayContentMemo, PerObjectMemo
+from perfcast.memo import ArrayContentMemo, LastPairTable, PerObjectMemo
 from perfcast.specs.hardware import Precision, SystemSpec
 from perfcast.specs.strategy import Strategy
 
@@ -85,29 +85,27 @@ def attention_precision(strategy: Strategy) -> Precision:
 def group_size_and_stride(group: Group, strategy: Strategy) -> tuple[int, int]:
     """Size of ``group`` and the rank distance between its members (placement order).
     Array-friendly; scalar strategies take a memoized path (a step asks for the same few)."""
-    global _last_groups
-    last_strategy, last_table = _last_groups
-    if last_strategy is strategy:  # the same frozen strategy as the previous call
-        return last_table[group]
+    table = _last_groups.table(strategy, None)  # the same strategy object as the last call
+    if table:
+        return table[group]
     sizes = (strategy.placement_order, strategy.tp, strategy.cp, strategy.dp, strategy.pp,
              strategy.expert_tp, strategy.ep, strategy.expert_dp, strategy.cp_a2a_size,
              getattr(strategy, "tp2d_rows", 1))
     if all_scalars(*sizes[1:]):
-        table = _groups(*sizes)
+        table.update(_groups(*sizes))
     else:
-        table = _group_table(*sizes)
+        table.update(_group_table(*sizes))
         for value in table.values():  # the next calls share the arrays
             for part in value:
                 if isinstance(part, np.ndarray):
                     part.flags.writeable = False
-    _last_groups = (strategy, table)  # one tuple, replaced in one assignment
     return table[group]
 
 
-_last_groups: tuple[object, dict] = (None, {})
-"""(strategy, its group table) of the last ``group_size_and_stride`` call: a forecast asks for
-the groups of one strategy object ~30 times, the bulk search of one block (frozen, its sizes
-read-only arrays) ~10 times (identity, not hashing)."""
+_last_groups = LastPairTable()
+"""The group table of the last ``group_size_and_stride`` strategy (``memo.LastPairTable``,
+second key unused): a forecast asks for the groups of one strategy object ~30 times, the bulk
+search of one block (frozen, its sizes read-only arrays) ~10 times (identity, not hashing)."""
 
 
 @lru_cache(maxsize=4096)
@@ -147,9 +145,7 @@ def _group_table(order, tp, cp, dp, pp, etp, ep, edp, cp_a2a=1,
 def _system_collective_s(system: SystemSpec, kind: str, size_bytes: float, size: int,
                          stride: int, algorithm: str | None) -> float:
     """One collective's seconds on ``system`` (scalar)."""
-    from perfcast.comm import group_collective_time_s
-
-    return float(group_collective_time_s(kind, size_bytes, system, size, stride, algorithm))
+    return float(_group_collective_s(system, kind, size_bytes, size, stride, algorithm))
 
 
 _collective_memo = PerObjectMemo(_system_collective_s, maxsize=8192)
