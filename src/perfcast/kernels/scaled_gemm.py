@@ -35,6 +35,16 @@ fitted``) makes ``perfcast calibrate`` fit it. Refit on main: ratio 1.407 ± 0.1
 torchtitan_nvfp4 13.36 -> 10.58%, nemo_perf 10.16 -> 10.01%, but torchao_moe 26.41 -> 31.11%
 (bound 0.27): the DeepSeek-V3 MXFP8 rows slow down, the fitted Blackwell overhead fraction
 falls and torchao's B200 Llama-4 proxy rows, too fast in BF16 as well (+37%), get faster.
+On top of moe16c (row notes' PP layout / MTP depth; branch bw16, 2026-11-25) the entry refits
+to 1.263 ± 0.118 with the Blackwell fraction 0.262 ± 0.034 -> 0.212 ± 0.038: CV all 8.34 ->
+8.27%, torchtitan_nvfp4 14.76 -> 12.07%, but torchao_moe 30.31 -> 32.57%, megatron_dsv3_gb200
+16.85 -> 17.25%, MoE 16.62 -> 16.71%. What those proxy rows miss is not shared with any other
+source: forecast minus measured step is 0.33 / 0.35 s (of 1.33 / 1.26 s) when the routed
+experts run BF16 (rows 532, 533) and 0.10 / 0.17 s when they run MXFP8 (534, 535), so about
+0.23 s sits in the BF16 ``torch._grouped_mm`` GEMMs, ~2.3x the time of the Transformer-Engine
+class grouped GEMM the kernel model fits on SimuMax's B200 rows; shared/reference measures no
+``torch._grouped_mm`` on SM100, and only this source runs it on Blackwell, so a fitted class
+ratio would have no rows in its own cross-validation fold.
 
 time(scaled GEMM) = time(calibrated FP8 / FP4 GEMM, same shape) × time_ratio (≥ 1). Only
 GEMMs that run in FP8 / FP4 take it; the BF16 weight-gradient GEMMs of ``rowwise-hp-wgrad``
