@@ -50,6 +50,7 @@ from perfcast.estimate.inference_report import (
     SpeculationSummary,
 )
 from perfcast.estimate.stand_ins import calibration_stand_ins
+from perfcast.graph.stage import with_learned_imbalance
 from perfcast.kernels.backend import KernelBackendName, KernelBackendRef, get_backend
 from perfcast.specs.compat import check_strategy_for_model
 from perfcast.specs.hardware import SystemSpec
@@ -235,8 +236,8 @@ def estimate_inference(
     or once per query head) apply; None = one-shot all-reduce when faster, micro-batches that
     fill the pipeline, graphs only when ``cuda_graphs``, the fitted per-query-head KV reads.
     ``strategy`` defaults to one GPU; ``calibration`` (``perfcast.calibration.bundle``)
-    replaces the shipped calibration (its serving overheads and derived attention-kernel
-    ratios, ``Calibration.with_kernels``); ``kernel_backend``: a registered
+    replaces the shipped calibration (its serving overheads, dropless MoE routing imbalance
+    and derived attention-kernel ratios, ``Calibration.with_kernels``); ``kernel_backend``: a registered
     name or a backend instance (e.g. a ``MeasuredBackend`` over a user's kernel table).
     """
     strategy = strategy or Strategy(num_gpus=1)
@@ -258,7 +259,9 @@ def estimate_inference(
     if workload.batching == "continuous" and not offload.any and not attention_dp:
         max_batch = _paged_max_batch(model, system, strategy, prec, workload)
     profile = inference_engine(static_engine) if static_engine else None
-    ctx = _context(model, system, strategy, prec, attention_dp, offload, backend, cal, weights,
+    # the calibration's dropless learned-routing imbalance where the strategy states none
+    routed = with_learned_imbalance(strategy, calibration.routing.dropless_load_imbalance.value)
+    ctx = _context(model, system, routed, prec, attention_dp, offload, backend, cal, weights,
                    cuda_graphs or bool(profile and profile.decode_cuda_graphs),
                    profile.tp_all_reduce if profile else "custom",
                    bool(profile and profile.decode_attention_kernel == "grouped"))

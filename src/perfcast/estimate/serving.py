@@ -25,8 +25,8 @@ offline) on an engine with continuous batching. Pure.
    independent engine (a router spreads load; throughput adds up).
 
 Every calibration file the forecast reads (serving overheads, graph kernel gaps, host launch
-priors, attention-kernel ratios) comes from the ``Calibration`` passed in (``--calibration
-DIR``), the shipped bundle only when none is.
+priors, MoE routing imbalance, attention-kernel ratios) comes from the ``Calibration`` passed
+in (``--calibration DIR``), the shipped bundle only when none is.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from perfcast.estimate.serving_memory import ServingMemory, serving_memory_paged
 from perfcast.estimate.serving_report import RunStatistics, ServingReport, run_statistics
 from perfcast.estimate.serving_sim import simulate
 from perfcast.estimate.serving_step_cost import build_step_cost
+from perfcast.graph.stage import with_learned_imbalance
 from perfcast.kernels.backend import KernelBackendName, KernelBackendRef, get_backend
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.inference import InferencePrecision, Offload
@@ -171,8 +172,9 @@ def serving_setup(
 
     Every calibration file comes from ``calibration`` (``perfcast calibrate --out DIR``; None:
     the shipped bundle): the serving overheads (``inference_overheads.yaml``), the graph
-    kernel gaps (``graph_replay.yaml``), the host time per eager op (``host_launch.yaml``) and
-    the derived attention-kernel ratios (``attention_kernels.yaml``, applied to
+    kernel gaps (``graph_replay.yaml``), the host time per eager op (``host_launch.yaml``), the
+    dropless MoE routing imbalance (``moe_routing.yaml``, ``graph.stage.with_learned_imbalance``)
+    and the derived attention-kernel ratios (``attention_kernels.yaml``, applied to
     ``kernel_backend`` by ``Calibration.with_kernels``). ``kernel_backend``: a registered name
     or a backend instance (e.g. ``MeasuredBackend`` over a user's ``--kernel-table``)."""
     # device tiers and the KV pool both follow the memory the driver reports (vLLM
@@ -197,7 +199,9 @@ def serving_setup(
                                   attention_dp=attention_dp)
     if attention_dp:
         config = attention_dp_scheduler(config, strategy.tp)
-    ctx = _context(model, system, strategy, prec, attention_dp, Offload(),
+    # the bundle's dropless learned-routing imbalance where the strategy states none
+    routed = with_learned_imbalance(strategy, bundle.routing.dropless_load_imbalance.value)
+    ctx = _context(model, system, routed, prec, attention_dp, Offload(),
                    bundle.with_kernels(get_backend(kernel_backend)), cal,
                    memory.weights_bytes)
     ctx = replace(ctx, gqa_kv_read_exponent=gqa_exponent(config, cal),
