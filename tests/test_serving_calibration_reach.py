@@ -199,13 +199,6 @@ def test_the_serving_sweep_default_is_the_serving_backend():
     assert "kernels=" not in default["task_id"]  # rows written before stay resumable
 
 
-def test_a_kernel_table_without_the_measured_backend_is_one_line_exit_2(gemm_table):
-    result = runner.invoke(app, shlex.split(f"{SWEEP} --kernel-table {gemm_table}"))
-    lines = result.output.strip().splitlines()
-    assert result.exit_code == 2 and len(lines) == 1, result.output[-500:]
-    assert "kernel_table" in lines[0] and str(gemm_table) in lines[0]
-
-
 @pytest.mark.parametrize("stream", [False, True])
 def test_infer_takes_the_kernel_table(gemm_table, stream):
     args = INFER + (" --concurrency 8" if stream else " --batch-size 8")
@@ -244,3 +237,40 @@ def test_every_backend_prices_a_static_serving_forecast(backend):
                                   batch_size=8, input_len=2048)
     assert report.tpot_s == pytest.approx(roofline.tpot_s, rel=1e-9)  # same GEMM formulas
     assert report.ttft_s != roofline.ttft_s  # prefill attention timed by the backend
+
+
+def test_infer_search_takes_the_kernel_table_and_reproduces_it(gemm_table):
+    search = "infer-search -m llama3-8b --gpus 2 --input-len 512 --output-len 128 --tpot-ms 20"
+    analytical = _invoke(f"{search} --json --kernel-backend analytical")["best"][0]
+    table = _invoke(f"{search} --json --kernel-backend measured "
+                    f"--kernel-table {gemm_table}")["best"][0]
+    assert (table["output_tokens_per_s_per_gpu"]
+            < analytical["output_tokens_per_s_per_gpu"] * 0.9)
+    text = runner.invoke(app, shlex.split(
+        f"{search} --top 1 --kernel-backend measured --kernel-table {gemm_table}"))
+    assert text.exit_code == 0, text.output[-500:]
+    line = next(x for x in text.output.splitlines() if x.startswith("reproduce"))
+    assert f"--kernel-backend measured --kernel-table {gemm_table}" in line
+    shipped = runner.invoke(app, shlex.split(f"{search} --top 1"))
+    assert "--kernel-backend" not in shipped.output  # the default leaves the line as it was
+
+
+@pytest.mark.parametrize("command", [INFER + " --concurrency 8", INFER, SWEEP,
+                                     "infer-search -m llama3-8b --gpus 2 --json"])
+def test_a_kernel_table_without_the_measured_backend_is_one_line_exit_2_everywhere(
+        gemm_table, command):
+    result = runner.invoke(app, shlex.split(f"{command} --kernel-table {gemm_table}"))
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1, result.output[-500:]
+    assert "kernel_table" in lines[0] and "Traceback" not in result.output
+
+
+def test_the_serving_default_backend_is_one_name():
+    import inspect
+
+    from perfcast.cli.options import SERVING_KERNEL_BACKEND_OPT
+    from perfcast.serving_search.sweep import SERVING_KERNEL_BACKEND
+
+    for fn in (estimate_serving, estimate_inference, serving_setup):
+        default = inspect.signature(fn).parameters["kernel_backend"].default
+        assert default == SERVING_KERNEL_BACKEND == SERVING_KERNEL_BACKEND_OPT.value

@@ -136,6 +136,7 @@ KernelBackendOption = Annotated[KernelBackendOpt, typer.Option(
 SERVING_KERNEL_BACKEND_OPT = KernelBackendOpt.roofline
 """Kernel backend of the serving forecasts when none is named (``estimate_serving``,
 ``estimate_inference`` and ``serving_search.sweep.SERVING_KERNEL_BACKEND``; a test checks)."""
+
 KernelTableOption = Annotated[Path | None, typer.Option(
     "--kernel-table",
     help="Kernel table CSV for --kernel-backend measured (perfcast profile writes one).")]

@@ -32,8 +32,8 @@ def run_serving_sweep(*, model: str, systems: list[str], gpu_counts: list[int], 
                       min_tokens_per_s_per_user: float | None, serving_engine: str,
                       disaggregated: bool, out: Path | None, plot: Path | None, engine: str,
                       scheduler: str | None, workers: int | None, json: bool,
-                      calibration: Path | None = None, kernel_backend: str = "roofline",
-                      kernel_table: str | None = None) -> None:
+                      calibration: Path | None, kernel_backend: str,
+                      kernel_table: str | None) -> None:
     from perfcast.search.sweep import run_sweep
     from perfcast.serving_search.sweep import (
         run_serving_task,
