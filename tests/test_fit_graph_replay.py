@@ -85,8 +85,8 @@ def test_held_out_rows_are_forecast_with_the_fold_gap():
                               exclude_source=source).calibration.inference_overheads
     at = {}
     for name, gaps in (("fold", fold.graph_replay.calibration), ("shipped", load_graph_replay())):
-        cache = ServingReportCache(partial(estimate_serving, overheads=overheads,
-                                           graph_replay=gaps))
+        cal = load_calibration().replace(serving_overheads=overheads, graph_replay=gaps)
+        cache = ServingReportCache(partial(estimate_serving, calibration=cal))
         at[name] = compare_serving_case(case, cache).predicted
     assert row.predicted == pytest.approx(at["fold"], rel=1e-9)
     assert at["fold"] > at["shipped"]  # the fold's larger gap: slower decode

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from perfcast.calibration.bundle import load_calibration
 from perfcast.calibration.graph_replay import load_graph_replay
 from perfcast.catalog.models import load_model
 from perfcast.catalog.systems import load_system
@@ -77,7 +78,8 @@ def test_tpot_rises_with_the_gap_and_the_amd_gap_is_the_larger():
         entry = calibration.vendors["nvidia"].model_copy(update={"kernel_gap_s": gap})
         trial = calibration.model_copy(update={"vendors": {"nvidia": entry}})
         report = estimate_serving(load_model("llama-3.1-8b"), load_system("dgx-h100", num_gpus=1),
-                                  Strategy(num_gpus=1), workload, graph_replay=trial)
+                                  Strategy(num_gpus=1), workload,
+                                  calibration=load_calibration().replace(graph_replay=trial))
         tpot.append(report.tpot.mean_s)
     assert tpot[0] < tpot[1] < tpot[2]
     assert calibration.kernel_gap_s("amd") > calibration.kernel_gap_s("nvidia")

@@ -166,6 +166,11 @@ class Calibration:
         return load_inference_overheads(_file(self.directory, "inference_overheads"))
 
     @property
+    def host_launch_priors(self) -> HostLaunchCalibration:
+        """``host_launch`` or, when None, the shipped file."""
+        return self.host_launch or load_host_launch()
+
+    @property
     def routing(self) -> MoeRoutingCalibration:
         """``moe_routing`` or, when None, the shipped file."""
         return self.moe_routing or load_moe_routing()

@@ -9,7 +9,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from perfcast.cli.errors import handle_input_errors
-from perfcast.cli.options import GPU_HELP, SYSTEM_HELP, CalibrationOption, DispatcherOpt, strategy_dispatcher
+from perfcast.cli.options import (
+    GPU_HELP,
+    SERVING_KERNEL_BACKEND_OPT,
+    SYSTEM_HELP,
+    AttentionKernelOpt,
+    CalibrationOption,
+    DispatcherOpt,
+    KernelBackendOption,
+    KernelTableOption,
+    strategy_dispatcher,
+)
 
 if TYPE_CHECKING:  # the command imports the estimator lazily (``perfcast --help`` stays light)
     from perfcast.estimate.inference import InferenceOptions
@@ -144,6 +154,12 @@ def infer_command(
         help="Decode steps between the scheduler's reads of new requests (SGLang "
         "--scheduler-recv-interval, vLLM V0 --num-scheduler-steps; default: the engine's, "
         "1).")] = None,
+    attention_kernel: Annotated[AttentionKernelOpt, _opt(
+        "--attention-kernel", help="Prefill flash-attention kernel: auto (the GPU's own), fa2 "
+        "or triton (timed as FA2 x the calibration's attention_kernels.yaml ratio).")
+    ] = AttentionKernelOpt.auto,
+    kernel_backend: KernelBackendOption = SERVING_KERNEL_BACKEND_OPT,
+    kernel_table: KernelTableOption = None,
     calibration: CalibrationOption = None,
     json: Annotated[bool, _opt("--json", help="Print one JSON object.")] = False,
 ) -> None:
@@ -151,6 +167,7 @@ def infer_command(
     from perfcast.calibration.bundle import load_calibration
     from perfcast.catalog.models import load_model
     from perfcast.catalog.systems import load_system
+    from perfcast.cli.build import kernel_backend as make_backend
     from perfcast.cli.paths import check_output_file
     from perfcast.errors import InputError
     from perfcast.estimate.inference import estimate_inference, inference_curve
@@ -181,7 +198,8 @@ def infer_command(
     spec = load_model(model)
     num_gpus = gpus if gpus is not None else tp * pp
     strategy = Strategy(num_gpus=num_gpus, tp=tp, pp=pp, ep=ep, etp=tp // ep if ep > 1 else None,
-                        moe_token_dispatcher=strategy_dispatcher(moe_token_dispatcher.value))
+                        moe_token_dispatcher=strategy_dispatcher(moe_token_dispatcher.value),
+                        attention_kernel=attention_kernel.value)
     options: InferenceOptions = {
         "input_len": input_len, "output_len": output_len, "precision": precision.value,
         "weight_precision": weight_precision.value if weight_precision else None,
@@ -194,6 +212,7 @@ def infer_command(
         "speculative": SpeculativeDecoding(
             draft_model=load_model(draft_model), acceptance_rate=acceptance_rate,
             num_draft_tokens=num_draft_tokens) if draft_model else None,
+        "kernel_backend": make_backend(kernel_backend.value, kernel_table),
         "calibration": load_calibration(calibration),
     }
     hardware = load_system(system, num_gpus=num_gpus, gpu=gpu)

@@ -10,7 +10,12 @@ from typing import Annotated
 import typer
 
 from perfcast.cli.errors import handle_input_errors
-from perfcast.cli.options import CalibrationOption
+from perfcast.cli.options import (
+    SERVING_KERNEL_BACKEND_OPT,
+    CalibrationOption,
+    KernelBackendOption,
+    KernelTableOption,
+)
 
 
 class SearchEngineOpt(str, Enum):
@@ -53,12 +58,15 @@ def infer_search_command(
     json: Annotated[bool, _opt("--json", help="Print one JSON object.")] = False,
     plot: Annotated[Path | None, _opt(
         "--plot", help="Write the Pareto fronts (tokens/s/user vs tokens/s/GPU) as PNG/SVG.")] = None,
+    kernel_backend: KernelBackendOption = SERVING_KERNEL_BACKEND_OPT,
+    kernel_table: KernelTableOption = None,
     calibration: CalibrationOption = None,
 ) -> None:
     """Search serving deployments: screen all in bulk, re-score the best as `infer` does, rank."""
     from perfcast.calibration.bundle import load_calibration
     from perfcast.catalog.models import load_model
     from perfcast.catalog.systems import load_system
+    from perfcast.cli.build import kernel_backend as make_backend
     from perfcast.cli.paths import check_output_file
     from perfcast.errors import InputError
     from perfcast.serving_search import Targets, search_deployments
@@ -88,11 +96,13 @@ def infer_search_command(
                       tpot_s=tpot_ms / 1e3 if tpot_ms is not None else None,
                       min_tokens_per_s_per_user=min_tokens_per_s_per_user)
     cal = load_calibration(calibration)
+    backend = make_backend(kernel_backend.value, kernel_table)
     spec_model = load_model(model)
     spec_system = load_system(system, num_gpus=gpus)
     result = search_deployments(spec_model, spec_system, gpus, input_len, output_len,
                                 targets=targets, engine=ENGINE_PROFILES[engine.value],
-                                disaggregated=disaggregated, top=top, calibration=cal)
+                                disaggregated=disaggregated, top=top, calibration=cal,
+                                kernel_backend=backend)
     if plot is not None:
         from perfcast.report.infer_search_plot import plot_fronts
 
@@ -107,6 +117,9 @@ def infer_search_command(
 
     console = make_console()
     render_infer_search(result, console, model_arg=model, system_arg=system,
-                        calibration_arg=str(calibration) if calibration is not None else None)
+                        calibration_arg=str(calibration) if calibration is not None else None,
+                        kernel_args=(None if kernel_backend == SERVING_KERNEL_BACKEND_OPT
+                                     else kernel_backend.value,
+                                     str(kernel_table) if kernel_table is not None else None))
     if plot is not None:
         console.print(f"plot written to {plot}")

@@ -132,6 +132,11 @@ numpy (tests/test_kernels_speed_paths.py checks they agree)."""
 
 KernelBackendOption = Annotated[KernelBackendOpt, typer.Option(
     "--kernel-backend", help="Kernel time model: roofline, analytical (tile/wave) or measured.")]
+
+SERVING_KERNEL_BACKEND_OPT = KernelBackendOpt.roofline
+"""Kernel backend of the serving forecasts when none is named (``estimate_serving``,
+``estimate_inference`` and ``serving_search.sweep.SERVING_KERNEL_BACKEND``; a test checks)."""
+
 KernelTableOption = Annotated[Path | None, typer.Option(
     "--kernel-table",
     help="Kernel table CSV for --kernel-backend measured (perfcast profile writes one).")]

@@ -33,6 +33,7 @@ def run_serving(model: ModelSpec, system: SystemSpec, strategy: Strategy,
                 scheduler_recv_interval: int | None = None, json: bool) -> None:
     from perfcast.calibration.bundle import load_calibration
     from perfcast.estimate.serving import estimate_serving
+    from perfcast.kernels.backend import KernelBackendName
     from perfcast.specs.length_samples import load_length_samples
     from perfcast.specs.serving import serving_workload
 
@@ -67,7 +68,8 @@ def run_serving(model: ModelSpec, system: SystemSpec, strategy: Strategy,
         precision=options["precision"], kv_precision=options["kv_precision"],
         weight_precision=options["weight_precision"], attention_dp=options["attention_dp"],
         engine_overrides=overrides or None,
-        overheads=cal.inference_overheads, graph_replay=cal.graph_gaps)
+        kernel_backend=options.get("kernel_backend") or KernelBackendName.ROOFLINE,
+        calibration=cal)
     if json:
         from perfcast.report.json_out import to_json
 

@@ -32,7 +32,8 @@ def run_serving_sweep(*, model: str, systems: list[str], gpu_counts: list[int], 
                       min_tokens_per_s_per_user: float | None, serving_engine: str,
                       disaggregated: bool, out: Path | None, plot: Path | None, engine: str,
                       scheduler: str | None, workers: int | None, json: bool,
-                      calibration: Path | None = None) -> None:
+                      calibration: Path | None, kernel_backend: str,
+                      kernel_table: str | None) -> None:
     from perfcast.search.sweep import run_sweep
     from perfcast.serving_search.sweep import (
         run_serving_task,
@@ -64,7 +65,8 @@ def run_serving_sweep(*, model: str, systems: list[str], gpu_counts: list[int], 
     tasks = serving_sweep_tasks(model, systems, gpu_counts, input_len, output_len,
                                 _targets_ms(ttft_ms, "ttft_ms"), _targets_ms(tpot_ms, "tpot_ms"),
                                 min_tokens_per_s_per_user, ENGINE_PROFILES[serving_engine],
-                                disaggregated, str(calibration.resolve()) if calibration else "")
+                                disaggregated, str(calibration.resolve()) if calibration else "",
+                                kernel_backend, kernel_table)
     rows = run_sweep(tasks, out, engine, scheduler, workers, run=run_serving_task,
                      columns=serving_row_columns())
     if json:

@@ -12,10 +12,16 @@ import typer
 from perfcast.cli.errors import handle_input_errors
 from perfcast.cli.options import (
     DEFAULT_KERNEL_BACKEND_OPT,
+    SERVING_KERNEL_BACKEND_OPT,
     CalibrationOption,
-    KernelBackendOption,
+    KernelBackendOpt,
     KernelTableOption,
 )
+
+SweepKernelBackendOption = Annotated[KernelBackendOpt | None, typer.Option(
+    "--kernel-backend", help="Kernel time model: roofline, analytical (tile/wave) or measured "
+    f"(default {DEFAULT_KERNEL_BACKEND_OPT.value}; with --serving "
+    f"{SERVING_KERNEL_BACKEND_OPT.value}, the serving forecasts' own).")]
 
 
 class EngineOpt(str, Enum):
@@ -83,7 +89,7 @@ def sweep_command(
     engine: Annotated[EngineOpt, typer.Option("--engine", help="Run tasks in-process or on Dask.")] = EngineOpt.local,
     scheduler: Annotated[str | None, typer.Option("--scheduler", help="Dask scheduler address (default: a local cluster).")] = None,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="Workers of the local Dask cluster.")] = None,
-    kernel_backend: KernelBackendOption = DEFAULT_KERNEL_BACKEND_OPT,
+    kernel_backend: SweepKernelBackendOption = None,
     kernel_table: KernelTableOption = None,
     calibration: CalibrationOption = None,
     json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON object.")] = False,
@@ -124,8 +130,12 @@ def sweep_command(
             ttft_ms=ttft_ms, tpot_ms=tpot_ms, min_tokens_per_s_per_user=min_tokens_per_s_per_user,
             serving_engine=serving_engine, disaggregated=disaggregated, out=out, plot=plot,
             engine=engine.value, scheduler=scheduler, workers=workers, json=json,
-            calibration=calibration)
+            calibration=calibration,
+            kernel_backend=(kernel_backend or SERVING_KERNEL_BACKEND_OPT).value,
+            kernel_table=_table((kernel_backend or SERVING_KERNEL_BACKEND_OPT).value,
+                                kernel_table))
         return
+    kernel_backend = kernel_backend or DEFAULT_KERNEL_BACKEND_OPT
     if calibration is not None:
         from perfcast.calibration.bundle import load_calibration
 

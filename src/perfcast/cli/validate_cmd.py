@@ -73,8 +73,7 @@ def validate_command(
 
         report = validate_inference(
             data, partial(estimate_inference, calibration=cal),
-            serving_estimator=partial(estimate_serving, overheads=cal.inference_overheads,
-                                      graph_replay=cal.graph_gaps))
+            serving_estimator=partial(estimate_serving, calibration=cal))
     else:
         estimator = partial(estimate_training, kernel_backend=backend, calibration=cal)
         report = validate_training(data, estimator=estimator, qualities=_qualities(quality))

@@ -50,7 +50,8 @@ from perfcast.estimate.inference_report import (
     SpeculationSummary,
 )
 from perfcast.estimate.stand_ins import calibration_stand_ins
-from perfcast.kernels.backend import KernelBackendName, get_backend
+from perfcast.graph.stage import with_learned_imbalance
+from perfcast.kernels.backend import KernelBackendName, KernelBackendRef, get_backend
 from perfcast.specs.compat import check_strategy_for_model
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.inference import (
@@ -216,7 +217,7 @@ def estimate_inference(
     static_engine: str | None = None,
     offload: Offload | None = None,
     speculative: SpeculativeDecoding | None = None,
-    kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE,
+    kernel_backend: KernelBackendRef = KernelBackendName.ROOFLINE,
     calibration: Calibration | None = None,
 ) -> InferenceReport:
     """TTFT, TPOT, throughput, memory and max batch of serving ``model`` (no side effects).
@@ -235,7 +236,9 @@ def estimate_inference(
     or once per query head) apply; None = one-shot all-reduce when faster, micro-batches that
     fill the pipeline, graphs only when ``cuda_graphs``, the fitted per-query-head KV reads.
     ``strategy`` defaults to one GPU; ``calibration`` (``perfcast.calibration.bundle``)
-    replaces the shipped calibration (its serving overheads).
+    replaces the shipped calibration (its serving overheads, dropless MoE routing imbalance
+    and derived attention-kernel ratios, ``Calibration.with_kernels``); ``kernel_backend``: a registered
+    name or a backend instance (e.g. a ``MeasuredBackend`` over a user's kernel table).
     """
     strategy = strategy or Strategy(num_gpus=1)
     sixteen = "fp16" if precision == "fp16" else "bf16"
@@ -248,15 +251,17 @@ def estimate_inference(
         prefill_chunk_tokens=prefill_chunk_tokens))
     offload = offload or Offload()
     _check(model, system, strategy, prec, attention_dp)
-    backend = get_backend(kernel_backend)
     calibration = calibration or load_calibration()
+    backend = calibration.with_kernels(get_backend(kernel_backend))
     cal = calibration.inference_overheads
     memory, max_batch, weights = serving_memory(model, system, strategy, prec, workload,
                                                 attention_dp, offload, speculative)
     if workload.batching == "continuous" and not offload.any and not attention_dp:
         max_batch = _paged_max_batch(model, system, strategy, prec, workload)
     profile = inference_engine(static_engine) if static_engine else None
-    ctx = _context(model, system, strategy, prec, attention_dp, offload, backend, cal, weights,
+    # the calibration's dropless learned-routing imbalance where the strategy states none
+    routed = with_learned_imbalance(strategy, calibration.routing.dropless_load_imbalance.value)
+    ctx = _context(model, system, routed, prec, attention_dp, offload, backend, cal, weights,
                    cuda_graphs or bool(profile and profile.decode_cuda_graphs),
                    profile.tp_all_reduce if profile else "custom",
                    bool(profile and profile.decode_attention_kernel == "grouped"))
@@ -338,7 +343,7 @@ class InferenceOptions(TypedDict, total=False):
     static_engine: str | None
     offload: Offload | None
     speculative: SpeculativeDecoding | None
-    kernel_backend: KernelBackendName | str
+    kernel_backend: KernelBackendRef
     calibration: Calibration | None
 
 

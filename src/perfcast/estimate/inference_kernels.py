@@ -13,6 +13,8 @@ counts for activations, weights and the KV cache:
 * decode attention: reads the sequence's whole KV cache once per step (Pope et al. 2022 §3.1),
   bytes = seqs·L·(KV bytes per token per layer) + Q and O; FLOPs 2·seqs·heads·L·(d_qk + d_v).
 * prefill attention: the backend's flash-attention forward time (compute-bound).
+* a measured backend (``--kernel-backend measured --kernel-table FILE``) replaces the GEMM
+  time by its table's where the table covers the shape (``table_gemm_time_s``).
 
 ``bandwidth_efficiency`` scales every HBM rate (calibration/inference_overheads.yaml).
 """
@@ -26,7 +28,7 @@ import numpy as np
 
 from perfcast.calibration.kernel_roofline import GenerationKernelCalibration
 from perfcast.estimate.inference_ops import AttentionPass, attention_op, head_dims
-from perfcast.graph.ops import GemmOp, MemoryOp
+from perfcast.graph.ops import GemmOp, MemoryOp, Phase
 from perfcast.graph.stage import sliding_window_share
 from perfcast.kernels.backend import KernelBackend
 from perfcast.kernels.efficiency import attention_roofline_time_s, gemm_efficiency, memory_time_s
@@ -41,14 +43,40 @@ from perfcast.specs.strategy import Strategy
 
 
 def roofline_params(backend: KernelBackend, gpu: GPUSpec) -> GenerationKernelCalibration:
-    """The roofline calibration block of ``gpu`` (serving kernels need its parameters)."""
-    params = getattr(backend, "params", None)
+    """The roofline calibration block of ``gpu`` the serving formulas take (module docstring):
+    the roofline backend's own, or that of the roofline layer under an analytical or measured
+    backend (``roofline_layer``), which then times the prefill flash attention (and, measured,
+    the GEMMs its table covers, ``table_gemm_time_s``) itself."""
+    layer = getattr(backend, "roofline_layer", backend)
+    params = getattr(layer, "params", None)
     if params is None:
         from perfcast.errors import InputError
 
         raise InputError("kernel_backend", getattr(backend, "name", backend),
                          "inference needs a backend with roofline parameters ('roofline')")
     return params(gpu)
+
+
+def table_gemm_time_s(op: GemmOp, gpu: GPUSpec, backend: KernelBackend,
+                      precision: InferencePrecision, roofline_s):
+    """Seconds of ``op`` where the backend's measured kernel table covers its shape
+    (``MeasuredBackend.outside_table`` false: the table's measured/analytical ratio
+    interpolated over its points × the analytical time, exact at a table point, forward-pass
+    points, the compute format's precision class); ``roofline_s`` (``gemm_time_s``) elsewhere,
+    for a backend without a table, and for weight-only formats (no table holds their mixed
+    int8/int4 × 16-bit kernels)."""
+    outside_table = getattr(backend, "outside_table", None)
+    if outside_table is None or (op.fp8_eligible and precision.weight_only):
+        return roofline_s
+    fmt = compute_format(precision, op.fp8_eligible)
+    outside = outside_table(gpu, "gemm", fmt, gemm_pass=Phase.FORWARD.value,
+                            m=op.m, n=op.n, k=op.k, batch=op.batch)
+    if np.all(outside):
+        return roofline_s
+    measured = op.count * backend.gemm_time_s(gpu, op.m, op.n, op.k, op.batch, fmt,
+                                              gemm_pass=Phase.FORWARD.value)
+    out = np.where(outside, roofline_s, measured)
+    return out if np.ndim(out) else float(out)
 
 
 def compute_format(precision: InferencePrecision,

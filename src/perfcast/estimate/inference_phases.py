@@ -124,8 +124,9 @@ def _layer_parts(ctx: ServingContext, tokens: Floats, passes: tuple[AttentionPas
                          mla_absorbed=absorbed,
                          dp_all_gather=ctx.attention_dp_gather == "nccl_all_gather")
     gpu, params, bw = ctx.system.gpu, ctx.params, ctx.overhead.bandwidth_efficiency
-    gemm = sum(K.gemm_time_s(op, gpu, params, ctx.precision, bw, ctx.dequant_efficiency)
-               for op in ops.compute if isinstance(op, GemmOp))
+    gemm = sum(K.table_gemm_time_s(op, gpu, ctx.backend, ctx.precision, K.gemm_time_s(
+        op, gpu, params, ctx.precision, bw, ctx.dequant_efficiency))
+        for op in ops.compute if isinstance(op, GemmOp))
     memory = sum(K.memory_op_time_s(op, gpu, params, bw)
                  for op in ops.compute if not isinstance(op, GemmOp))
     attention = 0.0
@@ -245,8 +246,10 @@ def stage_step_times(ctx: ServingContext, tokens: Floats, passes: tuple[Attentio
             for op in head_step_ops(model, strategy, logits_tokens):
                 key = "gemm_s" if isinstance(op, GemmOp) else "memory_bound_s"
                 parts[key] = parts[key] + (
-                    K.gemm_time_s(op, ctx.system.gpu, ctx.params, ctx.precision,
-                                  ctx.overhead.bandwidth_efficiency)
+                    K.table_gemm_time_s(op, ctx.system.gpu, ctx.backend, ctx.precision,
+                                        K.gemm_time_s(op, ctx.system.gpu, ctx.params,
+                                                      ctx.precision,
+                                                      ctx.overhead.bandwidth_efficiency))
                     if isinstance(op, GemmOp) else
                     K.memory_op_time_s(op, ctx.system.gpu, ctx.params,
                                        ctx.overhead.bandwidth_efficiency))

@@ -23,6 +23,10 @@ offline) on an engine with continuous batching. Pure.
    measured, throughput pessimistic where an engine keeps pp micro-batches in flight.
 5. Requests are split evenly over the data-parallel replicas (dp = GPUs / (tp·pp)), each an
    independent engine (a router spreads load; throughput adds up).
+
+Every calibration file the forecast reads (serving overheads, graph kernel gaps, host launch
+priors, MoE routing imbalance, attention-kernel ratios) comes from the ``Calibration`` passed
+in (``--calibration DIR``), the shipped bundle only when none is.
 """
 
 from __future__ import annotations
@@ -32,9 +36,9 @@ from dataclasses import dataclass, fields, replace
 from functools import partial
 from typing import Any, Literal, cast
 
-from perfcast.calibration.graph_replay import GraphReplayCalibration, load_graph_replay
-from perfcast.calibration.host_launch import load_host_launch
-from perfcast.calibration.inference_overheads import InferenceOverheads, load_inference_overheads
+from perfcast.calibration.bundle import Calibration, load_calibration
+from perfcast.calibration.host_launch import HostLaunchCalibration
+from perfcast.calibration.inference_overheads import InferenceOverheads
 from perfcast.catalog.serving_engines import EngineConfig, engine_config, engine_target
 from perfcast.errors import InputError
 from perfcast.estimate.inference import _check, _context
@@ -43,7 +47,8 @@ from perfcast.estimate.serving_memory import ServingMemory, serving_memory_paged
 from perfcast.estimate.serving_report import RunStatistics, ServingReport, run_statistics
 from perfcast.estimate.serving_sim import simulate
 from perfcast.estimate.serving_step_cost import build_step_cost
-from perfcast.kernels.backend import KernelBackendName, get_backend
+from perfcast.graph.stage import with_learned_imbalance
+from perfcast.kernels.backend import KernelBackendName, KernelBackendRef, get_backend
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.inference import InferencePrecision, Offload
 from perfcast.specs.model import ModelSpec
@@ -121,11 +126,11 @@ def default_kv_cache(engine: EngineConfig, weights: str,
     return "fp16" if activations == "fp16" else "bf16"
 
 
-def eager_host_s_per_op(engine: EngineConfig) -> float:
+def eager_host_s_per_op(engine: EngineConfig, host: HostLaunchCalibration) -> float:
     """Host seconds an op of an eager step costs the engine (``EngineConfig.eager_launch``):
-    ``calibration/host_launch.yaml`` ``host_s_per_op`` for a Python (PyTorch eager) forward,
-    0 for a native runtime."""
-    return load_host_launch().host_s_per_op.value if engine.eager_launch == "python" else 0.0
+    ``host.host_s_per_op`` (``host_launch.yaml`` of the forecast's ``Calibration``) for a
+    Python (PyTorch eager) forward, 0 for a native runtime."""
+    return host.host_s_per_op.value if engine.eager_launch == "python" else 0.0
 
 
 def gqa_exponent(engine: EngineConfig, overheads: InferenceOverheads) -> float:
@@ -160,13 +165,18 @@ def serving_setup(
     weight_precision: str | None = None,
     attention_dp: bool = False,
     engine_overrides: dict[str, object] | None = None,
-    kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE,
-    overheads: InferenceOverheads | None = None,
-    graph_replay: GraphReplayCalibration | None = None,
+    kernel_backend: KernelBackendRef = KernelBackendName.ROOFLINE,
+    calibration: Calibration | None = None,
 ) -> ServingSetup:
-    """Engine config, memory and step-cost context of one deployment (no side effects);
-    ``overheads`` / ``graph_replay``: the serving overheads and graph kernel gaps of a
-    ``Calibration`` (None: the shipped files)."""
+    """Engine config, memory and step-cost context of one deployment (no side effects).
+
+    Every calibration file comes from ``calibration`` (``perfcast calibrate --out DIR``; None:
+    the shipped bundle): the serving overheads (``inference_overheads.yaml``), the graph
+    kernel gaps (``graph_replay.yaml``), the host time per eager op (``host_launch.yaml``), the
+    dropless MoE routing imbalance (``moe_routing.yaml``, ``graph.stage.with_learned_imbalance``)
+    and the derived attention-kernel ratios (``attention_kernels.yaml``, applied to
+    ``kernel_backend`` by ``Calibration.with_kernels``). ``kernel_backend``: a registered name
+    or a backend instance (e.g. ``MeasuredBackend`` over a user's ``--kernel-table``)."""
     # device tiers and the KV pool both follow the memory the driver reports (vLLM
     # ``gpu_memory_utilization`` x torch.cuda.mem_get_info total; TensorRT-LLM
     # free_gpu_memory_fraction of cudaMemGetInfo free; SGLang mem_fraction_static and its tier
@@ -183,21 +193,24 @@ def serving_setup(
         weights=weights, activations=precision,
         kv_cache=kv_precision or default_kv_cache(config, weights, precision)))
     _check(model, system, strategy, prec, attention_dp)
-    cal = overheads or load_inference_overheads()
+    bundle = calibration or load_calibration()
+    cal = bundle.inference_overheads
     memory = serving_memory_paged(model, device_bytes, strategy, prec, config,
                                   attention_dp=attention_dp)
     if attention_dp:
         config = attention_dp_scheduler(config, strategy.tp)
-    ctx = _context(model, system, strategy, prec, attention_dp, Offload(),
-                   get_backend(kernel_backend), cal, memory.weights_bytes)
+    # the bundle's dropless learned-routing imbalance where the strategy states none
+    routed = with_learned_imbalance(strategy, bundle.routing.dropless_load_imbalance.value)
+    ctx = _context(model, system, routed, prec, attention_dp, Offload(),
+                   bundle.with_kernels(get_backend(kernel_backend)), cal,
+                   memory.weights_bytes)
     ctx = replace(ctx, gqa_kv_read_exponent=gqa_exponent(config, cal),
                   tp_all_reduce=config.tp_all_reduce,
                   mla_decode_head_block=config.mla_decode_head_block,
                   mla_decode_weights=config.mla_decode_weights,
                   attention_dp_gather=config.attention_dp_gather,
-                  graph_kernel_gap_s=(graph_replay or load_graph_replay()).kernel_gap_s(
-                      system.gpu.vendor),
-                  eager_host_s_per_op=eager_host_s_per_op(config))
+                  graph_kernel_gap_s=bundle.graph_gaps.kernel_gap_s(system.gpu.vendor),
+                  eager_host_s_per_op=eager_host_s_per_op(config, bundle.host_launch_priors))
     if config.overlap_scheduler:  # host scheduling/sampling hidden behind the GPU step
         ctx = replace(ctx, overhead=ctx.overhead.model_copy(update={"step_overhead_s": 0.0}))
     return ServingSetup(config=config, memory=memory, ctx=ctx)
@@ -216,17 +229,17 @@ def estimate_serving(
     weight_precision: str | None = None,
     attention_dp: bool = False,
     engine_overrides: dict[str, object] | None = None,
-    kernel_backend: KernelBackendName | str = KernelBackendName.ROOFLINE,
-    overheads: InferenceOverheads | None = None,
-    graph_replay: GraphReplayCalibration | None = None,
+    kernel_backend: KernelBackendRef = KernelBackendName.ROOFLINE,
+    calibration: Calibration | None = None,
 ) -> ServingReport:
-    """Simulate ``workload`` served by ``engine`` (no side effects; module docstring)."""
+    """Simulate ``workload`` served by ``engine`` (no side effects; module docstring), priced
+    with ``calibration`` and ``kernel_backend`` (``serving_setup``)."""
     strategy = strategy or Strategy(num_gpus=1)
     setup = serving_setup(
         model, system, strategy, engine=engine, engine_version=engine_version,
         precision=precision, kv_precision=kv_precision, weight_precision=weight_precision,
         attention_dp=attention_dp, engine_overrides=engine_overrides,
-        kernel_backend=kernel_backend, overheads=overheads, graph_replay=graph_replay)
+        kernel_backend=kernel_backend, calibration=calibration)
     config, memory, ctx = setup.config, setup.memory, setup.ctx
     replicas = strategy.dp
     share = replica_workload(workload, replicas)

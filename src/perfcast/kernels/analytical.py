@@ -74,6 +74,12 @@ class AnalyticalBackend:
         """Derived kernel classes (``KernelBackend``): its roofline backend's."""
         return self.roofline.attention_kernels
 
+    @property
+    def roofline_layer(self) -> RooflineBackend:
+        """The roofline backend under this one (its derived attention classes), whose
+        parameters the serving formulas take (``estimate.inference_kernels.roofline_params``)."""
+        return self.roofline
+
     def with_attention_kernels(self, kernels: AttentionKernelCalibration) -> AnalyticalBackend:
         """This backend with derived kernel classes ``kernels`` (``KernelBackend``); a new
         instance starts with empty kernel memos."""

@@ -106,6 +106,10 @@ class KernelBackend(Protocol):
         ...
 
 
+KernelBackendRef = KernelBackendName | str | KernelBackend
+"""What ``get_backend`` takes: a registered name (enum or string) or a backend instance (e.g. a
+``MeasuredBackend`` over a user's ``--kernel-table``)."""
+
 DEFAULT_KERNEL_BACKEND = KernelBackendName.ANALYTICAL
 """Backend of ``estimate_training``, the search and ``perfcast train``/``validate`` when none
 is named (the CLI mirrors it in ``cli.options.DEFAULT_KERNEL_BACKEND_OPT``; a test checks).
@@ -132,7 +136,7 @@ def _instantiate(name: KernelBackendName) -> KernelBackend:
 
 
 def get_backend(
-    name: KernelBackendName | str | KernelBackend = DEFAULT_KERNEL_BACKEND,
+    name: KernelBackendRef = DEFAULT_KERNEL_BACKEND,
 ) -> KernelBackend:
     """The backend registered as ``name`` with its shipped calibration (one shared instance);
     a backend instance (e.g. ``MeasuredBackend`` over a user's table) is returned as it is.

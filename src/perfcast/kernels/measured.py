@@ -37,6 +37,7 @@ from perfcast.kernels.kernel_table import (
     KernelTable,
     load_kernel_table,
 )
+from perfcast.kernels.roofline import RooflineBackend
 from perfcast.specs.hardware import GPUSpec, Precision, as_precision
 from perfcast.specs.strategy import AttentionKernel
 
@@ -101,6 +102,12 @@ class MeasuredBackend:
     def attention_kernels(self) -> AttentionKernelCalibration:
         """Derived kernel classes (``KernelBackend``): its analytical backend's."""
         return self.analytical.attention_kernels
+
+    @property
+    def roofline_layer(self) -> RooflineBackend:
+        """The roofline backend under its analytical one, whose parameters the serving
+        formulas take (``estimate.inference_kernels.roofline_params``)."""
+        return self.analytical.roofline
 
     def with_attention_kernels(self, kernels: AttentionKernelCalibration) -> MeasuredBackend:
         """This backend with derived kernel classes ``kernels`` (``KernelBackend``)."""

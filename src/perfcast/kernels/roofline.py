@@ -68,6 +68,12 @@ class RooflineBackend:
     """Derived attention-kernel classes (``calibration/attention_kernels.yaml``)."""
     name: KernelBackendName = KernelBackendName.ROOFLINE
 
+    @property
+    def roofline_layer(self) -> RooflineBackend:
+        """The roofline backend whose per-generation parameters the serving formulas take
+        (``estimate.inference_kernels.roofline_params``): this one."""
+        return self
+
     def with_attention_kernels(self, kernels: AttentionKernelCalibration) -> RooflineBackend:
         """This backend with derived kernel classes ``kernels`` (``KernelBackend``)."""
         return self if kernels == self.attention_kernels else replace(

@@ -39,7 +39,11 @@ def _row(rank: str, r: DeploymentResult) -> list[str]:
 
 
 def render_infer_search(result: InferSearchResult, console, model_arg: str,
-                        system_arg: str, calibration_arg: str | None = None) -> None:
+                        system_arg: str, calibration_arg: str | None = None,
+                        kernel_args: tuple[str | None, str | None] = (None, None)) -> None:
+    """The search as tables and the ``perfcast infer`` line of the best aggregated deployment
+    (``calibration_arg``, ``kernel_args`` = (``--kernel-backend``, ``--kernel-table``): the
+    arguments the search ran with, None where it took the default)."""
     from rich.table import Table
 
     console.print(verdict(result), highlight=False, soft_wrap=True)
@@ -67,6 +71,8 @@ def render_infer_search(result: InferSearchResult, console, model_arg: str,
     if agg is not None:
         args = agg.deployment.infer_args(model_arg, system_arg, result.input_len,
                                          result.output_len, result.engine,
-                                         calibration=calibration_arg)
+                                         calibration=calibration_arg,
+                                         kernel_backend=kernel_args[0],
+                                         kernel_table=kernel_args[1])
         console.print("reproduce the best aggregated deployment: perfcast "
                       + " ".join(shlex.quote(a) for a in args), highlight=False, soft_wrap=True)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from perfcast.calibration.bundle import Calibration, load_calibration
 from perfcast.estimate.serving import estimate_serving, serving_setup
 from perfcast.estimate.serving_step_cost import build_step_cost
+from perfcast.kernels.backend import KernelBackendName, KernelBackendRef
 from perfcast.serving_search.space import Deployment
 from perfcast.serving_search.transfer import kv_transfer_s
 from perfcast.specs.hardware import SystemSpec
@@ -92,9 +93,10 @@ def _result(dep: Deployment, fits: bool, ttft: float, tpot: float, tokens_per_s:
 
 def evaluate_aggregated(model: ModelSpec, system: SystemSpec, dep: Deployment, input_len: int,
                         output_len: int, engine: str, targets: Targets, *,
-                        calibration: Calibration | None = None) -> DeploymentResult:
+                        calibration: Calibration | None = None,
+                        kernel_backend: KernelBackendRef = KernelBackendName.ROOFLINE) -> DeploymentResult:
     """``perfcast infer`` of the deployment (module docstring) with ``calibration`` (None:
-    the shipped files)."""
+    the shipped files) and ``kernel_backend`` (a name or a backend instance)."""
     cal = calibration or load_calibration()
     lay = dep.layout
     workload = serving_workload(concurrency=dep.concurrency, request_rate=None,
@@ -103,7 +105,7 @@ def evaluate_aggregated(model: ModelSpec, system: SystemSpec, dep: Deployment, i
                               lay.strategy(dep.num_gpus), workload, engine=engine,
                               precision=lay.precision, kv_precision=lay.kv_precision,
                               attention_dp=lay.attention_dp,
-                              overheads=cal.inference_overheads, graph_replay=cal.graph_gaps)
+                              calibration=cal, kernel_backend=kernel_backend)
     return _result(dep, report.fits, report.ttft.mean_s, report.tpot.mean_s,
                    report.output_tokens_per_s, 0.0, targets)
 
@@ -111,16 +113,17 @@ def evaluate_aggregated(model: ModelSpec, system: SystemSpec, dep: Deployment, i
 def evaluate_disaggregated(model: ModelSpec, system: SystemSpec, dep: Deployment,
                            input_len: int, output_len: int, engine: str,
                            targets: Targets, *,
-                           calibration: Calibration | None = None) -> DeploymentResult:
+                           calibration: Calibration | None = None,
+                           kernel_backend: KernelBackendRef = KernelBackendName.ROOFLINE) -> DeploymentResult:
     """Prefill pool simulated, decode pool at steady state (module docstring), with
-    ``calibration`` (None: the shipped files)."""
+    ``calibration`` (None: the shipped files) and ``kernel_backend``."""
     assert dep.prefill is not None
     cal = calibration or load_calibration()
     dec, b = dep.layout, dep.decode_batch
     setup = serving_setup(model, system, dec.strategy(dec.gpus), engine=engine,
                           precision=dec.precision, kv_precision=dec.kv_precision,
                           attention_dp=dec.attention_dp,
-                          overheads=cal.inference_overheads, graph_replay=cal.graph_gaps)
+                          calibration=cal, kernel_backend=kernel_backend)
     nan = float("nan")
     if setup.memory.max_concurrent_seqs(input_len + output_len) < b or output_len < 2:
         return _result(dep, False, nan, nan, 0.0, 0.0, targets)
@@ -136,7 +139,7 @@ def evaluate_disaggregated(model: ModelSpec, system: SystemSpec, dep: Deployment
     report = estimate_serving(model, pool, pre.strategy(prefill_gpus), stream, engine=engine,
                               precision=pre.precision, kv_precision=pre.kv_precision,
                               attention_dp=pre.attention_dp,
-                              overheads=cal.inference_overheads, graph_replay=cal.graph_gaps)
+                              calibration=cal, kernel_backend=kernel_backend)
     if not report.fits:
         return _result(dep, False, nan, nan, 0.0, 0.0, targets)
     backlog = serving_workload(concurrency=None, request_rate=None, num_requests=requests,
@@ -144,7 +147,7 @@ def evaluate_disaggregated(model: ModelSpec, system: SystemSpec, dep: Deployment
     capacity = estimate_serving(model, pool, pre.strategy(prefill_gpus), backlog, engine=engine,
                                 precision=pre.precision, kv_precision=pre.kv_precision,
                                 attention_dp=pre.attention_dp,
-                                overheads=cal.inference_overheads, graph_replay=cal.graph_gaps)
+                                calibration=cal, kernel_backend=kernel_backend)
     transfer = kv_transfer_s(model, system, pre, dec, input_len)
     served = min(demand, capacity.requests_per_s)
     return _result(dep, True, report.ttft.mean_s + transfer, tpot, served * output_len,
@@ -153,8 +156,10 @@ def evaluate_disaggregated(model: ModelSpec, system: SystemSpec, dep: Deployment
 
 def evaluate(model: ModelSpec, system: SystemSpec, dep: Deployment, input_len: int,
              output_len: int, engine: str, targets: Targets, *,
-             calibration: Calibration | None = None) -> DeploymentResult:
-    """Exact forecast of ``dep`` (aggregated or disaggregated) with ``calibration``."""
+             calibration: Calibration | None = None,
+             kernel_backend: KernelBackendRef = KernelBackendName.ROOFLINE) -> DeploymentResult:
+    """Exact forecast of ``dep`` (aggregated or disaggregated) with ``calibration`` and
+    ``kernel_backend``."""
     fn = evaluate_aggregated if dep.mode == "aggregated" else evaluate_disaggregated
     return fn(model, system, dep, input_len, output_len, engine, targets,
-              calibration=calibration)
+              calibration=calibration, kernel_backend=kernel_backend)

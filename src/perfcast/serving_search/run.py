@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfcast.calibration.bundle import Calibration
+from perfcast.kernels.backend import KernelBackendName, KernelBackendRef
 from perfcast.search.rank import pareto_front, top_k
 from perfcast.serving_search.bulk import ScreenedSet, screen_aggregated, screen_disaggregated
 from perfcast.serving_search.exact import DeploymentResult, Targets, evaluate
@@ -113,12 +114,13 @@ def pareto_of(results: list[DeploymentResult]) -> tuple[DeploymentResult, ...]:
 
 def layout_tables(model: ModelSpec, system: SystemSpec, num_gpus: int, input_len: int,
                   output_len: int, engine: str, *,
-                  calibration: Calibration | None = None) -> list[LayoutTable]:
+                  calibration: Calibration | None = None,
+                  kernel_backend: KernelBackendRef = KernelBackendName.ROOFLINE) -> list[LayoutTable]:
     """Every valid instance layout of at most ``num_gpus`` GPUs, priced with ``calibration``
-    (None: the shipped files)."""
+    (None: the shipped files) and ``kernel_backend``."""
     levels = np.array(concurrency_levels(), dtype=float)
     tables = [layout_table(model, system, lay, input_len, output_len, levels, engine,
-                           calibration=calibration)
+                           calibration=calibration, kernel_backend=kernel_backend)
               for lay in instance_layouts(model, system, num_gpus)]
     return [t for t in tables if t is not None]
 
@@ -146,15 +148,17 @@ def _candidates(screened: ScreenedSet, targets: Targets, keep: int) -> np.ndarra
 def search_deployments(model: ModelSpec, system: SystemSpec, num_gpus: int, input_len: int,
                        output_len: int, *, targets: Targets | None = None, engine: str = "vllm",
                        disaggregated: bool = False, top: int = 5,
-                       calibration: Calibration | None = None) -> InferSearchResult:
+                       calibration: Calibration | None = None,
+                       kernel_backend: KernelBackendRef = KernelBackendName.ROOFLINE) -> InferSearchResult:
     """The best deployments of ``model`` on ``num_gpus`` GPUs of ``system`` (module docstring);
     the screen and the exact path both price with ``calibration`` (``perfcast calibrate --out
-    DIR``; None: the shipped files)."""
+    DIR``; None: the shipped files) and ``kernel_backend`` (a name or a backend instance, e.g.
+    ``MeasuredBackend`` over a user's ``--kernel-table``)."""
     targets = targets or Targets()
     system = system.with_num_gpus(num_gpus)
     t0 = time.perf_counter()
     tables = layout_tables(model, system, num_gpus, input_len, output_len, engine,
-                           calibration=calibration)
+                           calibration=calibration, kernel_backend=kernel_backend)
     t1 = time.perf_counter()
     sets = [screen_aggregated(tables, num_gpus, output_len)]
     if disaggregated and output_len >= 2:
@@ -168,7 +172,8 @@ def search_deployments(model: ModelSpec, system: SystemSpec, num_gpus: int, inpu
         for i in _candidates(s, targets, keep):
             chosen[s.deployment(tables, int(i))] = None
     results = [evaluate(model, system, dep, input_len, output_len, engine, targets,
-                        calibration=calibration) for dep in chosen]
+                        calibration=calibration, kernel_backend=kernel_backend)
+               for dep in chosen]
     t3 = time.perf_counter()
     feasible = sum(int(np.count_nonzero(targets.met(
         s.metrics.ttft_s, s.metrics.tpot_s, s.metrics.output_tokens_per_s_per_user)

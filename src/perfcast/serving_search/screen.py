@@ -37,6 +37,7 @@ from perfcast.estimate.inference_ops import AttentionPass
 from perfcast.estimate.inference_phases import ServingContext, host_bound_s, step_time
 from perfcast.estimate.serving import serving_setup
 from perfcast.estimate.serving_step_cost import replicated_moe
+from perfcast.kernels.backend import KernelBackendName, KernelBackendRef
 from perfcast.serving_search.space import InstanceLayout
 from perfcast.specs.hardware import SystemSpec
 from perfcast.specs.model import ModelSpec
@@ -84,16 +85,18 @@ def _total_s(ctx: ServingContext, tokens, passes, logits, prefill: bool, no_ep_c
 
 def layout_table(model: ModelSpec, system: SystemSpec, layout: InstanceLayout, input_len: int,
                  output_len: int, levels: np.ndarray, engine: str, *,
-                 calibration: Calibration | None = None) -> LayoutTable | None:
+                 calibration: Calibration | None = None,
+                 kernel_backend: KernelBackendRef = KernelBackendName.ROOFLINE) -> LayoutTable | None:
     """Price ``layout`` (None where the model rejects it: heads, layers or experts not divisible,
-    a format the GPU lacks) with the serving overheads and graph kernel gaps of ``calibration``
-    (``perfcast calibrate --out DIR``; None: the shipped files), as the simulation does."""
+    a format the GPU lacks) with the calibration files of ``calibration`` (``perfcast calibrate
+    --out DIR``; None: the shipped files) and ``kernel_backend`` (a name or a backend instance,
+    e.g. over a user's ``--kernel-table``), as the simulation does."""
     cal = calibration or load_calibration()
     try:
         setup = serving_setup(model, system, layout.strategy(layout.gpus), engine=engine,
                               precision=layout.precision, kv_precision=layout.kv_precision,
                               attention_dp=layout.attention_dp,
-                              overheads=cal.inference_overheads, graph_replay=cal.graph_gaps)
+                              calibration=cal, kernel_backend=kernel_backend)
     except InputError:
         return None
     config, ctx = setup.config, setup.ctx

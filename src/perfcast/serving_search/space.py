@@ -114,9 +114,13 @@ class Deployment:
                 f"{one(self.layout)}) {fmt} b{self.decode_batch}")
 
     def infer_args(self, model: str, system: str, input_len: int, output_len: int,
-                   engine: str, calibration: str | None = None) -> list[str]:
+                   engine: str, calibration: str | None = None,
+                   kernel_backend: str | None = None,
+                   kernel_table: str | None = None) -> list[str]:
         """The ``perfcast infer`` arguments that forecast this (aggregated) deployment
-        (``calibration``: the ``--calibration`` directory the search priced it with)."""
+        (``calibration``: the ``--calibration`` directory the search priced it with;
+        ``kernel_backend`` / ``kernel_table``: its ``--kernel-backend`` / ``--kernel-table``,
+        None for the default)."""
         lay = self.layout
         args = ["infer", "-m", model, "-s", system, "--gpus", str(self.num_gpus),
                 "--tp", str(lay.tp), "--pp", str(lay.pp), "--ep", str(lay.ep),
@@ -124,6 +128,8 @@ class Deployment:
                 "--input-len", str(input_len), "--output-len", str(output_len),
                 "--concurrency", str(self.concurrency), "--engine", engine]
         args += ["--calibration", calibration] if calibration is not None else []
+        args += ["--kernel-backend", kernel_backend] if kernel_backend is not None else []
+        args += ["--kernel-table", kernel_table] if kernel_table is not None else []
         return args + (["--attention-dp"] if lay.attention_dp else [])
 
 

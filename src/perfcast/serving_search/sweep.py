@@ -13,6 +13,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+SERVING_KERNEL_BACKEND = "roofline"
+"""Kernel backend of a serving sweep when none is named: the serving estimators' own
+(``estimate.serving.estimate_serving``, ``perfcast infer-search``)."""
 PREFIXES = ("best", "aggregated", "disaggregated")
 """Column groups of a row: the best overall, the best aggregated, the best disaggregated."""
 NO_DEPLOYMENT = "-"
@@ -36,16 +39,35 @@ class ServingSweepTask:
     disaggregated: bool = False
     calibration_dir: str = ""
     """Calibration directory (``perfcast calibrate --out``); empty: the shipped calibration."""
+    kernel_backend: str = SERVING_KERNEL_BACKEND
+    """Kernel time model (``perfcast.kernels.backend``, ``--kernel-backend``)."""
+    kernel_table: str | None = None
+    """Kernel table of the ``measured`` backend (``--kernel-table``); None = shipped one."""
+
+    @property
+    def kernels(self) -> str:
+        """The backend name, with the table path when one is given."""
+        return self.kernel_backend + (f":{self.kernel_table}" if self.kernel_table else "")
 
     @property
     def task_id(self) -> str:
         def show(v: float | None) -> str:
             return "-" if v is None else f"{v:g}"
         calibration = f"|calibration={self.calibration_dir}" if self.calibration_dir else ""
+        # the default kernels leave the id as it was (rows written before stay resumable)
+        kernels = "" if self.kernels == SERVING_KERNEL_BACKEND else f"|kernels={self.kernels}"
         return (f"serving|{self.model}|{self.system}|{self.num_gpus}|{self.input_len}|"
                 f"{self.output_len}|ttft={show(self.ttft_s)}|tpot={show(self.tpot_s)}|"
                 f"user={show(self.min_tokens_per_s_per_user)}|{self.engine}|"
-                f"disagg={int(self.disaggregated)}{calibration}")
+                f"disagg={int(self.disaggregated)}{kernels}{calibration}")
+
+    def backend(self):
+        """The backend name, or a measured backend over ``kernel_table``."""
+        if self.kernel_table is None:
+            return self.kernel_backend
+        from perfcast.kernels.measured import measured_backend_for_table
+
+        return measured_backend_for_table(self.kernel_table)
 
 
 def serving_row_columns() -> tuple[str, ...]:
@@ -61,11 +83,15 @@ def serving_sweep_tasks(model: str, systems: Sequence[str], gpu_counts: Sequence
                         input_len: int, output_len: int, ttft_s: Sequence[float | None],
                         tpot_s: Sequence[float | None],
                         min_tokens_per_s_per_user: float | None, engine: str,
-                        disaggregated: bool, calibration_dir: str = "") -> list[ServingSweepTask]:
+                        disaggregated: bool, calibration_dir: str = "",
+                        kernel_backend: str = SERVING_KERNEL_BACKEND,
+                        kernel_table: str | None = None) -> list[ServingSweepTask]:
     """Tasks over systems × GPU counts × TTFT targets × TPOT targets, priced with the
-    calibration in ``calibration_dir`` (empty: shipped)."""
+    calibration in ``calibration_dir`` (empty: shipped) and ``kernel_backend`` (over
+    ``kernel_table`` when given)."""
     return [ServingSweepTask(model, system, gpus, input_len, output_len, ttft, tpot,
-                             min_tokens_per_s_per_user, engine, disaggregated, calibration_dir)
+                             min_tokens_per_s_per_user, engine, disaggregated, calibration_dir,
+                             kernel_backend, kernel_table)
             for system in systems for gpus in gpu_counts for ttft in ttft_s for tpot in tpot_s]
 
 
@@ -86,7 +112,8 @@ def run_serving_task(task: ServingSweepTask) -> dict:
                                 load_system(task.system, num_gpus=task.num_gpus),
                                 task.num_gpus, task.input_len, task.output_len, targets=targets,
                                 engine=task.engine, disaggregated=task.disaggregated, top=1,
-                                calibration=load_calibration(task.calibration_dir or None))
+                                calibration=load_calibration(task.calibration_dir or None),
+                                kernel_backend=task.backend())
     row = {"task_id": task.task_id, "model": task.model, "system": task.system,
            "num_gpus": task.num_gpus, "input_len": task.input_len,
            "output_len": task.output_len, "target_ttft_s": _nan(task.ttft_s),

@@ -161,9 +161,7 @@ def cross_validate_inference(rows: ServingRows, base: Calibration,
         if graph is not None:
             cal = cal.replace(graph_replay=graph.calibration)
         estimator = partial(estimate_inference, calibration=cal)
-        simulations = ServingReportCache(partial(estimate_serving,
-                                                 overheads=cal.inference_overheads,
-                                                 graph_replay=cal.graph_gaps))
+        simulations = ServingReportCache(partial(estimate_serving, calibration=cal))
         held_out = [compare_serving_case(c, simulations) if isinstance(c, ServingCase)
                     else compare_case(c, estimator)
                     for c in rows.cases if c.source_id == source]

@@ -105,9 +105,9 @@ def build_gap_table(cases: Sequence[InferenceCase | ServingCase], base: Calibrat
     columns: list[dict[str, float]] = []
     for node in nodes_s:
         gaps = uniform_gaps(node)
-        cache = ServingReportCache(partial(estimate_serving, overheads=base.inference_overheads,
-                                           graph_replay=gaps))
-        estimator = partial(estimate_inference, calibration=base.replace(graph_replay=gaps))
+        trial = base.replace(graph_replay=gaps, serving_overheads=base.inference_overheads)
+        cache = ServingReportCache(partial(estimate_serving, calibration=trial))
+        estimator = partial(estimate_inference, calibration=trial)
         results = (compare_serving_case(c, cache) if isinstance(c, ServingCase)
                    else compare_case(c, estimator) for c in decode)
         columns.append({r.row_id: r.predicted for r in results
