@@ -3,7 +3,7 @@
 The start-up cuts each have a test here: no module of another concern is imported (scipy,
 pandas, plotting, rich in ``--json`` mode, YAML once the parse cache is warm), pydantic looks for
 no plugins (``cli.pydantic_plugins``), typer builds no validator for an unset option
-(``cli.typer_unset``), and no perfcast model makes pydantic parse a builtin's signature.
+(``cli.typer_defaults``) nor for an option left at a plain default, and no perfcast model makes pydantic parse a builtin's signature.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import typer.core
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
-from perfcast.cli import typer_unset
+from perfcast.cli import typer_defaults
 from perfcast.cli.pydantic_plugins import PLUGINS_VARIABLE, skip_pydantic_plugins
 
 NOT_FOR_TRAIN = ("scipy", "pandas", "matplotlib", "dask", "torch", "rich", "yaml", "jsonschema",
@@ -105,8 +105,15 @@ def _app(seen: dict) -> typer.Typer:
         count: Annotated[int | None, typer.Option("--count", min=1)] = None,
         tags: Annotated[list[str] | None, typer.Option("--tag")] = None,
         loud: Annotated[str | None, typer.Option("--loud", callback=_shout)] = None,
+        size: Annotated[int, typer.Option("--size")] = 4,
+        ratio: Annotated[float, typer.Option("--ratio")] = 0.5,
+        name: Annotated[str, typer.Option("--name")] = "n",
+        shade: Annotated[_Colour, typer.Option("--shade")] = _Colour.red,
+        floor: Annotated[int, typer.Option("--floor", min=1)] = 2,
+        half: Annotated[float, typer.Option("--half")] = 1,
     ) -> None:
-        seen.update(need=need, colour=colour, count=count, tags=tags, loud=loud)
+        seen.update(need=need, colour=colour, count=count, tags=tags, loud=loud, size=size,
+                    ratio=ratio, name=name, shade=shade, floor=floor, half=half)
 
     return app
 
@@ -120,8 +127,10 @@ def _runtime_params_built(app: typer.Typer, args: list[str]) -> dict[str, bool]:
 
 
 ARG_LISTS = (["--need", "3"], ["--need", "3", "--colour", "blue", "--count", "2", "--tag", "a",
-                                "--tag", "b", "--loud", "hi"], ["--need", "3", "--count", "0"],
-             ["--need", "3", "--colour", "green"], ["--colour", "red"], [])
+                                "--tag", "b", "--loud", "hi", "--size", "5", "--ratio", "2",
+                                "--name", "m", "--shade", "blue", "--floor", "3", "--half", "2"],
+             ["--need", "3", "--count", "0"], ["--need", "3", "--colour", "green"],
+             ["--colour", "red"], [], ["--need", "3", "--size", "1.5"], ["--need", "3", "--floor", "0"])
 
 
 def _outcome(args: list[str]) -> tuple[int, str, dict]:
@@ -133,22 +142,31 @@ def _outcome(args: list[str]) -> tuple[int, str, dict]:
 def test_every_outcome_is_typer_s_own(monkeypatch: pytest.MonkeyPatch) -> None:
     """Values, exit codes and messages are those of typer's unpatched path."""
     monkeypatch.setattr(typer.core._TyperParameter, "process_value",
-                        typer_unset._TYPER_PROCESS_VALUE)
+                        typer_defaults._TYPER_PROCESS_VALUE)
     expected = [_outcome(args) for args in ARG_LISTS]
-    typer_unset.install()
+    typer_defaults.install()
     assert [_outcome(args) for args in ARG_LISTS] == expected
-    assert [code for code, _, _ in expected] == [0, 0, 2, 2, 2, 2]
+    assert [code for code, _, _ in expected] == [0, 0, 2, 2, 2, 2, 2, 2]
+    assert expected[0][2] == {"need": 3, "colour": None, "count": None, "tags": None,
+                              "loud": None, "size": 4, "ratio": 0.5, "name": "n",
+                              "shade": _Colour.red, "floor": 2, "half": 1.0}
+    assert type(expected[0][2]["half"]) is float  # typer's coercion of an int default
     assert expected[1][2] == {"need": 3, "colour": _Colour.blue, "count": 2, "tags": ["a", "b"],
-                              "loud": "HI"}
+                              "loud": "HI", "size": 5, "ratio": 2.0, "name": "m",
+                              "shade": _Colour.blue, "floor": 3, "half": 2.0}
 
 
 def test_unset_options_build_no_validator(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(typer.core._TyperParameter, "process_value",
-                        typer_unset._TYPER_PROCESS_VALUE)
-    typer_unset.install()
-    built = _runtime_params_built(_app({}), ["--need", "3", "--count", "2"])
+                        typer_defaults._TYPER_PROCESS_VALUE)
+    typer_defaults.install()
+    built = _runtime_params_built(_app({}), ["--need", "3", "--count", "2", "--name", "n"])
     assert built["need"] and built["count"]  # given values go through typer's validator
-    assert not built["colour"] and not built["tags"]
+    assert built["name"]  # given, even when equal to the default
+    assert not built["colour"] and not built["tags"]  # unset
+    assert not built["size"] and not built["ratio"] and not built["shade"]  # plain defaults
+    assert built["floor"]  # a bounded option keeps typer's check
+    assert built["half"]  # an int default of a float option is coerced by typer
     assert built["loud"]  # a parameter with a callback keeps typer's whole path
 
 
