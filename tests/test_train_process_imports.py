@@ -2,8 +2,9 @@
 
 The start-up cuts each have a test here: no module of another concern is imported (scipy,
 pandas, plotting, rich in ``--json`` mode, YAML once the parse cache is warm), pydantic looks for
-no plugins (``cli.pydantic_plugins``), typer builds no validator for an unset option
-(``cli.typer_defaults``) nor for an option left at a plain default, and no perfcast model makes pydantic parse a builtin's signature.
+no plugins (``cli.pydantic_plugins``), typer builds no validator for an unset option nor for one
+left at a plain default (``cli.typer_defaults``), and no perfcast model makes pydantic parse a
+builtin's signature.
 """
 
 from __future__ import annotations
