@@ -196,3 +196,26 @@ def test_no_model_has_a_builtin_default_factory() -> None:
                if isinstance(field.default_factory, type)
                or inspect.isbuiltin(field.default_factory)]
     assert builtin == []
+
+
+def test_text_mode_loads_no_emoji_table(tmp_path: Path) -> None:
+    """``perfcast train`` without ``--json`` prints through rich but never imports rich's emoji
+    table (``report.console.make_console``: ``emoji=False``)."""
+    code = _CHILD.replace(", '--json'", "").replace(
+        '"plugins_discovered"', '"emoji_table": "rich._emoji_codes" in sys.modules,\n    '
+        '"plugins_discovered"')
+    env = {k: v for k, v in os.environ.items() if k != "PERFCAST_NO_CACHE"}
+    env["PERFCAST_CACHE_DIR"] = str(tmp_path)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, env=env)
+    assert "tokens/s/GPU" in done.stdout
+    seen = json.loads(done.stderr.strip().splitlines()[-1])
+    assert "rich" in seen["top_level"]
+    assert seen["emoji_table"] is False
+
+
+def test_console_prints_colon_words_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    from perfcast.report.console import make_console
+
+    make_console().print("note :fire: stays", highlight=False)
+    assert "note :fire: stays" in capsys.readouterr().out
