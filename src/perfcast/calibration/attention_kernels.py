@@ -36,8 +36,10 @@ class DerivedKernel(BaseModel):
     base: CalibratedKernel = Field(description="Calibrated kernel class it is measured against.")
     time_ratio: float = Field(ge=1.0, description="Its time over the base kernel's time (every "
                               "generation not in time_ratio_by_generation).")
+    # {}: pydantic copies defaults per instance; default_factory=dict costs each process a
+    # ~2.5 ms inspect.signature parse (tests/test_train_process_imports.py).
     time_ratio_by_generation: dict[str, Annotated[float, Field(ge=1.0)]] = Field(
-        default_factory=dict,
+        {},
         description="Generation -> its own time over the base kernel's time: two kernels' "
                     "relative speed is a property of the pair on one architecture.")
     method: Literal["fitted", "sourced"] = Field(description="How time_ratio was obtained.")
@@ -69,7 +71,9 @@ class AttentionKernelCalibration(BaseModel):
 
     reference: str
     derived: dict[str, DerivedKernel]
-    scaled_gemm: dict[str, DerivedScaledGemm] = Field(default_factory=dict)
+    # {}: pydantic copies defaults per instance; default_factory=dict costs each process a
+    # ~2.5 ms inspect.signature parse (tests/test_train_process_imports.py).
+    scaled_gemm: dict[str, DerivedScaledGemm] = {}
     """Scaled-matmul kernel class (``kernels.scaled_gemm.SCALED_GEMM_KERNEL``) -> its ratio."""
     fit: FitRecord | None = None
     """How the fitted values were obtained (``perfcast calibrate``)."""

@@ -36,5 +36,7 @@ class FitRecord(BaseModel):
     num_rows: int = Field(ge=0, description="Measured rows the fit used.")
     kernel_backend: str = Field(description="Kernel backend the rows were forecast with.")
     loss: str = Field(description="Residual and robust loss minimised.")
+    # {}: pydantic copies defaults per instance; default_factory=dict costs each process a
+    # ~2.5 ms inspect.signature parse (tests/test_train_process_imports.py).
     parameters: dict[str, ParameterRecord] = Field(
-        default_factory=dict, description="Fitted parameter name -> value and uncertainty.")
+        {}, description="Fitted parameter name -> value and uncertainty.")

@@ -62,7 +62,9 @@ class GPUFile(BaseModel):
         None, description="Memory the driver reports, 2^20 bytes (needs hbm_usable_source).")
     hbm_usable_source: str | None = Field(None, validate_default=True)
     l2_cache_MiB: PositiveFloat | None = None
-    aliases: list[str] = Field(default_factory=list, description="Other spellings (catalog).")
+    # []: pydantic copies defaults per instance; default_factory=list costs each process a
+    # ~2.5 ms inspect.signature parse (tests/test_train_process_imports.py).
+    aliases: list[str] = Field([], description="Other spellings (catalog).")
     csv_row: str | None = Field(None, description="hardware_specs.csv row (catalog entries).")
     notes: str | None = None
     filled: str | None = Field(None, description="Values the source leaves empty, and why.")
@@ -118,4 +120,6 @@ class SystemFile(BaseModel):
     pod_oversubscription: PositiveFloat | None = None
     pod_latency_us: PositiveFloat | None = None
     default_for_gpu: bool = False
-    aliases: list[str] = Field(default_factory=list)
+    # []: pydantic copies defaults per instance; default_factory=list costs each process a
+    # ~2.5 ms inspect.signature parse (tests/test_train_process_imports.py).
+    aliases: list[str] = []

@@ -13,8 +13,10 @@ from typing import Annotated, Any
 
 import typer
 
+from perfcast.cli import typer_defaults
 from perfcast.cli.app_group import OneLineErrorGroup, use_wrapping_help
 from perfcast.cli.blas_threads import limit_blas_threads
+from perfcast.cli.pydantic_plugins import skip_pydantic_plugins
 
 
 @dataclass(frozen=True)
@@ -131,8 +133,12 @@ def _named_command(argv: list[str]) -> str | None:
 
 
 def run() -> None:
-    """Console-script entry point (one BLAS thread unless the user chose: ``blas_threads``)."""
+    """Console-script entry point (one BLAS thread and no pydantic plugin discovery unless the
+    user chose otherwise: ``blas_threads``, ``pydantic_plugins``; options left at their defaults
+    build no typer validator: ``typer_defaults``)."""
     limit_blas_threads()
+    skip_pydantic_plugins()
+    typer_defaults.install()
     build_app(_named_command(sys.argv[1:]))()
 
 
