@@ -12,8 +12,9 @@ within-source ``within_tail``/2 and 1 − ``within_tail``/2 quantiles of its row
 sources, the ``between_tail``/2 quantile of the lower ends and the 1 − ``between_tail``/2
 quantile of the upper ends, each source weighing once; the ``all`` group's sources join every
 group as ``prior_sources`` pseudo-sources (few comparable sources lean on every source's
-spread). ``validate/intervals.py`` builds it; the three values are chosen by leave-one-source-
-out coverage of rows AND of sources (``validate/interval_coverage.py``). For the reader the
+spread). ``validate/intervals.py`` builds it; ``within_tail`` stays at (1 − level)/2, the
+other two are chosen by leave-one-source-out coverage of rows AND of sources
+(``validate/interval_coverage.py``). For the reader the
 file also keeps each group's random-effects moments r = μ + u_source + ε_row (Gelman et al.,
 *Bayesian Data Analysis*, 3rd ed., ch. 5): the source-weighted centre μ̂, τ², σ² (robust
 moments, ``validate.intervals.source_spread``).
@@ -97,7 +98,7 @@ class ChosenBand:
 
 @dataclass(frozen=True)
 class BandSettings:
-    """The three free values of the double-conformal band (module docstring), chosen by
+    """The free values of the double-conformal band (module docstring); ν0 and a2 chosen by
     leave-one-source-out coverage (``validate.interval_coverage.choose_band_settings``)."""
 
     prior_sources: float = 0.0

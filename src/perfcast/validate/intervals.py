@@ -7,7 +7,7 @@ of Dunn, Wasserman & Ramdas (JASA 2023, §3.2), sources as the exchangeable unit
 group's sources as ``prior_sources`` pseudo-sources (``double_conformal_band``); and, for the
 file's reader, the group's random-effects moments (centre, between- and within-source
 variance, ``source_spread``; Gelman et al., BDA3 ch. 5). ``validate/interval_coverage.py``
-checks the bands out of sample and chooses their three free values.
+checks the bands out of sample and chooses their free values.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ MIN_SOURCES = 3
 WIDEN_FACTOR = 1.5
 """Band stretch (log space) for a generation without any measured run."""
 ANY = "any"
-NOMINAL = BandSettings(prior_sources=0.0, within_tail=(1 - LEVEL) / 2,
-                       between_tail=(1 - LEVEL) / 2)
+NOMINAL = BandSettings(prior_sources=0.0, within_tail=round((1 - LEVEL) / 2, 9),
+                       between_tail=round((1 - LEVEL) / 2, 9))
 """No prior, and Dunn et al.'s miss bound a1 + a2 = 1 − ``LEVEL`` split evenly (the default
 when no choice by held-out coverage is made)."""
 
@@ -155,12 +155,12 @@ def double_conformal_band(by_source: Mapping[str, Sequence[float]],
     sources leans on every source's spread (the conjugate-prior weight, BDA3 §2.6).
 
     Dunn et al. bound the miss rate of a new source's row by a1 + a2 (a union bound, loose
-    when the two misses overlap): a1 and a2 are chosen, with ν0, by leave-one-source-out
-    coverage of rows and of sources (``validate.interval_coverage``). Sources are the unit
-    because a new source's error is mostly its own offset: the pooled-CDF set of the same paper
-    (§3.1; branch band21) held 81.5% of held-out serving rows but 69.4% of a source's rows
-    averaged over sources, the tails of the few sources per group being too thin for a new
-    source's offset."""
+    when the two misses overlap): a1 stays at (1 − level)/2, a2 and ν0 are chosen by
+    leave-one-source-out coverage of rows and of sources (``validate.interval_coverage``).
+    Sources are the unit because a new source's error is mostly its own offset: the pooled-CDF
+    set of the same paper (§3.1; branch band21) held 81.5% of held-out serving rows but 69.4%
+    of a source's rows averaged over sources, the tails of the few sources per group being
+    too thin for a new source's offset."""
     a1, a2, nu0 = settings.within_tail, settings.between_tail, settings.prior_sources
     lows: list[float] = []
     highs: list[float] = []
