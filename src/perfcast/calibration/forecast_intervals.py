@@ -3,16 +3,21 @@ held-out source really sees -- the leave-one-source-out residuals of comparable 
 
 A residual is r = log(forecast time / measured time) of a held-out row (training: step time,
 i.e. −log(1 + e) for the throughput error e; serving: the row's latency, or the inverse of
-its throughput). Most of the error a new source sees is its own systematic offset, so the band
-treats r as a two-level (random-effects) quantity: r = μ + u_source + ε_row with a
-between-source variance τ² and a within-source variance σ² (Gelman et al., *Bayesian Data
-Analysis*, 3rd ed., ch. 5: the predictive for a NEW group has variance τ² + σ²). Each group of
-comparable runs (``generation|arch|scale`` down to ``all``) stores its source-weighted centre
-μ̂, τ², σ² (robust moments: median and MAD over sources, ``validate.intervals.source_spread``)
-and the finished band in log space (``validate/intervals.py`` builds it): τ² and σ²
-are shrunk towards the ``all`` group's with ``prior_sources`` pseudo-sources (the scaled
-inverse-χ² prior, BDA3 §3.3), and the band is μ̂ ± t_{(1+level)/2, k−1+ν0} ·
-sqrt((τ² + σ²)(1 + 1/k)) for k sources: few comparable sources give a wide band.
+its throughput). Most of the error a new source sees is its own systematic offset, so sources,
+not rows, are the exchangeable units of a two-layer hierarchy (rows within sources). The band
+of each group of comparable runs (``generation|arch|scale`` down to ``all``) is the "double
+conformal" prediction set for a new group of Dunn, Wasserman & Ramdas ("Distribution-free
+prediction sets for two-layer hierarchical models", JASA 118 (2023), §3.2): per source, the
+within-source ``within_tail``/2 and 1 − ``within_tail``/2 quantiles of its rows; across
+sources, the ``between_tail``/2 quantile of the lower ends and the 1 − ``between_tail``/2
+quantile of the upper ends, each source weighing once; the ``all`` group's sources join every
+group as ``prior_sources`` pseudo-sources (few comparable sources lean on every source's
+spread). ``validate/intervals.py`` builds it; ``within_tail`` stays at (1 − level)/2, the
+other two are chosen by leave-one-source-out coverage of rows AND of sources
+(``validate/interval_coverage.py``). For the reader the
+file also keeps each group's random-effects moments r = μ + u_source + ε_row (Gelman et al.,
+*Bayesian Data Analysis*, 3rd ed., ch. 5): the source-weighted centre μ̂, τ², σ² (robust
+moments, ``validate.intervals.source_spread``).
 
 A forecast takes the most specific group with at least ``min_sources`` sources. A generation
 with no measured run at all takes the best non-generation group (dense/MoE and scale), widened
@@ -91,6 +96,19 @@ class ChosenBand:
     """True when the generation has no measured run (the band is stretched)."""
 
 
+@dataclass(frozen=True)
+class BandSettings:
+    """The free values of the double-conformal band (module docstring); ν0 and a2 chosen by
+    leave-one-source-out coverage (``validate.interval_coverage.choose_band_settings``)."""
+
+    prior_sources: float = 0.0
+    """Pseudo-sources ν0: the ``all`` group's sources join every group with total weight ν0."""
+    within_tail: float = 0.1
+    """Share of a source's rows outside its own quantiles (a1 of Dunn et al. 2023)."""
+    between_tail: float = 0.1
+    """Share of sources (each once) outside the band's ends (a2 of Dunn et al. 2023)."""
+
+
 class ResidualBands(BaseModel):
     """Bands of one kind of forecast (training or serving) by group key."""
 
@@ -98,17 +116,31 @@ class ResidualBands(BaseModel):
 
     prior_sources: float = Field(
         default=0.0, ge=0,
-        description="Pseudo-sources ν0 of the 'all' group's τ², σ² that every group's are "
-                    "shrunk towards; chosen by leave-one-source-out coverage.")
+        description="Pseudo-sources ν0: the 'all' group's sources join every group's with "
+                    "total weight ν0; chosen by leave-one-source-out coverage.")
+    within_tail: float = Field(
+        default=0.1, gt=0, lt=1,
+        description="Share of each source's rows outside its within-source quantiles (a1).")
+    between_tail: float = Field(
+        default=0.1, gt=0, lt=1,
+        description="Share of sources outside the band's across-source quantiles (a2).")
     cv_coverage: float | None = Field(
         default=None, description="Share of held-out rows inside the band built without "
                                   "their own source (the check the prior was chosen on).")
     cv_coverage_by_source: float | None = Field(
         default=None, description="The same share averaged over sources (each source once).")
+    cv_median_half_width: float | None = Field(
+        default=None, description="Median over those held-out rows of their band's half-width "
+                                  "(high − low)/2 relative to the forecast.")
     generations: tuple[str, ...] = Field(
         default=(), description="GPU generations with at least one measured run.")
     groups: dict[str, ResidualBand] = Field(
         description="Group key -> band; only groups with at least min_sources sources.")
+
+    @property
+    def settings(self) -> BandSettings:
+        """The free values the bands were built with."""
+        return BandSettings(self.prior_sources, self.within_tail, self.between_tail)
 
     def choose(self, generation: str, arch: str, scale: str,
                min_sources: int) -> ChosenBand | None:

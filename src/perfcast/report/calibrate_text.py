@@ -62,6 +62,7 @@ def render_calibration(result: CalibrationResult, console) -> None:
             console.print(f"{kind} {bands.level:.0%} bands: {band.cv_coverage:.1%} of held-out "
                           f"rows inside the band built without their source (mean over "
                           f"sources {band.cv_coverage_by_source:.1%}; prior sources "
-                          f"{band.prior_sources:g})")
+                          f"{band.prior_sources:g}, tails within {band.within_tail:g} / "
+                          f"between {band.between_tail:g})")
     for path in result.written:
         console.print(f"wrote {path}")

@@ -44,7 +44,8 @@ def render_cross_validation_footer(output: CrossValidationOutput, in_sample, con
     elif band is not None:
         console.print(f"80% bands built without each source hold {_pct(band.rows.share)} of its "
                       f"held-out rows ({band.rows.total} rows; mean over sources "
-                      f"{_pct(band.source_share)})", highlight=False)
+                      f"{_pct(band.source_share)}; median half-width "
+                      f"{_pct(band.median_half_width)})", highlight=False)
     console.print(f"in-sample (calibration fitted on these rows): MAPE {_pct(in_sample.mape)}, "
                   f"median {_pct(in_sample.median_abs_error)} over {in_sample.count} rows",
                   highlight=False)

@@ -46,7 +46,7 @@ from perfcast.validate.fit_training import (
     load_training_data,
 )
 from perfcast.validate.inference_compare import is_inference_file
-from perfcast.validate.interval_coverage import choose_prior_sources
+from perfcast.validate.interval_coverage import choose_band_settings
 from perfcast.validate.intervals import (
     LEVEL,
     MIN_SOURCES,
@@ -102,7 +102,8 @@ class CalibrationResult:
                     for p in self.graph_replay.parameters}
         if self.intervals is not None:
             out["intervals"] = {kind: {k: getattr(getattr(self.intervals, kind), k) for k in
-                                       ("prior_sources", "cv_coverage", "cv_coverage_by_source")}
+                                       ("prior_sources", "within_tail", "between_tail", "cv_coverage",
+                                        "cv_coverage_by_source", "cv_median_half_width")}
                                 for kind in ("training", "serving")}
         if self.training_cv is not None and self.training is not None:  # CV implies a fit
             out["training"]["cv"] = self.training_cv.summary_dict()
@@ -212,7 +213,8 @@ def _bands(residuals: Sequence[Residual], old: ResidualBands) -> ResidualBands:
     when the data come from fewer than ``MIN_SOURCES`` sources (no band can be built)."""
     if len({r.source_id for r in residuals}) < MIN_SOURCES:
         return old
-    check = choose_prior_sources(residuals, LEVEL, MIN_SOURCES, WIDEN_FACTOR)
-    bands = build_bands(residuals, LEVEL, check.prior_sources, min_sources=MIN_SOURCES)
+    check = choose_band_settings(residuals, LEVEL, MIN_SOURCES, WIDEN_FACTOR)
+    bands = build_bands(residuals, check.settings, min_sources=MIN_SOURCES)
     return bands.model_copy(update={"cv_coverage": check.rows.share,
-                                    "cv_coverage_by_source": check.source_share})
+                                    "cv_coverage_by_source": check.source_share,
+                                    "cv_median_half_width": check.median_half_width})

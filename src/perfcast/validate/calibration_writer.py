@@ -237,11 +237,11 @@ def write_intervals_file(intervals: Any, out_dir: Path, data_sha256: dict[str, s
     record = fit_record([], data_sha256, num_rows, kernel_backend)
     rounded = intervals.model_copy(update={kind: _rounded_bands(getattr(intervals, kind))
                                            for kind in ("training", "serving")})
-    path.write_text(_header("forecast_intervals", "80% forecast bands of a new source: "
-                            "random-effects spread (centre, between- and\n# within-source "
-                            "variance) of log(forecast time / measured time) of leave-one-source-"
-                            "out\n# forecasts, per group of comparable runs; the band per group "
-                            "in log space.")
+    path.write_text(_header("forecast_intervals", "80% forecast bands of a new source: per group "
+                            "of comparable runs, the double-conformal\n# band (Dunn, Wasserman & "
+                            "Ramdas 2023) of log(forecast time / measured time) of leave-one-\n"
+                            "# source-out forecasts, in log space, and their random-effects "
+                            "moments.")
                     + _dump(rounded, record), encoding="utf-8")
     return path
 
@@ -252,5 +252,6 @@ def _rounded_bands(bands: Any) -> Any:
     return bands.model_copy(update={
         "cv_coverage": _sig(bands.cv_coverage),
         "cv_coverage_by_source": _sig(bands.cv_coverage_by_source),
+        "cv_median_half_width": _sig(bands.cv_median_half_width),
         "groups": {k: b.model_copy(update={f: _round(getattr(b, f)) for f in floats})
                    for k, b in bands.groups.items()}})

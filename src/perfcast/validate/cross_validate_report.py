@@ -26,7 +26,7 @@ from perfcast.validate.error_stats import ErrorStats
 from perfcast.validate.fit_inference import load_inference_cases
 from perfcast.validate.fit_training import load_training_data
 from perfcast.validate.interval_coverage import CoverageReport, coverage
-from perfcast.validate.intervals import residuals_serving, residuals_training
+from perfcast.validate.intervals import NOMINAL, residuals_serving, residuals_training
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ class CrossValidationOutput:
                 "rows": band.rows.share, "n": band.rows.total,
                 "without_band": band.without_band,
                 "mean_over_sources": band.source_share,
+                "median_half_width": band.median_half_width,
                 "by_class": {c.name: {"n": c.total, "inside": c.share} for c in band.by_class}}
         out["cv_by_group"] = {name: {"n": s.count, "mape": s.mape, "median": s.median_abs_error,
                                      "within_10": s.within_10pct}
@@ -75,7 +76,7 @@ def cross_validate_file(path: Path, inference: bool, calibration: Calibration, b
             ("overall", cv.stats()), ("static/batch-1 (time)", cv.stats(static)),
                   ("concurrency (time)", cv.stats(concurrency)), ("memory", cv.stats(memory)))
         residuals = residuals_serving(cv.rows, serving.concurrency_ids)
-        prior = bands.serving.prior_sources if bands else 0.0
+        settings = bands.serving.settings if bands else NOMINAL
     else:
         data = load_training_data([path], calibration, backend, qualities)
         cv = cross_validate_training(data)
@@ -83,7 +84,7 @@ def cross_validate_file(path: Path, inference: bool, calibration: Calibration, b
             (kind, cv.stats([r for r in cv.rows if r.arch_type == kind]))
             for kind in ("dense", "moe"))
         residuals = residuals_training(cv.rows)
-        prior = bands.training.prior_sources if bands else 0.0
-    band_coverage = (coverage(residuals, bands.level, prior, bands.min_sources,
-                              bands.widen_factor) if bands is not None and residuals else None)
+        settings = bands.training.settings if bands else NOMINAL
+    band_coverage = (coverage(residuals, settings, bands.min_sources, bands.widen_factor)
+                     if bands is not None and residuals else None)
     return CrossValidationOutput(cv, groups, band_coverage)

@@ -2,10 +2,12 @@
 
 ``residuals_*`` turn held-out rows into log time ratios r = log(forecast time / measured time)
 with their group (GPU generation, dense/MoE, single-/multi-node; serving rows: generation
-only); ``build_bands`` estimates per group the source-weighted centre, the between-source and
-the within-source variance, and the predictive band of a NEW source (random-effects model,
-Gelman et al., BDA3 ch. 5; shrinkage towards the ``all`` group with ``prior_sources``
-pseudo-sources, BDA3 §3.3). ``validate/interval_coverage.py`` checks the bands out of sample.
+only); ``build_bands`` gives every group its band for a NEW source: the double-conformal set
+of Dunn, Wasserman & Ramdas (JASA 2023, §3.2), sources as the exchangeable units, the ``all``
+group's sources as ``prior_sources`` pseudo-sources (``double_conformal_band``); and, for the
+file's reader, the group's random-effects moments (centre, between- and within-source
+variance, ``source_spread``; Gelman et al., BDA3 ch. 5). ``validate/interval_coverage.py``
+checks the bands out of sample and chooses their free values.
 """
 
 from __future__ import annotations
@@ -15,9 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
-from perfcast.calibration.forecast_intervals import ResidualBand, ResidualBands, group_keys
+from perfcast.calibration.forecast_intervals import (
+    BandSettings,
+    ResidualBand,
+    ResidualBands,
+    group_keys,
+)
 from perfcast.validate.inference_rows import METRICS
 
 LEVEL = 0.8
@@ -26,6 +32,10 @@ MIN_SOURCES = 3
 WIDEN_FACTOR = 1.5
 """Band stretch (log space) for a generation without any measured run."""
 ANY = "any"
+NOMINAL = BandSettings(prior_sources=0.0, within_tail=round((1 - LEVEL) / 2, 9),
+                       between_tail=round((1 - LEVEL) / 2, 9))
+"""No prior, and Dunn et al.'s miss bound a1 + a2 = 1 − ``LEVEL`` split evenly (the default
+when no choice by held-out coverage is made)."""
 
 
 @dataclass(frozen=True)
@@ -119,25 +129,59 @@ def source_spread(by_source: Mapping[str, Sequence[float]]) -> SourceSpread:
         within_var=float(within.mean()))
 
 
-def predictive_band(spread: SourceSpread, prior: SourceSpread, prior_sources: float,
-                    level: float) -> tuple[float, float]:
-    """Band (log ratio) holding ``level`` of a new source's rows: τ² and σ² shrunk towards
-    ``prior``'s with ν0 = ``prior_sources`` pseudo-sources (k sources: (k−1)τ² + ν0τ0² over
-    k−1+ν0), then μ̂ ± t_{(1+level)/2, k−1+ν0} · sqrt((τ² + σ²)(1 + 1/k)) -- the 1/k for the
-    uncertainty of μ̂ (BDA3 §3.2, §5.4). Needs k − 1 + ν0 > 0."""
-    k, nu0 = spread.num_sources, prior_sources
-    dof = k - 1 + nu0
-    between = ((k - 1) * spread.between_var + nu0 * prior.between_var) / dof
-    within = (k * spread.within_var + nu0 * prior.within_var) / (k + nu0)
-    half = float(stats.t.ppf((1 + level) / 2, dof)) * math.sqrt((between + within) * (1 + 1 / k))
-    return spread.center - half, spread.center + half
+def weighted_quantile(values: Sequence[float], weights: Sequence[float], p: float) -> float:
+    """The ``p`` quantile of ``values`` weighing ``weights``: linear between the weighted
+    midpoint plotting positions (Σ_{j<i} w_j + w_i/2)/Σw of the sorted values, the ends held
+    beyond them (Hyndman & Fan, "Sample quantiles in statistical packages", Am. Stat. 50
+    (1996), definition 5, with weights); equal weights give definition 5 itself."""
+    order = np.argsort(values, kind="stable")
+    sorted_values = np.asarray(values, dtype=float)[order]
+    w = np.asarray(weights, dtype=float)[order]
+    positions = (np.cumsum(w) - w / 2) / w.sum()
+    return float(np.interp(p, positions, sorted_values))
 
 
-def build_bands(residuals: Sequence[Residual], level: float = LEVEL,
-                prior_sources: float = 0.0, exclude_source: str | None = None,
+def double_conformal_band(by_source: Mapping[str, Sequence[float]],
+                          prior_by_source: Mapping[str, Sequence[float]],
+                          settings: BandSettings) -> tuple[float, float]:
+    """Band (log ratio) for the rows of a NEW source: the double-conformal prediction set of a
+    two-layer hierarchical model (Dunn, Wasserman & Ramdas, "Distribution-free prediction sets
+    for two-layer hierarchical models", JASA 118 (2023), §3.2). Each source j gives its own
+    within-source quantiles L_j, H_j at a1/2 and 1 − a1/2 (a1 = ``within_tail``; Hyndman & Fan
+    definition 7, numpy's default); the band is [the a2/2 quantile of the L_j, the 1 − a2/2
+    quantile of the H_j] across sources (a2 = ``between_tail``; ``weighted_quantile``), each
+    source weighing once however many rows it has. The ``prior_by_source`` (``all`` group's)
+    sources join with total weight ν0 = ``prior_sources`` (ν0/K each of K): a group of few
+    sources leans on every source's spread (the conjugate-prior weight, BDA3 §2.6).
+
+    Dunn et al. bound the miss rate of a new source's row by a1 + a2 (a union bound, loose
+    when the two misses overlap): a1 stays at (1 − level)/2, a2 and ν0 are chosen by
+    leave-one-source-out coverage of rows and of sources (``validate.interval_coverage``).
+    Sources are the unit because a new source's error is mostly its own offset: the pooled-CDF
+    set of the same paper (§3.1; branch band21) held 81.5% of held-out serving rows but 69.4%
+    of a source's rows averaged over sources, the tails of the few sources per group being
+    too thin for a new source's offset."""
+    a1, a2, nu0 = settings.within_tail, settings.between_tail, settings.prior_sources
+    lows: list[float] = []
+    highs: list[float] = []
+    weights: list[float] = []
+    for group, weight in ((by_source, 1.0), (prior_by_source, nu0 / len(prior_by_source))):
+        if weight <= 0:
+            continue
+        for rows in group.values():
+            lows.append(float(np.quantile(rows, a1 / 2)))
+            highs.append(float(np.quantile(rows, 1 - a1 / 2)))
+            weights.append(weight)
+    return (weighted_quantile(lows, weights, a2 / 2),
+            weighted_quantile(highs, weights, 1 - a2 / 2))
+
+
+def build_bands(residuals: Sequence[Residual], settings: BandSettings = NOMINAL,
+                exclude_source: str | None = None,
                 min_sources: int = MIN_SOURCES) -> ResidualBands:
-    """Every group key's spread and band (groups with fewer than ``min_sources`` sources get
-    none: a lookup passes over them). ``exclude_source``: build as if it were unknown."""
+    """Every group key's spread and band (``double_conformal_band`` with ``settings``; groups
+    with fewer than ``min_sources`` sources get none: a lookup passes over them).
+    ``exclude_source``: build as if it were unknown."""
     groups: dict[str, dict[str, list[float]]] = {}
     for res in residuals:
         if res.source_id == exclude_source:
@@ -146,16 +190,14 @@ def build_bands(residuals: Sequence[Residual], level: float = LEVEL,
             groups.setdefault(key, {}).setdefault(res.source_id, []).append(res.log_time_ratio)
     generations = tuple(sorted({r.generation for r in residuals
                                 if r.source_id != exclude_source}))
-    if "all" not in groups:
-        return ResidualBands(prior_sources=prior_sources, groups={})
-    prior = source_spread(groups["all"])
     out = {}
     for key, by_source in sorted(groups.items()):
         spread = source_spread(by_source)
         if spread.num_sources < min_sources:
             continue
-        low, high = predictive_band(spread, prior, prior_sources, level)
+        low, high = double_conformal_band(by_source, groups["all"], settings)
         out[key] = ResidualBand(n=spread.num_rows, num_sources=spread.num_sources,
                                 center=spread.center, between_var=spread.between_var,
                                 within_var=spread.within_var, low=low, high=high)
-    return ResidualBands(prior_sources=prior_sources, generations=generations, groups=out)
+    return ResidualBands(prior_sources=settings.prior_sources, within_tail=settings.within_tail,
+                         between_tail=settings.between_tail, generations=generations, groups=out)
