@@ -168,6 +168,7 @@ def _parse(row: Row, catalog: CatalogLookup) -> ParsedRow:
         raise RowError("seq_len is empty")
     sizes = rs.parallel_sizes(row, notes)
     model = row_model(row, catalog, seq_length, notes)
+    sizes = rs.unstated_expert_parallel(row, sizes, model.num_experts, notes)
     system = _system(row, catalog, sizes.num_gpus, notes)
     gbs = rs.global_batch(row, seq_length, sizes.dp)
     workload = Workload(seq_length=seq_length, global_batch_size=gbs)
