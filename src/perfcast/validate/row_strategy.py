@@ -61,6 +61,8 @@ skip reason naming the column and value.
   step taken up to the row and every step still to come in its table set the Strategy options
   they name (``perfcast.validate.row_history``: permute / router fusion, CUDA graphs, FP8
   quantization fused into the norm); unmodelled steps are named in the notes.
+- attention kernel class ``fa2`` where the framework column names FlexAttention (PyTorch's
+  Triton template of the FlashAttention-2 algorithm).
 - FlashAttention and the attention kernel class: from the profile (Megatron-LM 2021/2022
   predates FlashAttention; torchtitan's PyTorch SDPA runs FlashAttention-2 on Ampere/Hopper and
   cuDNN / ROCm kernels elsewhere; llm-foundry's MPT ALiBi runs Triton FlashAttention).
@@ -203,6 +205,27 @@ def moe_token_dispatcher(row: Mapping[str, str | None], ep: int, notes: list[str
     if ep > 1 and "deepep" in _framework(row).replace(" ", ""):
         notes.append("DeepEP dispatch: tokens cross the network once per destination node")
         return "deepep"
+    return None
+
+
+_FLEX_ATTENTION = re.compile(r"\bflex[ _-]?(?:attn|attention)\b")
+"""A framework cell naming PyTorch FlexAttention ("FlexAttn", "flex_attention")."""
+
+
+def attention_kernel(row: Mapping[str, str | None], notes: list[str]) -> str | None:
+    """'fa2' where the framework column names FlexAttention; else None (the profile's).
+
+    ``torch.nn.attention.flex_attention`` compiles to a Triton template of the
+    FlashAttention-2 algorithm (one program per query tile, online softmax; torch/_inductor/
+    kernel/flex_attention.py) without Hopper's TMA / warp-specialized WGMMA pipeline that
+    FlashAttention-3 uses (Shah et al. 2024, §3): FlashAttention-2 class, not the
+    generation's own kernel. PyTorch blog "FlexAttention: The Flexibility of PyTorch with the
+    Performance of FlashAttention" (Aug 2024): about 90% of FlashAttention-2's forward and 85%
+    of its backward speed (A100); Dong et al. 2024 (arXiv:2412.05496) likewise compare it with
+    FlashAttention-2."""
+    if _FLEX_ATTENTION.search(_framework(row)):
+        notes.append("FlexAttention: FlashAttention-2-class kernel (row)")
+        return "fa2"
     return None
 
 

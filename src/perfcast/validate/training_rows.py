@@ -108,6 +108,7 @@ def _strategy(row: Row, sizes: rs.ParallelSizes, model: ModelSpec, system: Syste
         "tp_comm_overlap": rs.tp_comm_overlap(row, sizes.tp, notes),
         "eager_elementwise": rs.eager_elementwise(row, notes),
         "moe_token_dispatcher": rs.moe_token_dispatcher(row, sizes.ep, notes),
+        "attention_kernel": rs.attention_kernel(row, notes),
         "ep_overlap": rs.ep_overlap(row, sizes.ep, notes) or None,
         "offload_modules": rs.offload_modules(row, notes) or None,
     }
