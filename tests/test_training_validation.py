@@ -208,6 +208,17 @@ torchao_float8 24.94 -> 15.79% (MI300X bf16 521 +35 -> +21%, tensorwise 522 +60 
 rowwise_with_gw_hp 523 +21 -> +8%, rowwise 524 +25 -> +11%; the H100 rows 518-520 unchanged);
 no other source moved. Bounds tightened: all 0.09 -> 0.087, dense 0.08 -> 0.075,
 torchao_float8 0.255 -> 0.16.
+Branch gptoss16 (issue 16, NeMo AutoModel GPT-OSS-120B -66%): a row that names DeepEP (which
+asserts EP > 1) but leaves ``ep`` empty was read as EP 1, so all 117B parameters were
+FSDP-gathered over InfiniBand every micro-batch (9.4 s of a 12.5 s forecast step, measured 4.30
+s) and the model did not fit; the NeMo AutoModel profile's ``expert_parallel_unstated`` now
+spreads the experts over the FSDP group (EP 64; EP 8 for GPT-OSS-20B, row 515), and a row
+naming FlexAttention times the FlashAttention-2 class (PyTorch's Triton template of the FA2
+algorithm), not Hopper's FA3. Refit: all 8.58 -> 8.50%, MoE 17.25 -> 16.49% (within 20% 34 ->
+35 rows), dense A/B 7.26 -> 7.29%; nemo_automodel 16.19 -> 10.76% (516 -65.5 -> -10.0%, 515
++0.9 -> +18.4%), mosaic_mpt 6.08 -> 6.13% (fold refits only). Bounds tightened: MoE 0.175 ->
+0.17, MoE within 20% 32 -> 33 rows, nemo_automodel 0.165 -> 0.115. Band coverage 82.1 ->
+85.0% of rows (the interval refit's prior strength moved 0 -> 8 on a near tie).
 """
 
 from __future__ import annotations
@@ -232,7 +243,7 @@ CV_SOURCE_BOUNDS = {
     "megatron_dsv3_gb200": 0.21,
     "megatron_sc21": 0.085,
     "mosaic_mpt": 0.065,
-    "nemo_automodel": 0.165,
+    "nemo_automodel": 0.115,
     "nemo_perf": 0.11,
     "torchao_float8": 0.16,
     "torchao_moe": 0.27,
@@ -245,13 +256,14 @@ Moved 0.08 -> 0.085 by the ZeRO-3 change (zero21): row 40 (1T PTD-P, no ZeRO) CV
 -8.1%. Its physics is unchanged; with the DeepSpeed ZeRO-3 rows' gathers modelled as
 unhideable they no longer prop up the shared stream-overlap fraction (0.783 -> 0.727), and the
 fold fit raises the Ampere overhead fraction to make up for the FSDP rows' lower DP exposure."""
-CV_MOE_MAPE_BOUND = 0.175
-"""Tightened 0.205 -> 0.195 after merging every branch of the 2026-11-24 afternoon (MoE CV 18.7%,
+CV_MOE_MAPE_BOUND = 0.17
+"""Tightened 0.175 -> 0.17 by gptoss16 (MoE CV 17.25 -> 16.49%: row 516 read with EP 64).
+Tightened 0.205 -> 0.195 after merging every branch of the 2026-11-24 afternoon (MoE CV 18.7%,
 50 rows). On branch sac21 alone it had moved 0.21 -> 0.215 (torchtitan per-op SAC lowered the
 fitted Blackwell overhead fraction and made Blackwell MoE rows ~2.5% faster); with the
 sustained Blackwell BF16 GEMM rate (resid21) and the FP8 GEMM scope (moe16e) beside it, MoE
 rows gained instead."""
-CV_MOE_WITHIN_20_MIN = 32
+CV_MOE_WITHIN_20_MIN = 33
 NEMO_MIXTRAL_ROW_BOUND = 0.23
 
 

@@ -57,6 +57,10 @@ ExpertTensorParallel = Literal["one", "tp"]
 PipelineSplit = Literal["even", "first_last_one_layer_fewer"]
 PipelineMicrobatches = Literal["pp_degree"]
 """How layers are split over pipeline stages by default."""
+ExpertParallelUnstated = Literal["data_parallel"]
+"""EP size of a run that names an EP-only token dispatcher (DeepEP / HybridEP) but no EP size:
+``data_parallel`` = the experts spread over the whole data-parallel (FSDP) group, i.e. the
+largest divisor of the routed-expert count that divides dp·cp."""
 MoeDispatcher = Literal["alltoall", "deepep"]
 TrainingDispatcher = Literal["alltoall", "deepep", "hybridep"]
 """MoE token dispatchers a training framework may run (``Strategy.moe_token_dispatcher``)."""
@@ -119,6 +123,10 @@ class TrainingFrameworkProfile(BaseModel):
         default=(), description="Expert tensor-parallel size when EP > 1.")
     moe_token_dispatcher: tuple[SourcedValue[MoeDispatcher], ...] = Field(
         default=(), description="MoE token dispatcher when EP > 1.")
+    expert_parallel_unstated: tuple[SourcedValue[ExpertParallelUnstated], ...] = Field(
+        default=(), description="EP size of a run that names DeepEP / HybridEP (which need "
+                                "EP > 1) but states no EP size; empty = EP 1 (the Strategy "
+                                "default).")
     moe_router_force_load_balancing: tuple[SourcedValue[bool], ...] = Field(
         default=(), description="Benchmark routing: every expert gets the same tokens (forced "
                                 "load balancing, or token dropping at capacity factor 1) when "

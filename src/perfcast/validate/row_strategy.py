@@ -54,10 +54,15 @@ skip reason naming the column and value.
 - ``ep_overlap``: where the framework or notes column says "A2A overlap" / "A2A_OVERLAP=1".
 - ``moe_token_dispatcher``: HybridEP / DeepEP for rows whose framework names it; else the
   profile's.
+- EP size where ``ep`` is empty but the framework names DeepEP / HybridEP (which need EP > 1):
+  the profile's ``expert_parallel_unstated`` (NeMo AutoModel: experts over the whole FSDP
+  group, the largest divisor of the expert count dividing tp·cp·dp); else 1.
 - cumulative optimization histories (notes: 'Cumulative optimization step "NAME"'): every
   step taken up to the row and every step still to come in its table set the Strategy options
   they name (``perfcast.validate.row_history``: permute / router fusion, CUDA graphs, FP8
   quantization fused into the norm); unmodelled steps are named in the notes.
+- attention kernel class ``fa2`` where the framework column names FlexAttention (PyTorch's
+  Triton template of the FlashAttention-2 algorithm).
 - FlashAttention and the attention kernel class: from the profile (Megatron-LM 2021/2022
   predates FlashAttention; torchtitan's PyTorch SDPA runs FlashAttention-2 on Ampere/Hopper and
   cuDNN / ROCm kernels elsewhere; llm-foundry's MPT ALiBi runs Triton FlashAttention).
@@ -67,7 +72,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from perfcast.catalog.frameworks import framework_of_text, pick
@@ -201,6 +206,59 @@ def moe_token_dispatcher(row: Mapping[str, str | None], ep: int, notes: list[str
         notes.append("DeepEP dispatch: tokens cross the network once per destination node")
         return "deepep"
     return None
+
+
+_FLEX_ATTENTION = re.compile(r"\bflex[ _-]?(?:attn|attention)\b")
+"""A framework cell naming PyTorch FlexAttention ("FlexAttn", "flex_attention")."""
+
+
+def attention_kernel(row: Mapping[str, str | None], notes: list[str]) -> str | None:
+    """'fa2' where the framework column names FlexAttention; else None (the profile's).
+
+    ``torch.nn.attention.flex_attention`` compiles to a Triton template of the
+    FlashAttention-2 algorithm (one program per query tile, online softmax; torch/_inductor/
+    kernel/flex_attention.py) without Hopper's TMA / warp-specialized WGMMA pipeline that
+    FlashAttention-3 uses (Shah et al. 2024, §3): FlashAttention-2 class, not the
+    generation's own kernel. PyTorch blog "FlexAttention: The Flexibility of PyTorch with the
+    Performance of FlashAttention" (Aug 2024): about 90% of FlashAttention-2's forward and 85%
+    of its backward speed (A100); Dong et al. 2024 (arXiv:2412.05496) likewise compare it with
+    FlashAttention-2."""
+    if _FLEX_ATTENTION.search(_framework(row)):
+        notes.append("FlexAttention: FlashAttention-2-class kernel (row)")
+        return "fa2"
+    return None
+
+
+def _names_ep_dispatcher(row: Mapping[str, str | None]) -> bool:
+    """The framework column names a token dispatcher that runs only with EP > 1."""
+    framework = _framework(row).replace(" ", "")
+    return "deepep" in framework or "hybridep" in framework
+
+
+def unstated_expert_parallel(row: Mapping[str, str | None], sizes: ParallelSizes,
+                             num_experts: int, notes: list[str]) -> ParallelSizes:
+    """``sizes`` with the EP size of a row that leaves ``ep`` empty but names DeepEP / HybridEP
+    (which run only with EP > 1, so EP 1 cannot be what ran), where the row's framework
+    profile's ``expert_parallel_unstated`` says how its benchmarks lay experts out:
+    ``data_parallel`` = the largest divisor of ``num_experts`` that divides the non-pipeline
+    ranks tp·cp·dp (NeMo AutoModel: EP carved out of them, components/distributed/
+    mesh_utils.py). Unchanged otherwise (a stated EP, no such dispatcher, a dense model, or
+    no profile value)."""
+    if positive_int(row, "ep") is not None or num_experts <= 1 \
+            or not _names_ep_dispatcher(row):
+        return sizes
+    found = framework_of_text(cell_text(row, "framework"), cell_text(row, "version_or_date"))
+    picked = None if found is None else pick(found.profile.expert_parallel_unstated,
+                                             found.version)
+    if found is None or picked is None or picked.value != "data_parallel":
+        return sizes
+    ranks = sizes.tp * sizes.cp * sizes.dp
+    ep = max(d for d in range(1, min(ranks, num_experts) + 1)
+             if ranks % d == 0 and num_experts % d == 0)
+    if ep > 1:
+        notes.append(f"ep not stated, EP-only dispatcher named: EP {ep} ({found.label}: "
+                     f"{picked.says})")
+    return replace(sizes, ep=ep)
 
 
 def ep_overlap(row: Mapping[str, str | None], ep: int, notes: list[str]) -> bool:

@@ -108,6 +108,7 @@ def _strategy(row: Row, sizes: rs.ParallelSizes, model: ModelSpec, system: Syste
         "tp_comm_overlap": rs.tp_comm_overlap(row, sizes.tp, notes),
         "eager_elementwise": rs.eager_elementwise(row, notes),
         "moe_token_dispatcher": rs.moe_token_dispatcher(row, sizes.ep, notes),
+        "attention_kernel": rs.attention_kernel(row, notes),
         "ep_overlap": rs.ep_overlap(row, sizes.ep, notes) or None,
         "offload_modules": rs.offload_modules(row, notes) or None,
     }
@@ -168,6 +169,7 @@ def _parse(row: Row, catalog: CatalogLookup) -> ParsedRow:
         raise RowError("seq_len is empty")
     sizes = rs.parallel_sizes(row, notes)
     model = row_model(row, catalog, seq_length, notes)
+    sizes = rs.unstated_expert_parallel(row, sizes, model.num_experts, notes)
     system = _system(row, catalog, sizes.num_gpus, notes)
     gbs = rs.global_batch(row, seq_length, sizes.dp)
     workload = Workload(seq_length=seq_length, global_batch_size=gbs)
