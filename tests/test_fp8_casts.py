@@ -12,7 +12,7 @@ from perfcast.catalog.models import load_model
 from perfcast.catalog.systems import load_system
 from perfcast.cli.main import app
 from perfcast.estimate.training import estimate_training
-from perfcast.graph.fp8_casts import fp8_cast_ops, gemm_in_fp8
+from perfcast.graph.fp8_casts import fp8_cast_ops, gemm_in_fp8, rht_layout_bytes
 from perfcast.graph.layer import layer_ops
 from perfcast.graph.ops import GemmOp, Phase
 from perfcast.graph.stage import layer_shape
@@ -143,16 +143,28 @@ def test_cli_block_scaled_recipes_need_their_tensor_cores(recipe, system, error)
 
 
 # NVFP4: amax pass + cast (read 2 B twice), E2M1 writes 0.5 B per layout, one E4M3 byte per 16
-# elements of X and dY and per 16×16 block of W; every GEMM in FP4, so two layouts each.
-NVFP4_EXPECTED = (64 + 64 + 32 + 2 * 32 / 16, 96 + 96 + 48 + 2 * 48 / 256, 48 + 48 + 24 + 2 * 24 / 16)
+# elements of X and dY and per 16×16 block of W; every GEMM in FP4, so two layouts each. The
+# wgrad layouts of X and dY go through the random Hadamard transform in a cast of their own
+# (one more 2 B read: +64 for X, +48 for dY); W's 16×16 blocks serve both layouts (no extra).
+NVFP4_EXPECTED = (64 + 64 + 64 + 32 + 2 * 32 / 16, 96 + 96 + 48 + 2 * 48 / 256,
+                  48 + 48 + 48 + 24 + 2 * 24 / 16)
 
 
 def test_nvfp4_cast_bytes_of_one_gemm():
     casts = fp8_cast_ops([GEMM], "nvfp4", fused=True, weight_cache=False)
     x, w, g = NVFP4_EXPECTED
     assert _bytes(casts) == pytest.approx({"input": x, "weight": w, "grad": g}, rel=1e-12)
+    # Fused into the producer: only the amax pass of X disappears; its RHT cast still reads.
     fused = fp8_cast_ops([replace(GEMM, cast_fusable=True)], "nvfp4", fused=True)
-    assert _bytes(fused) == pytest.approx({"input": 64 + 32 + 4, "grad": g}, rel=1e-12)
+    assert _bytes(fused) == pytest.approx({"input": 64 + 64 + 32 + 4, "grad": g}, rel=1e-12)
+
+
+def test_rht_layout_read_only_for_nvfp4_activations_with_a_wgrad_layout():
+    assert rht_layout_bytes(100.0, ("cols", "rows"), "nvfp4", weight=False) == 200.0
+    assert rht_layout_bytes(100.0, ("rows", "cols"), "nvfp4", weight=True) == 0.0
+    assert rht_layout_bytes(100.0, ("cols",), "nvfp4", weight=False) == 0.0
+    for recipe in RECIPES:
+        assert rht_layout_bytes(100.0, ("cols", "rows"), recipe, weight=False) == 0.0
 
 
 def test_nvfp4_gemms_run_at_the_fp4_peak_on_blackwell():

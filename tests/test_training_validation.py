@@ -219,6 +219,14 @@ algorithm), not Hopper's FA3. Refit: all 8.58 -> 8.50%, MoE 17.25 -> 16.49% (wit
 +0.9 -> +18.4%), mosaic_mpt 6.08 -> 6.13% (fold refits only). Bounds tightened: MoE 0.175 ->
 0.17, MoE within 20% 32 -> 33 rows, nemo_automodel 0.165 -> 0.115. Band coverage 82.1 ->
 85.0% of rows (the interval refit's prior strength moved 0 -> 8 on a near tie).
+Branch fp8cast21 (issue 21): the NVFP4 weight-gradient layouts of X and dY pass through the
+random Hadamard transform in a cast of their own, one more BF16 read each
+(``graph.fp8_casts.rht_layout_bytes``). Refit: all 8.58 -> 8.53%, dense 7.26 -> 7.20%, MoE
+17.25 -> 17.24%; torchtitan_nvfp4 13.36 -> 12.22% (536 +10.5 -> +7.0%, 539 +12.9 -> +9.6%),
+nemo_perf 10.16 -> 9.79%. Bounds tightened: nemo_perf 0.11 -> 0.102, torchtitan_nvfp4 0.14 ->
+0.126. **Moved the wrong way** (fold refits only, within their bounds): torchao_moe 26.41 ->
+26.49%, megatron_dsv3_gb200 20.05 -> 20.09%. The FP8 tensorwise/rowwise cast charges were
+probed and left as they are (docs/fp8_cast_findings.md).
 """
 
 from __future__ import annotations
@@ -244,11 +252,11 @@ CV_SOURCE_BOUNDS = {
     "megatron_sc21": 0.085,
     "mosaic_mpt": 0.065,
     "nemo_automodel": 0.115,
-    "nemo_perf": 0.11,
+    "nemo_perf": 0.102,
     "torchao_float8": 0.16,
     "torchao_moe": 0.27,
     "torchtitan": 0.095,
-    "torchtitan_nvfp4": 0.14,
+    "torchtitan_nvfp4": 0.126,
 }
 KORTHIKANTI_ROW_BOUND = 0.07
 """Back to 0.08 with the MoE routing refit (moe16c: row 40 CV -7.7%, stream overlap 0.733).

@@ -45,8 +45,15 @@ FP8 out = 1 B/element per layout), per recipe:
   of activations and gradients (E/16 B per layout) and per 16×16 block of weights (E/256 B),
   plus one fp32 per-tensor scale from the tensor's amax (not counted). The per-tensor scale is
   current scaling, so like ``tensorwise`` an amax pass precedes the cast: read 2E + read 2E,
-  write L·E/2. The random Hadamard transform of the wgrad inputs and the stochastic rounding
-  of gradients run inside the cast kernel (no extra HBM bytes). The paper's BF16 tail layers
+  write L·E/2. The wgrad inputs X and dY are quantized for their weight-gradient layout
+  (reducing over the m tokens) after a 16-point random Hadamard transform (paper §4.2),
+  which the row-wise layout does not take, so that layout is a second quantization from
+  BF16 (+2E read; ``rht_layout_bytes``): Transformer Engine's ``NVFP4Quantizer`` runs the
+  transform-and-cast of the column-wise layout as a kernel of its own
+  (``hadamard_transform_cast_fusion_columnwise``) beside the row-wise cast, and torchao's
+  NVFP4 linear quantizes the transposed BF16 tensor for wgrad. Weights take no transform and
+  their 16×16 blocks serve both layouts, so one cast writes both. Stochastic rounding of
+  gradients runs inside the cast kernel (no extra HBM bytes). The paper's BF16 tail layers
   are not modelled; router, LM head and attention stay BF16 as for FP8.
 
 Fusion (``fp8_fused_casts``): Transformer Engine quantizes a GEMM input inside the kernel that
@@ -206,16 +213,29 @@ def strided_amax_bytes(elements, reduce_dims: tuple[str, ...], recipe: str, weig
     return HP_BYTES * elements * sum(d == strided for d in reduce_dims)
 
 
+def rht_layout_bytes(elements, reduce_dims: tuple[str, ...], recipe: str, weight: bool):
+    """Extra BF16 read of the NVFP4 weight-gradient layout of an activation or gradient (module
+    docstring, ``nvfp4``): the layout reducing over the m tokens ('rows') passes through the
+    random Hadamard transform and is cast from BF16 by a kernel of its own (NVFP4 pretraining
+    paper §4.2; Transformer Engine ``NVFP4Quantizer``). Zero for weights, for other recipes and
+    for a tensor with a single layout (its one cast reads the tensor anyway). Array-friendly."""
+    if recipe != "nvfp4" or weight or len(reduce_dims) < 2:
+        return 0.0 * elements
+    return HP_BYTES * elements * sum(d == "rows" for d in reduce_dims)
+
+
 def quantize_bytes(rows, cols, batch, reduce_dims: tuple[str, ...], recipe: str, fused: bool,
                    weight: bool = False, one_graph: bool = False):
     """HBM bytes to quantize a BF16 ``rows×cols`` tensor (``batch`` of them) into one FP8 layout
     per entry of ``reduce_dims`` ('rows' or 'cols': the axis that layout's GEMM reduces over):
-    ``cast_bytes`` plus ``scale_bytes`` of each layout plus ``strided_amax_bytes``. ``fused`` =
-    produced by the previous op; ``one_graph``: all layouts cast in one graph (dY)."""
+    ``cast_bytes`` plus ``scale_bytes`` of each layout plus ``strided_amax_bytes`` plus
+    ``rht_layout_bytes``. ``fused`` = produced by the previous op; ``one_graph``: all layouts
+    cast in one graph (dY)."""
     E = rows * cols * batch
     scales = sum(scale_bytes(E, rows if d == "rows" else cols, recipe, weight) for d in reduce_dims)
     return (cast_bytes(E, len(reduce_dims), recipe, fused) + scales
-            + strided_amax_bytes(E, reduce_dims, recipe, weight, one_graph))
+            + strided_amax_bytes(E, reduce_dims, recipe, weight, one_graph)
+            + rht_layout_bytes(E, reduce_dims, recipe, weight))
 
 
 PER_TENSOR_RECIPES = ("tensorwise", "delayed")
