@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -161,19 +162,33 @@ def double_conformal_band(by_source: Mapping[str, Sequence[float]],
     set of the same paper (§3.1; branch band21) held 81.5% of held-out serving rows but 69.4%
     of a source's rows averaged over sources, the tails of the few sources per group being
     too thin for a new source's offset."""
-    a1, a2, nu0 = settings.within_tail, settings.between_tail, settings.prior_sources
-    lows: list[float] = []
-    highs: list[float] = []
-    weights: list[float] = []
-    for group, weight in ((by_source, 1.0), (prior_by_source, nu0 / len(prior_by_source))):
-        if weight <= 0:
-            continue
-        for rows in group.values():
-            lows.append(float(np.quantile(rows, a1 / 2)))
-            highs.append(float(np.quantile(rows, 1 - a1 / 2)))
-            weights.append(weight)
-    return (weighted_quantile(lows, weights, a2 / 2),
-            weighted_quantile(highs, weights, 1 - a2 / 2))
+    return _band_from_within_quantiles(
+        [_within_quantiles(tuple(rows), settings.within_tail) for rows in by_source.values()],
+        [_within_quantiles(tuple(rows), settings.within_tail)
+         for rows in prior_by_source.values()], settings)
+
+
+@lru_cache(maxsize=65536)
+def _within_quantiles(rows: tuple[float, ...], within_tail: float) -> tuple[float, float]:
+    """One source's (a1/2, 1 − a1/2) quantiles (definition 7, numpy's default), cached: the
+    same source's rows recur in every fold and every candidate setting of the band choice."""
+    low, high = np.quantile(rows, (within_tail / 2, 1 - within_tail / 2))
+    return float(low), float(high)
+
+
+def _band_from_within_quantiles(own: Sequence[tuple[float, float]],
+                                prior: Sequence[tuple[float, float]],
+                                settings: BandSettings) -> tuple[float, float]:
+    """``double_conformal_band`` from the sources' within quantiles: own sources weigh 1 each,
+    the ``prior`` sources ν0/K each."""
+    a2, nu0 = settings.between_tail, settings.prior_sources
+    pairs = list(own)
+    weights = [1.0] * len(own)
+    if nu0 > 0:
+        pairs += prior
+        weights += [nu0 / len(prior)] * len(prior)
+    return (weighted_quantile([p[0] for p in pairs], weights, a2 / 2),
+            weighted_quantile([p[1] for p in pairs], weights, 1 - a2 / 2))
 
 
 def build_bands(residuals: Sequence[Residual], settings: BandSettings = NOMINAL,
@@ -190,12 +205,15 @@ def build_bands(residuals: Sequence[Residual], settings: BandSettings = NOMINAL,
             groups.setdefault(key, {}).setdefault(res.source_id, []).append(res.log_time_ratio)
     generations = tuple(sorted({r.generation for r in residuals
                                 if r.source_id != exclude_source}))
+    a1 = settings.within_tail
+    prior = [_within_quantiles(tuple(rows), a1) for rows in groups.get("all", {}).values()]
     out = {}
     for key, by_source in sorted(groups.items()):
-        spread = source_spread(by_source)
-        if spread.num_sources < min_sources:
+        if len(by_source) < min_sources:
             continue
-        low, high = double_conformal_band(by_source, groups["all"], settings)
+        spread = source_spread(by_source)
+        low, high = _band_from_within_quantiles(
+            [_within_quantiles(tuple(rows), a1) for rows in by_source.values()], prior, settings)
         out[key] = ResidualBand(n=spread.num_rows, num_sources=spread.num_sources,
                                 center=spread.center, between_var=spread.between_var,
                                 within_var=spread.within_var, low=low, high=high)
