@@ -32,6 +32,7 @@ from dataclasses import dataclass, fields, replace
 from functools import partial
 from typing import Any, Literal, cast
 
+from perfcast.calibration.fp8_block_kernels import fp8_gemm_slowdown
 from perfcast.calibration.graph_replay import GraphReplayCalibration, load_graph_replay
 from perfcast.calibration.host_launch import load_host_launch
 from perfcast.calibration.inference_overheads import InferenceOverheads, load_inference_overheads
@@ -197,7 +198,8 @@ def serving_setup(
                   attention_dp_gather=config.attention_dp_gather,
                   graph_kernel_gap_s=(graph_replay or load_graph_replay()).kernel_gap_s(
                       system.gpu.vendor),
-                  eager_host_s_per_op=eager_host_s_per_op(config))
+                  eager_host_s_per_op=eager_host_s_per_op(config),
+                  fp8_gemm_slowdown=fp8_gemm_slowdown(config.fp8_block_kernels, prec.weights))
     if config.overlap_scheduler:  # host scheduling/sampling hidden behind the GPU step
         ctx = replace(ctx, overhead=ctx.overhead.model_copy(update={"step_overhead_s": 0.0}))
     return ServingSetup(config=config, memory=memory, ctx=ctx)
