@@ -57,14 +57,26 @@ def test_the_table_interpolates_direct_forecasts_within_two_percent():
 
 
 def test_every_serving_fold_refits_the_gap_without_its_source():
-    full = fit_graph_replay(gap_table())
-    sources = set(gap_table().source_ids.tolist())
+    """Each fold's gaps are the fit on the table without the held-out source's rows. The fit is
+    an L1 minimum, at one row's zero crossing: leaving a source out moves it unless that
+    source's rows balance around it (dstack 405B: 3 AMD + 2 NVIDIA rows leave both minimisers
+    where they are since branch dsr17 made the MI300X DeepSeek-R1 rows' GEMMs slower), so a
+    source with rows need not move it; one without rows never does."""
+    table = gap_table()
+    full = fit_graph_replay(table)
+    sources = set(table.source_ids.tolist())
+    moved_folds = 0
     for fold in serving_cv().folds:
         assert fold.graph_replay is not None
-        moved = [v for v in ("nvidia", "amd")
-                 if abs(fold.graph_replay.value_s(v) - full.value_s(v)) > 1e-12]
-        # the fit moves exactly when the held-out source has rows the gap reaches
-        assert bool(moved) == (fold.source_id in sources), fold.source_id
+        own = (fit_graph_replay(table, exclude_source=fold.source_id)
+               if fold.source_id in sources else full)
+        for vendor in ("nvidia", "amd"):
+            assert fold.graph_replay.value_s(vendor) == pytest.approx(
+                own.value_s(vendor), rel=1e-12), fold.source_id
+        moved = any(abs(own.value_s(v) - full.value_s(v)) > 1e-12 for v in ("nvidia", "amd"))
+        assert moved <= (fold.source_id in sources), fold.source_id
+        moved_folds += moved
+    assert moved_folds >= len(sources) // 2
     # InferenceX carries most NVIDIA graphed-decode rows: without them the gap is refit
     fold = _fold("semianalysis-inferencex")
     assert fold.graph_replay.value_s("nvidia") > 1.3 * full.value_s("nvidia")

@@ -45,6 +45,7 @@ TPAllReduce = Literal["custom", "nccl"]
 MLADecodeWeights = Literal["split", "absorbed"]
 AttentionDPGather = Literal["nccl_all_gather", "in_tp_all_reduce"]
 EagerLaunch = Literal["python", "native"]
+Fp8BlockKernels = Literal["triton_rocm", "native"]
 
 _SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
              "token_budget_per_step", "max_running_seqs",
@@ -54,7 +55,7 @@ _SETTINGS = ("scheduler_policy", "chunked_prefill", "chunked_scheduler_policy",
              "overlap_scheduler", "moe_dispatch", "kv_admission", "fp8_checkpoint_kv_cache",
              "scheduler_steps", "attention_dp_rank_budget", "tp_all_reduce",
              "mla_decode_head_block", "mla_decode_weights", "attention_dp_gather",
-             "eager_launch")
+             "eager_launch", "fp8_block_kernels")
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,13 @@ class EngineConfig:
     (TensorRT-LLM PyTorch backend before 1.0) for a model of many small decode ops (DeepSeek-V3:
     ~1,400 ops a step); ``native`` = a C++ runtime launches a prebuilt engine (NIM's TensorRT
     engines): no host floor beyond the kernels' own launch floor."""
+    fp8_block_kernels: Fp8BlockKernels
+    """Kernels of block-scaled FP8 GEMMs (the 128x128-block checkpoints of DeepSeek-V3/R1 and
+    Kimi K2, the catalog's MLA models): ``triton_rocm`` = Triton ``w8a8_block_fp8_matmul`` and
+    ``fused_moe`` on ROCm, the builds before AITER/CK kernels (SGLang before 0.4.7 without the
+    opt-in CK_MOE / SGLANG_AITER_MOE; vLLM without VLLM_ROCM_USE_AITER), their GEMMs slower by
+    the sourced factors of ``calibration/fp8_block_kernels.yaml``; ``native`` = the platform's
+    tuned kernels the roofline stands for."""
     sources: tuple[tuple[str, str], ...]
     """(setting, source) of every resolved value."""
     max_chunk_tokens: int | None = None

@@ -23,6 +23,7 @@ from typing import cast
 import numpy as np
 
 from perfcast.arrays import Floats
+from perfcast.calibration.fp8_block_kernels import Fp8GemmSlowdown
 from perfcast.calibration.inference_overheads import InferenceOverhead
 from perfcast.calibration.kernel_roofline import GenerationKernelCalibration
 from perfcast.catalog.host_io import HostIO
@@ -80,6 +81,9 @@ class ServingContext:
     """Host seconds to issue one op of an eager (not graphed) step: an engine whose forward runs
     as PyTorch modules from Python (``EngineConfig.eager_launch`` ``python``) takes
     ``calibration/host_launch.yaml`` ``host_s_per_op``; 0 = no host floor (``eager_host_floor_s``)."""
+    fp8_gemm_slowdown: Fp8GemmSlowdown = Fp8GemmSlowdown()
+    """Multipliers on the seconds of FP8-weight GEMMs for the engine's block-FP8 kernel class
+    (``EngineConfig.fp8_block_kernels``, ``calibration.fp8_block_kernels``); 1 = tuned kernels."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,7 @@ def _layer_parts(ctx: ServingContext, tokens: Floats, passes: tuple[AttentionPas
     gpu, params, bw = ctx.system.gpu, ctx.params, ctx.overhead.bandwidth_efficiency
     gemm = sum(K.table_gemm_time_s(op, gpu, ctx.backend, ctx.precision, K.gemm_time_s(
         op, gpu, params, ctx.precision, bw, ctx.dequant_efficiency))
+        * _kernel_class_factor(op, ctx.fp8_gemm_slowdown)
         for op in ops.compute if isinstance(op, GemmOp))
     memory = sum(K.memory_op_time_s(op, gpu, params, bw)
                  for op in ops.compute if not isinstance(op, GemmOp))
@@ -142,6 +147,16 @@ def _layer_parts(ctx: ServingContext, tokens: Floats, passes: tuple[AttentionPas
     ep = sum(comm_op_time_s(op, ctx.system, ctx.strategy) for op in ops.comm if op.group == Group.EP)
     return {"gemm_s": gemm, "attention_s": attention, "memory_bound_s": memory,
             "tp_comm_s": tp, "ep_comm_s": ep}
+
+
+def _kernel_class_factor(op: GemmOp, slowdown: Fp8GemmSlowdown) -> float:
+    """Time multiplier of ``op`` under the engine's block-FP8 kernel class: the routed experts'
+    grouped GEMMs (``expert_*``, the fused-MoE kernel) and every other FP8-weight linear
+    (``fp8_eligible``: not the router or LM head) take their class's factor
+    (``calibration/fp8_block_kernels.yaml``: AMD's AITER blog, March 2025)."""
+    if not op.fp8_eligible:
+        return 1.0
+    return slowdown.routed_experts if op.name.startswith("expert_") else slowdown.dense
 
 
 def layer_kernel_count(ctx: ServingContext, tokens: Floats, passes: tuple[AttentionPass, ...],

@@ -37,6 +37,7 @@ from functools import partial
 from typing import Any, Literal, cast
 
 from perfcast.calibration.bundle import Calibration, load_calibration
+from perfcast.calibration.fp8_block_kernels import fp8_gemm_slowdown
 from perfcast.calibration.host_launch import HostLaunchCalibration
 from perfcast.calibration.inference_overheads import InferenceOverheads
 from perfcast.catalog.serving_engines import EngineConfig, engine_config, engine_target
@@ -210,7 +211,8 @@ def serving_setup(
                   mla_decode_weights=config.mla_decode_weights,
                   attention_dp_gather=config.attention_dp_gather,
                   graph_kernel_gap_s=bundle.graph_gaps.kernel_gap_s(system.gpu.vendor),
-                  eager_host_s_per_op=eager_host_s_per_op(config, bundle.host_launch_priors))
+                  eager_host_s_per_op=eager_host_s_per_op(config, bundle.host_launch_priors),
+                  fp8_gemm_slowdown=fp8_gemm_slowdown(config.fp8_block_kernels, prec.weights))
     if config.overlap_scheduler:  # host scheduling/sampling hidden behind the GPU step
         ctx = replace(ctx, overhead=ctx.overhead.model_copy(update={"step_overhead_s": 0.0}))
     return ServingSetup(config=config, memory=memory, ctx=ctx)
