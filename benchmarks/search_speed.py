@@ -14,6 +14,12 @@ the best strategy found next to the reference layout as forecast by perfcast. ``
 skips the single-process pass (the largest spaces take minutes per pass).
 
     python benchmarks/search_speed.py [--moe | --dsv3] [--jobs N] [--framework NAME] [--no-bulk]
+                                      [--gpus N]
+
+``--gpus N`` runs the case on N GPUs instead (its reference layout must divide them). The
+space printed first is dropped before the search, so the peak RSS is the search's alone (the
+script held it through the search before: ~1.6 GiB more for DeepSeek-V3 x 1,024, in the
+parent and in every forked worker).
 
 ``--framework torchtitan`` searches the framework's larger schedule space (GPipe and ZB-V
 beside 1F1B / interleaved, ranked in bulk by the work bound of ``schedule.pipeline``).
@@ -57,8 +63,10 @@ CASES = {
 
 
 def main(case: str = "dense", jobs: int | None = None,
-         framework: str = DEFAULT_SEARCH_FRAMEWORK, bulk: bool = True) -> None:
+         framework: str = DEFAULT_SEARCH_FRAMEWORK, bulk: bool = True,
+         gpus: int | None = None) -> None:
     name, num_gpus, workload, reference_name, reference = CASES[case]
+    num_gpus = gpus or num_gpus
     model = load_model(name)
     system = load_system("dgx-h100", num_gpus=num_gpus)
 
@@ -68,6 +76,8 @@ def main(case: str = "dense", jobs: int | None = None,
           f"{space.recompute_layer_variants}  blocks: {len(space.blocks)}  "
           f"layer_keys: {len(space.layer_keys)}  invalid_layouts: {space.invalid}")
     jobs = resolve_jobs(jobs, len(space))
+    count, distinct = len(space), space.distinct_without_recompute_layers
+    del space  # the search builds its own: the peak RSS below is the search's alone
     start, cpu = time.perf_counter(), time.process_time()
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = search_strategies(model, system, workload, num_gpus, top=1, jobs=jobs,
@@ -87,6 +97,7 @@ def main(case: str = "dense", jobs: int | None = None,
           f"{result.evaluated / (parent_cpu_s + workers_cpu_s):.0f}")
 
     if bulk:
+        _, space = search_space(model, system, workload, num_gpus, framework=framework)
         evaluator = BulkEvaluator.for_space(model, system, workload, space)
         scorer = BlockScorer(evaluator, Objective.THROUGHPUT, num_gpus, DEFAULT_TOKEN_BUDGET,
                              0.0, 1)
@@ -99,9 +110,9 @@ def main(case: str = "dense", jobs: int | None = None,
               f"memory_probed: {probed}")
         # numpy runs this element-wise work on one core: CPU seconds of this process =
         # core-seconds (wall seconds overstate it on a shared machine).
-        print(f"strategies_per_s_per_core: {len(space) / bulk_cpu_s:.0f}")
+        print(f"strategies_per_s_per_core: {count / bulk_cpu_s:.0f}")
         print(f"distinct_strategies_per_s_per_core: "
-              f"{space.distinct_without_recompute_layers / bulk_cpu_s:.0f}  "
+              f"{distinct / bulk_cpu_s:.0f}  "
               f"(recompute and offload layer counts counted once)")
 
     published = Strategy(num_gpus=num_gpus, **reference)
@@ -122,4 +133,5 @@ if __name__ == "__main__":
     main("moe" if "--moe" in args else "dsv3" if "--dsv3" in args else "dense",
          int(args[args.index("--jobs") + 1]) if "--jobs" in args else None,
          args[args.index("--framework") + 1] if "--framework" in args
-         else DEFAULT_SEARCH_FRAMEWORK, "--no-bulk" not in args)
+         else DEFAULT_SEARCH_FRAMEWORK, "--no-bulk" not in args,
+         int(args[args.index("--gpus") + 1]) if "--gpus" in args else None)

@@ -318,9 +318,12 @@ def _key_strategy(key: LayerKey, space: StrategySpace) -> Strategy:
     return space.options.model_copy(update=chosen)
 
 
-GATHERS_KEPT = 512
-"""Gathered layer tables ``BulkEvaluator`` keeps (a few hundred row selections per search, a
-few hundred rows of ~30 fields each: a few MB)."""
+GATHER_CACHE_BYTES = 256 * 2**20
+"""Bytes of gathered layer tables ``BulkEvaluator`` keeps per process (issue 18): the tables
+of whole row selections, which blocks share (a DeepSeek-V3 x 1,024 H100 search has 320
+selections of up to 174,000 rows, ~300 bytes a row for the dense and MoE tables). Kept by
+count (512) before, the slices of large blocks (``search.block_stream``) filled the cache
+with tables used once: 2.3 GiB of a 5.4 GiB peak RSS."""
 
 
 @dataclass(frozen=True)
@@ -336,6 +339,8 @@ class BulkEvaluator:
     _gathers: dict[tuple, tuple[np.ndarray, LayerTime]] = field(
         default_factory=dict, compare=False, repr=False)
     """``_gathered``'s tables by (table, id of the ``layer_key`` array)."""
+    _gathered_bytes: list[int] = field(default_factory=lambda: [0], compare=False, repr=False)
+    """Bytes of the tables in ``_gathers`` (one mutable count: the evaluator is frozen)."""
 
     @classmethod
     def for_space(cls, model: ModelSpec, system: SystemSpec, workload: Workload,
@@ -420,17 +425,25 @@ class BulkEvaluator:
         """``tables.dense`` or ``tables.moe`` at the rows' ``layer_key`` indices, read-only.
         Blocks that select the same rows share their ``layer_key`` array (``search.row_table.
         SelectedRows``), so the gathered tables are kept by that array's identity
-        (``GATHERS_KEPT`` of them)."""
+        (up to ``GATHER_CACHE_BYTES``). A ``layer_key`` that is a view of another array (a
+        slice of a block's rows, ``search.block_stream``; a selection of layouts,
+        ``search.recompute_fit``) is a fresh object each time: its table is gathered and not
+        kept."""
+        if not layer_key.flags.owndata:
+            return _gather(getattr(self.tables, table), layer_key)
         key = (table, id(layer_key))
         found = self._gathers.get(key)
         if found is not None and found[0] is layer_key:
             return found[1]
         gathered = _gather(getattr(self.tables, table), layer_key)
+        size = sum(getattr(gathered, f.name).nbytes for f in fields(gathered))
         for f in fields(gathered):
             getattr(gathered, f.name).flags.writeable = False  # shared by later blocks
-        if len(self._gathers) >= GATHERS_KEPT:
+        if self._gathered_bytes[0] + size > GATHER_CACHE_BYTES:
             self._gathers.clear()
+            self._gathered_bytes[0] = 0
         self._gathers[key] = (layer_key, gathered)  # the array kept alive: its id stays its own
+        self._gathered_bytes[0] += size
         return gathered
 
     def _with_modules(self, layers: LayerTime, block: StrategyBlock, kind: int) -> LayerTime:
