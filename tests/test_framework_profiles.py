@@ -334,17 +334,23 @@ def test_llm_foundry_triton_attention_only_where_it_ran(system, kernel):
 
 
 def test_pipeline_micro_batches_come_from_the_profile_not_the_name():
-    """A pipelined row that states no micro-batch size is split into pp micro-batches only where
-    its framework profile says ``pipeline_microbatches: pp_degree`` (torchtitan); a Megatron row
-    of the same shape keeps one sequence per micro-batch."""
+    """A pipelined row that states no micro-batch size is split into pp·vpp micro-batches only
+    where its framework profile says ``pipeline_microbatches: total_stages`` for its release
+    (torchtitan before v0.1.0: ``num_total_stages``, 2 stages per rank for looped schedules);
+    torchtitan from v0.1.0 (micro-batch size 1) and a Megatron row of the same shape keep one
+    sequence per micro-batch."""
     from perfcast.validate.row_strategy import ParallelSizes, micro_batch
 
-    sizes = ParallelSizes(num_gpus=512, tp=8, pp=4, vpp=1, cp=1, ep=1, dp=16)
-    rows = {"torchtitan": 16, "Megatron-LM (2021)": 1}  # local batch 64 over 4 stages
-    for framework, expected in rows.items():
+    single = ParallelSizes(num_gpus=512, tp=8, pp=4, vpp=1, cp=1, ep=1, dp=16)
+    looped = ParallelSizes(num_gpus=512, tp=8, pp=4, vpp=2, cp=1, ep=1, dp=16)
+    cases = [  # local batch 64 over 4 ranks
+        ("torchtitan", "2024-10", single, 16), ("torchtitan", "2024-10", looped, 8),
+        ("torchtitan", "2025-07", single, 1), ("Megatron-LM (2021)", "2024-10", single, 1),
+    ]
+    for framework, date, sizes, expected in cases:
         notes: list[str] = []
-        row = {"framework": framework, "version_or_date": "2024-10"}
-        assert micro_batch(row, 1024, sizes, notes) == expected, framework
+        row = {"framework": framework, "version_or_date": date}
+        assert micro_batch(row, 1024, sizes, notes) == expected, (framework, date, sizes.vpp)
     titan = [p for p in training_profiles() if p.name == "torchtitan"][0]
-    assert [v.value for v in titan.pipeline_microbatches] == ["pp_degree"]
+    assert [v.value for v in titan.pipeline_microbatches] == ["total_stages", "one_sequence"]
     assert all(not p.pipeline_microbatches for p in training_profiles() if p.name != "torchtitan")

@@ -55,8 +55,10 @@ per-op SAC (``selective_ac_option="op"``: selective recompute with module ``op_s
 ExpertTensorParallel = Literal["one", "tp"]
 """Expert tensor-parallel size: 1, or equal to the dense TP size (Megatron-Core's own default)."""
 PipelineSplit = Literal["even", "first_last_one_layer_fewer"]
-PipelineMicrobatches = Literal["pp_degree"]
-"""How layers are split over pipeline stages by default."""
+PipelineMicrobatches = Literal["total_stages", "one_sequence"]
+"""Micro-batches of a pipelined step that states no micro-batch size: ``total_stages`` = the
+local batch split into as many micro-batches as pipeline stages in all (pp x stages per rank),
+``one_sequence`` = one sequence per micro-batch (micro-batches = local batch)."""
 ExpertParallelUnstated = Literal["data_parallel"]
 """EP size of a run that names an EP-only token dispatcher (DeepEP / HybridEP) but no EP size:
 ``data_parallel`` = the experts spread over the whole data-parallel (FSDP) group, i.e. the
@@ -169,8 +171,9 @@ class TrainingFrameworkProfile(BaseModel):
         default=(), description="CUDA-graph scope (informational; not modelled).")
     pipeline_microbatches: tuple[SourcedValue[PipelineMicrobatches], ...] = Field(
         default=(), description="Micro-batches of a pipeline-parallel step when the run states "
-                                "no micro-batch size: 'pp_degree' (the local batch split into "
-                                "pp micro-batches); empty = one sequence per micro-batch.")
+                                "no micro-batch size: 'total_stages' (the local batch split "
+                                "into pp x vpp micro-batches) or 'one_sequence'; empty = one "
+                                "sequence per micro-batch.")
     pipeline_split: tuple[SourcedValue[PipelineSplit], ...] = Field(
         default=(), description="Default split of layers over pipeline stages (informational).")
     fp8_recipes_accepted: tuple[SourcedValue[tuple[FP8Recipe, ...]], ...] = Field(

@@ -34,9 +34,10 @@ skip reason naming the column and value.
   empty -> bf16. Composer "MP mode PURE" reduces gradients in bf16; otherwise the profile's
   reduce dtype.
 - micro-batch: ``micro_batch``; else global/(dp·grad_accum); else, where the framework
-  profile's ``pipeline_microbatches`` is ``pp_degree`` (torchtitan:
-  ``pipeline_parallel_microbatches`` defaults to the number of stages), the local batch split
-  into pp micro-batches; else 1.
+  profile's ``pipeline_microbatches`` is ``total_stages`` (torchtitan before 2025-04:
+  ``pipeline_parallel_microbatches`` defaults to the stages in all, pp x stages per rank), the
+  local batch split into pp·vpp micro-batches; else 1 (torchtitan from v0.1.0:
+  ``pipeline_parallel_microbatch_size`` 1).
 - global batch: ``global_batch_seqs``; else ``global_batch_tokens``/``seq_len`` (token counts
   with k/M suffixes are powers of two: "2M" = 2,097,152); else
   micro_batch·dp·grad_accum.
@@ -107,7 +108,7 @@ def _framework(row: Mapping[str, str | None]) -> str:
 
 def pipeline_microbatches_default(row: Mapping[str, str | None]) -> str | None:
     """The row's framework profile's ``pipeline_microbatches`` default for its release
-    (None: no profile, or one sequence per micro-batch)."""
+    (None: no profile, or none recorded: one sequence per micro-batch)."""
     found = framework_of_text(cell_text(row, "framework"), cell_text(row, "version_or_date"))
     if found is None:
         return None
@@ -465,10 +466,11 @@ def micro_batch(
     if accum is not None and global_batch_size % (sizes.dp * accum) == 0:
         return global_batch_size // (sizes.dp * accum)
     local = global_batch_size // sizes.dp
-    if sizes.pp > 1 and local % sizes.pp == 0 \
-            and pipeline_microbatches_default(row) == "pp_degree":
-        notes.append(f"micro_batch not stated: local batch {local} / pp {sizes.pp} micro-batches "
-                     f"(framework profile: pipeline_microbatches pp_degree)")
-        return local // sizes.pp
+    stages = sizes.pp * sizes.vpp
+    if sizes.pp > 1 and local % stages == 0 \
+            and pipeline_microbatches_default(row) == "total_stages":
+        notes.append(f"micro_batch not stated: local batch {local} / pp*vpp {stages} "
+                     f"micro-batches (framework profile: pipeline_microbatches total_stages)")
+        return local // stages
     notes.append("micro_batch not stated: 1")
     return 1
