@@ -227,6 +227,16 @@ nemo_perf 10.16 -> 9.79%. Bounds tightened: nemo_perf 0.11 -> 0.102, torchtitan_
 0.126. **Moved the wrong way** (fold refits only, within their bounds): torchao_moe 26.41 ->
 26.49%, megatron_dsv3_gb200 20.05 -> 20.09%. The FP8 tensorwise/rowwise cast charges were
 probed and left as they are (docs/fp8_cast_findings.md).
+
+tt18: torchtitan's pipeline micro-batch default by release (framework profile
+``pipeline_microbatches``: before v0.1.0 the local batch split into pp x stages-per-rank
+micro-batches, Interleaved1F1B 2 stages per rank; from v0.1.0 micro-batch size 1). Row 94
+(405B PP 8 Interleaved 1F1B, local batch 32) now 16 micro-batches of 2 instead of 8 of 4: CV
+-16.7 -> -12.6%; rows 93 and 95-98 (1F1B) keep 8 micro-batches. Refit: all 8.45 -> 8.41%, dense
+7.23 -> 7.19% (median 5.22 -> 5.24%, within 10% 75.4 -> 76.0%), torchtitan 9.21 -> 9.11%,
+mosaic_mpt 6.13 -> 6.07%. Bounds tightened: all 0.087 -> 0.085, dense 0.075 -> 0.073,
+torchtitan 0.095 -> 0.093. Moved the wrong way (fold refits, within bounds): nemo_perf 9.78 ->
+9.84%, torchao_moe 26.47 -> 26.54%, megatron_dsv3_gb200 20.08 -> 20.11%.
 """
 
 from __future__ import annotations
@@ -240,8 +250,8 @@ from cv_data import training_cv
 NUM_ROWS = 379
 NUM_DENSE_ROWS = 329
 NUM_MOE_ROWS = 50
-CV_MAPE_BOUND = 0.087
-CV_DENSE_MAPE_BOUND = 0.075
+CV_MAPE_BOUND = 0.085
+CV_DENSE_MAPE_BOUND = 0.073
 CV_DENSE_MEDIAN_BOUND = 0.055
 CV_DENSE_WITHIN_10_MIN = 0.73
 CV_DENSE_WITHIN_20_MIN = 0.89
@@ -255,7 +265,7 @@ CV_SOURCE_BOUNDS = {
     "nemo_perf": 0.102,
     "torchao_float8": 0.16,
     "torchao_moe": 0.27,
-    "torchtitan": 0.095,
+    "torchtitan": 0.093,
     "torchtitan_nvfp4": 0.126,
 }
 KORTHIKANTI_ROW_BOUND = 0.07
