@@ -21,12 +21,12 @@ from perfcast.search.run import DEFAULT_TOKEN_BUDGET
 from perfcast.search.space import SearchConstraints
 from perfcast.specs import Workload
 
-SMALL = SearchConstraints(max_micro_batch_size=2, max_cp=2, fp8=False)
+SMALL = SearchConstraints(max_micro_batch_size=1, max_cp=1, fp8=False)
 
 
 def _evaluator():
     model = load_model("deepseek-v2-lite")
-    model = model.model_validate({**model.model_dump(), "num_hidden_layers": 6})
+    model = model.model_validate({**model.model_dump(), "num_hidden_layers": 4})
     system = load_system("dgx-h100", num_gpus=16)
     workload = Workload(seq_length=2048, global_batch_size=64)
     space = enumerate_strategies(model, system, 16, workload, SMALL)
