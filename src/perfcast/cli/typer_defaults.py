@@ -31,9 +31,15 @@ from enum import Enum
 from typing import Any
 
 import typer.core
-from typer._click.core import Context, ParameterSource
 
-_TYPER_PROCESS_VALUE = typer.core._TyperParameter.process_value
+try:  # typer >= 0.29 vendors click as typer._click
+    from typer._click.core import Context, ParameterSource
+
+    _PARAMETER_CLASS = getattr(typer.core, "_TyperParameter", None)
+except ImportError:  # pragma: no cover - another layout: install() does nothing
+    _PARAMETER_CLASS = None
+"""typer 0.29's common class of options and arguments (None in other layouts)."""
+_TYPER_PROCESS_VALUE = getattr(_PARAMETER_CLASS, "process_value", None)
 
 _PLAIN_TYPES = (int, float, str)
 """Annotations whose default of exactly that type typer's coercion returns unchanged."""
@@ -60,9 +66,14 @@ def process_default_value(self: typer.core._TyperParameter, ctx: Context, value:
             return () if self.multiple or self.nargs == -1 else None
         if _is_plain_default(self, ctx, value):
             return value
+    assert _TYPER_PROCESS_VALUE is not None  # install() returns early otherwise
     return _TYPER_PROCESS_VALUE(self, ctx, value)
 
 
 def install() -> None:
-    """Use ``process_default_value`` for every typer option and argument (idempotent)."""
-    typer.core._TyperParameter.process_value = process_default_value  # type: ignore[method-assign]
+    """Use ``process_default_value`` for every typer option and argument (idempotent). A typer
+    without 0.29's ``_TyperParameter.process_value`` is left as it is: the cut is start-up
+    time only, never behaviour."""
+    if _PARAMETER_CLASS is None or _TYPER_PROCESS_VALUE is None:
+        return
+    _PARAMETER_CLASS.process_value = process_default_value
